@@ -1,0 +1,28 @@
+"""The package's one error type for bad user input."""
+
+from __future__ import annotations
+
+
+class RecaserError(Exception):
+    """Bad input, a bad model or a bad setting.
+
+    Carries the file, the 1-based line number (0 when the problem is not on a
+    line) and the reason, so that the CLI can print ``FILE:LINE: reason``.
+    """
+
+    def __init__(self, reason: str, path: str | None = None, line: int = 0) -> None:
+        self.reason = reason
+        self.path = path
+        self.line = line
+        super().__init__(self.location() + reason)
+
+    def location(self) -> str:
+        if self.path is None:
+            return ""
+        if self.line:
+            return f"{self.path}:{self.line}: "
+        return f"{self.path}: "
+
+    def at(self, path: str | None, line: int) -> "RecaserError":
+        """The same reason, placed at a file and line (for errors raised by line parsers)."""
+        return RecaserError(self.reason, path, line)

@@ -1,0 +1,186 @@
+"""Line-oriented text I/O: strict UTF-8 with line numbers, lock-step reading, atomic writes."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, BinaryIO
+
+from .errors import RecaserError
+
+# Moses splits input on runs of spaces and tabs only (not on other Unicode white space).
+_TOKEN_SEP = re.compile(r"[ \t]+")
+
+
+def split_tokens(line: str) -> list[str]:
+    """Split a line into tokens the way the Moses decoder does."""
+    line = line.strip(" \t")
+    return _TOKEN_SEP.split(line) if line else []
+
+
+def _open_binary(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        fh: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by LineReader
+    except FileNotFoundError:
+        raise RecaserError("no such file", path) from None
+    except IsADirectoryError:
+        raise RecaserError("is a directory, not a file", path) from None
+    except OSError as exc:
+        raise RecaserError(f"cannot open: {exc.strerror}", path) from None
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    return fh
+
+
+class LineReader:
+    """Iterate over the lines of a file (or stdin for ``-``) as str, without the newline.
+
+    Each line is decoded on its own so that invalid UTF-8 is reported with its line number.
+    ``require_newline`` makes a last line without a newline an error: decoder output always
+    ends its lines, so a missing newline means the file was cut short.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, require_newline: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.name = "<stdin>" if self.path == "-" else self.path
+        self.lineno = 0
+        self.require_newline = require_newline
+        self._fh: BinaryIO | None = None
+
+    def __enter__(self) -> "LineReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fh is not None and self.path != "-":
+            self._fh.close()
+        self._fh = None
+
+    def error(self, reason: str, line: int | None = None) -> RecaserError:
+        return RecaserError(reason, self.name, self.lineno if line is None else line)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._fh is None:
+            self._fh = _open_binary(self.path)
+        try:
+            for raw in self._fh:
+                self.lineno += 1
+                if raw.endswith(b"\n"):
+                    raw = raw[:-1]
+                elif self.require_newline:
+                    raise self.error("truncated last line (no newline at the end): the file looks cut short")
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise self.error(
+                        f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start:exc.start + 4]!r})"
+                    ) from None
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise self.error(f"read error: {exc}") from None
+        finally:
+            self.close()
+
+
+def read_lines(path: str | os.PathLike[str], *, require_newline: bool = False) -> Iterator[str]:
+    """Shorthand for iterating a :class:`LineReader`."""
+    return iter(LineReader(path, require_newline=require_newline))
+
+
+def zip_readers(*readers: LineReader) -> Iterator[tuple[str, ...]]:
+    """Read files in lock step; a file that ends early is an error at the first line where they part."""
+    iters = [iter(r) for r in readers]
+    while True:
+        row: list[str] = []
+        ended: list[LineReader] = []
+        for reader, it in zip(readers, iters):
+            try:
+                row.append(next(it))
+            except StopIteration:
+                ended.append(reader)
+        if not ended:
+            yield tuple(row)
+            continue
+        if len(ended) == len(readers):
+            return
+        longer = next(r for r in readers if r not in ended)
+        short = ended[0]
+        raise RecaserError(
+            f"line-count mismatch: {short.name} has only {short.lineno} lines, "
+            f"{longer.name} has more",
+            longer.name,
+            longer.lineno,
+        )
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) -> Iterator[IO]:
+    """Open an output file that appears only when the block finishes without error.
+
+    Writes go to a temporary file beside the target, which is renamed over the target at the
+    end; on any exception (including KeyboardInterrupt) the temporary file is removed.
+    ``None`` or ``-`` writes to stdout.
+    """
+    if path is None or os.fspath(path) == "-":
+        if binary:
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
+        else:
+            yield sys.stdout
+            sys.stdout.flush()
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise RecaserError("output directory does not exist", str(directory))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if binary:
+                yield raw
+            else:
+                text = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+                yield text
+                text.flush()
+                text.detach()
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Build a directory under a temporary name, then move it into place.
+
+    An existing directory at ``path`` is replaced only after the new one is complete.
+    """
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise RecaserError("parent directory does not exist", str(parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
+    try:
+        yield tmp
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
+            os.replace(target, old / "model")
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

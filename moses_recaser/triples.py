@@ -1,0 +1,225 @@
+"""The (F, e, A) record: one sentence's cased source, lowercased output and alignment.
+
+JSON Lines schema, one object per line::
+
+    {"id": 0,                         # sentence number, 0-based (Moses' translation id)
+     "source": ["Cliquez", "OK"],     # F: cased source tokens, as the decoder saw them
+     "target": ["click", "ok"],       # e: output tokens, trace markers removed
+     "phrases": [[0, 1, 0, 1]],       # [s_start, s_end, t_start, t_end], 0-based, inclusive,
+                                      #   in target order (as Moses prints them)
+     "links": [[0, 0], [1, 1]]}       # word links [s, t], or null when none were given
+
+Optional keys, written only when set: ``rank`` (n-best rank, 0-based), ``nbest`` (the
+untouched n-best fields after the hypothesis), ``unknown`` (target positions the decoder
+marked unknown), ``factors`` (extra output factors per target token, "" for none),
+``passthrough`` (the decoder's ``<passthrough .../>`` tag).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from .errors import RecaserError
+from .textio import LineReader
+
+Phrase = tuple[int, int, int, int]
+Link = tuple[int, int]
+
+
+@dataclass
+class Triple:
+    """One sentence: cased source F, output e, phrase pairs and optional word links."""
+
+    id: int
+    source: list[str]
+    target: list[str]
+    phrases: list[Phrase] = field(default_factory=list)
+    links: list[Link] | None = None
+    rank: int | None = None
+    nbest: list[str] | None = None
+    unknown: list[int] = field(default_factory=list)
+    factors: list[str] | None = None
+    passthrough: str | None = None
+
+    def validate(self) -> None:
+        """Check spans and links against the sentence; raise RecaserError (no location) if bad."""
+        check_phrases(self.phrases, len(self.source), len(self.target))
+        if self.links is not None:
+            check_links(self.links, len(self.source), len(self.target))
+            if self.phrases:
+                check_links_in_phrases(self.links, self.phrases)
+
+    def to_json(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {
+            "id": self.id,
+            "source": self.source,
+            "target": self.target,
+            "phrases": [list(p) for p in self.phrases],
+            "links": None if self.links is None else [list(a) for a in self.links],
+        }
+        if self.rank is not None:
+            obj["rank"] = self.rank
+        if self.nbest is not None:
+            obj["nbest"] = self.nbest
+        if self.unknown:
+            obj["unknown"] = self.unknown
+        if self.factors is not None:
+            obj["factors"] = self.factors
+        if self.passthrough is not None:
+            obj["passthrough"] = self.passthrough
+        return obj
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), ensure_ascii=False, separators=(", ", ": "))
+
+    def phrase_of_target(self) -> list[int]:
+        """For each target position, the index of its phrase (-1 when phrases are absent)."""
+        out = [-1] * len(self.target)
+        for k, (_, _, t0, t1) in enumerate(self.phrases):
+            for t in range(t0, t1 + 1):
+                out[t] = k
+        return out
+
+
+def check_phrases(phrases: list[Phrase], n_source: int, n_target: int) -> None:
+    """Phrase pairs must lie inside the sentence and their target spans tile the output in order."""
+    if not phrases:
+        return
+    covered = [False] * n_source
+    expect = 0
+    for s0, s1, t0, t1 in phrases:
+        if not (0 <= s0 <= s1 < n_source):
+            raise RecaserError(f"source span {s0}-{s1} is outside the source sentence ({n_source} tokens)")
+        if t0 != expect or t1 < t0:
+            raise RecaserError(
+                f"target tokens not covered in order: phrase target span {t0}-{t1}, expected it to start at {expect}"
+            )
+        for s in range(s0, s1 + 1):
+            if covered[s]:
+                raise RecaserError(f"source word {s} is covered by two phrases")
+            covered[s] = True
+        expect = t1 + 1
+    if expect != n_target:
+        raise RecaserError(
+            f"target tokens not covered in order: phrases cover {expect} of {n_target} target tokens"
+        )
+
+
+def check_links(links: Iterable[Link], n_source: int, n_target: int) -> None:
+    for s, t in links:
+        if not (0 <= s < n_source and 0 <= t < n_target):
+            raise RecaserError(
+                f"alignment link {s}-{t} is outside the sentence ({n_source} source, {n_target} target tokens)"
+            )
+
+
+def check_links_in_phrases(links: Iterable[Link], phrases: list[Phrase]) -> None:
+    owner: dict[int, Phrase] = {}
+    for p in phrases:
+        for t in range(p[2], p[3] + 1):
+            owner[t] = p
+    for s, t in links:
+        p = owner.get(t)
+        if p is None or not (p[0] <= s <= p[1]):
+            span = "no phrase" if p is None else f"phrase {p[0]}-{p[1]}={p[2]}-{p[3]}"
+            raise RecaserError(f"alignment link {s}-{t} crosses the phrase boundary ({span})")
+
+
+# --- JSON Lines I/O -----------------------------------------------------------------------
+
+def _int_list(value: Any, width: int, key: str) -> list[tuple[int, ...]]:
+    if not isinstance(value, list):
+        raise RecaserError(f"'{key}' must be a list")
+    out = []
+    for item in value:
+        if (
+            not isinstance(item, list)
+            or len(item) != width
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in item)
+        ):
+            raise RecaserError(f"'{key}' entries must be lists of {width} integers, got {item!r}")
+        out.append(tuple(item))
+    return out
+
+
+def _ints(value: Any, key: str) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        raise RecaserError(f"'{key}' must be a list of integers")
+    return value
+
+
+def _str_list(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise RecaserError(f"'{key}' must be a list of strings")
+    return value
+
+
+_KEYS = {"id", "source", "target", "phrases", "links", "rank", "nbest", "unknown", "factors", "passthrough"}
+
+
+def triple_from_json(obj: Any) -> Triple:
+    """Build and validate a Triple from a parsed JSON object (RecaserError without location)."""
+    if not isinstance(obj, dict):
+        raise RecaserError("a triple must be a JSON object")
+    unknown_keys = set(obj) - _KEYS
+    if unknown_keys:
+        raise RecaserError(f"unknown key(s) {sorted(unknown_keys)}; allowed: {sorted(_KEYS)}")
+    for key in ("id", "source", "target"):
+        if key not in obj:
+            raise RecaserError(f"missing key '{key}'")
+    if not isinstance(obj["id"], int) or isinstance(obj["id"], bool):
+        raise RecaserError("'id' must be an integer")
+    links = obj.get("links")
+    rank = obj.get("rank")
+    if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
+        raise RecaserError("'rank' must be an integer")
+    passthrough = obj.get("passthrough")
+    if passthrough is not None and not isinstance(passthrough, str):
+        raise RecaserError("'passthrough' must be a string")
+    triple = Triple(
+        id=obj["id"],
+        source=_str_list(obj["source"], "source"),
+        target=_str_list(obj["target"], "target"),
+        phrases=_int_list(obj.get("phrases", []), 4, "phrases"),  # type: ignore[arg-type]
+        links=None if links is None else _int_list(links, 2, "links"),  # type: ignore[arg-type]
+        rank=rank,
+        nbest=None if obj.get("nbest") is None else _str_list(obj["nbest"], "nbest"),
+        unknown=_ints(obj.get("unknown", []), "unknown"),
+        factors=None if obj.get("factors") is None else _str_list(obj["factors"], "factors"),
+        passthrough=passthrough,
+    )
+    if triple.factors is not None and len(triple.factors) != len(triple.target):
+        raise RecaserError("'factors' must have one entry per target token")
+    for u in triple.unknown:
+        if not 0 <= u < len(triple.target):
+            raise RecaserError(f"'unknown' position {u} is outside the target sentence")
+    triple.validate()
+    return triple
+
+
+def read_triples(path: str) -> Iterator[Triple]:
+    """Stream triples from a JSON Lines file; errors name the file and line."""
+    reader = LineReader(path)
+    for line in reader:
+        if not line.strip():
+            raise reader.error("empty line in a triples file")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise reader.error(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        try:
+            yield triple_from_json(obj)
+        except RecaserError as exc:
+            raise exc.at(reader.name, reader.lineno) from None
+
+
+def write_triples(triples: Iterable[Triple], out: TextIO) -> int:
+    n = 0
+    for triple in triples:
+        out.write(triple.dumps())
+        out.write("\n")
+        n += 1
+    return n

@@ -1,0 +1,88 @@
+"""Strict UTF-8 with line numbers, lock-step reading, atomic outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.textio import LineReader, atomic_directory, atomic_output, split_tokens, zip_readers
+
+
+def test_invalid_utf8_names_line(tmp_path):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"ok\nfine\nbad \xff byte\n")
+    with pytest.raises(RecaserError) as err:
+        list(LineReader(p))
+    assert (err.value.path, err.value.line) == (str(p), 3)
+    assert "invalid UTF-8 at byte 4" in err.value.reason
+
+
+def test_missing_file():
+    with pytest.raises(RecaserError, match="no such file"):
+        list(LineReader("/nonexistent/x.txt"))
+
+
+def test_gzip_input(tmp_path):
+    import gzip
+
+    p = tmp_path / "x.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as fh:
+        fh.write("a b\nc\n")
+    assert list(LineReader(p)) == ["a b", "c"]
+
+
+def test_zip_readers_reports_the_longer_file(tmp_path):
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.write_text("1\n2\n")
+    b.write_text("1\n2\n3\n4\n")
+    with pytest.raises(RecaserError) as err:
+        list(zip_readers(LineReader(a), LineReader(b)))
+    assert err.value.path == str(b) and err.value.line == 3
+    assert f"{a} has only 2 lines" in err.value.reason
+
+
+@pytest.mark.parametrize("line,tokens", [
+    ("a b", ["a", "b"]), ("  a\t\tb  ", ["a", "b"]), ("", []), (" \t ", []),
+    ("a\u3000b", ["a\u3000b"]), ("a\u2009b", ["a\u2009b"]),
+])
+def test_split_tokens(line, tokens):
+    assert split_tokens(line) == tokens
+
+
+def test_atomic_output_leaves_nothing_on_error(tmp_path):
+    target = tmp_path / "out.txt"
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as out:
+            out.write("partial\n")
+            raise RuntimeError("boom")
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_output_keeps_old_file_until_done(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old\n")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_output(target) as out:
+            out.write("new\n")
+            raise KeyboardInterrupt
+    assert target.read_text() == "old\n"
+    with atomic_output(target) as out:
+        out.write("new\n")
+    assert target.read_text() == "new\n"
+
+
+def test_atomic_directory(tmp_path):
+    target = tmp_path / "model"
+    with pytest.raises(RuntimeError):
+        with atomic_directory(target) as d:
+            (d / "f").write_text("x")
+            raise RuntimeError
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    with atomic_directory(target) as d:
+        (d / "f").write_text("x")
+    with atomic_directory(target) as d:
+        (d / "g").write_text("y")
+    assert sorted(p.name for p in target.iterdir()) == ["g"]
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
