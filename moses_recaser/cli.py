@@ -12,6 +12,7 @@ from . import __version__
 from .errors import RecaserError
 from .moses import TraceOptions, read_aligned_bitext, read_nbest, read_trace
 from .textio import atomic_output
+from .alignment import SYMMETRIZATIONS
 from .triples import write_triples
 
 PROG = "moses-recaser"
@@ -57,6 +58,70 @@ def cmd_triples(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tokenize(args: argparse.Namespace) -> int:
+    from .textio import read_lines
+    from .tokenize import tokenizer
+
+    tok = tokenizer(args.lang, args.aggressive_dash_splits)
+    with atomic_output(args.output) as out:
+        for line in read_lines(args.input):
+            out.write(" ".join(tok(line)) + "\n")
+    return 0
+
+
+def cmd_lm(args: argparse.Namespace) -> int:
+    from .stats import estimate_lm, lm_from_text
+
+    estimate_lm(lm_from_text(args.text), args.order, args.arpa, args.discount_fallback)
+    return 0
+
+
+def cmd_align(args: argparse.Namespace) -> int:
+    from .aligner import align
+    from .alignment import format_links
+    from .moses import read_aligned_bitext
+
+    triples = list(read_aligned_bitext(args.src, args.tgt))
+    links = align([t.source for t in triples], [t.target for t in triples], args.symmetrize,
+                  priors=args.priors, priors_out=args.priors_out)
+    with atomic_output(args.output) as out:
+        for a in links:
+            out.write(format_links(a) + "\n")
+    return 0
+
+
+def cmd_phrase_align(args: argparse.Namespace) -> int:
+    from .moses import read_aligned_bitext
+    from .npa import length_distribution, phrase_align_triple
+
+    lengths = None
+    if args.lengths_trace is not None:
+        if args.lengths_source is None:
+            raise RecaserError("--lengths-trace needs --lengths-source (the input the decoder translated)")
+        lengths = length_distribution(read_trace(args.lengths_source, args.lengths_trace))
+        log.info("source phrase lengths from the trace: %s",
+                 " ".join(f"{k}:{v:.3f}" for k, v in lengths.items()))
+    triples = read_aligned_bitext(args.src, args.tgt, args.alignment)
+    with atomic_output(args.output) as out:
+        write_triples((phrase_align_triple(t, lengths, args.seed) for t in triples), out)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from .stats import StatsSettings, build_statistics, tempdir, version_signature
+    from .store import write_model
+
+    settings = StatsSettings(lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize,
+                             alignment=args.alignment)
+    with tempdir() as work:
+        tables, files, counts = build_statistics(args.src, args.tgt, args.alignment, settings, work)
+        write_model(args.model, settings=vars(settings), signature=version_signature(settings), tables=tables,
+                    copy_files=files, extra={"corpus": {"sentences": counts.sentences,
+                                                        "target_tokens": counts.target_tokens}})
+    print(version_signature(settings))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -77,6 +142,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE.jsonl", default="-", help="output (default stdout)")
     add_trace_flags(p)
     p.set_defaults(func=cmd_triples)
+
+    p = sub.add_parser("tokenize", help="Moses tokenization (sacremoses, escaping on; jieba for zh)")
+    p.add_argument("-l", "--lang", required=True, help="language code, e.g. en, fr, de, zh")
+    p.add_argument("-i", "--input", default="-", help="raw text (default stdin)")
+    p.add_argument("-o", "--output", default="-", help="tokenized text (default stdout)")
+    p.add_argument("-a", "--aggressive-dash-splits", action="store_true", help="as tokenizer.perl -a")
+    p.set_defaults(func=cmd_tokenize)
+
+    p = sub.add_parser("lm", help="estimate an interpolated modified Kneser-Ney LM, as lmplz does")
+    p.add_argument("-o", "--order", type=int, required=True, help="n-gram order (lmplz -o)")
+    p.add_argument("--text", default="-", help="tokenized corpus, one sentence per line ('-': stdin)")
+    p.add_argument("--arpa", required=True, help="output ARPA file ('-': stdout)")
+    p.add_argument("--discount-fallback", action="store_true",
+                   help="when discounts cannot be estimated (tiny corpus), use 0.5 1 1.5 as lmplz --discount_fallback")
+    p.set_defaults(func=cmd_lm)
+
+    p = sub.add_parser("align", help="word-align a tokenized bitext with eflomal and symmetrize")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("-o", "--output", required=True, help="Pharaoh i-j alignment file")
+    p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
+    p.add_argument("--priors", help="eflomal priors to align with (from --priors-out or eflomal-makepriors)")
+    p.add_argument("--priors-out", help="write eflomal priors computed from this alignment")
+    p.set_defaults(func=cmd_align)
+
+    p = sub.add_parser("phrase-align", help="naive phrase aligner: word-aligned bitext -> phrase-aligned triples")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--alignment", required=True, help="Pharaoh i-j file")
+    p.add_argument("--lengths-trace", help="a Moses -t output to take source phrase lengths from")
+    p.add_argument("--lengths-source", help="the input of --lengths-trace")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", default="-", help="triples JSON Lines (default stdout)")
+    p.set_defaults(func=cmd_phrase_align)
+
+    p = sub.add_parser("stats", help="tables and cased LM from a cased word-aligned bitext, into a model directory")
+    p.add_argument("--src", required=True, help="cased, tokenized source side")
+    p.add_argument("--tgt", required=True, help="cased, tokenized target side")
+    p.add_argument("--alignment", help="Pharaoh i-j (e.g. EMS model/aligned.grow-diag-final-and); else eflomal")
+    p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
+    p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
+    p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("--model", required=True, help="output model directory")
+    p.set_defaults(func=cmd_stats)
     return parser
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import lzma
 import os
 import re
 import shutil
@@ -39,6 +40,8 @@ def _open_binary(path: str) -> BinaryIO:
         raise RecaserError(f"cannot open: {exc.strerror}", path) from None
     if path.endswith(".gz"):
         return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    if path.endswith(".xz"):
+        return lzma.LZMAFile(fh, mode="rb")  # type: ignore[return-value]
     return fh
 
 
@@ -87,7 +90,7 @@ class LineReader:
                     raise self.error(
                         f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start:exc.start + 4]!r})"
                     ) from None
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError) as exc:
             raise self.error(f"read error: {exc}") from None
         finally:
             self.close()

@@ -1,0 +1,121 @@
+"""The case-tag scheme (paper section 1) and the project's one lowercasing.
+
+Lowercasing is Python's ``str.lower()`` of the whole token (Unicode default case mapping,
+including the Greek final-sigma rule). A recased token ``v`` of an input token ``w`` must satisfy
+``lower(v) == lower(w)`` and ``len(v) == len(w)``: forms whose case mapping changes length
+(``ß`` -> ``SS``, ``İ`` -> ``i̇``) are never produced; such characters keep their input form.
+
+Tags, over the *cased* characters of a token (those with ``isupper()`` or ``islower()``):
+
+- ``AN``: no cased character (digits, punctuation, CJK): ``2006``, ``,``, ``北京``;
+- ``AL``: every cased character lower: ``house``, ``l'homme``, ``3d``;
+- ``IU``: the first cased character upper, the rest lower: ``House``, ``L'homme``; a token with a
+  single cased character that is upper is IU, not AU (``I``, ``A``, ``3D``, ``X-2``);
+- ``AU``: two or more cased characters, all upper: ``NATO``, ``U.S.``;
+- ``MX``: anything else: ``McDonald``, ``iPhone``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Tag(IntEnum):
+    AL = 0
+    IU = 1
+    AU = 2
+    MX = 3
+    AN = 4
+
+
+TAG_NAMES = [t.name for t in Tag]
+
+
+def lower(token: str) -> str:
+    """The project's lowercasing (see the module docstring)."""
+    return token.lower()
+
+
+def tag(token: str) -> Tag:
+    n_cased = 0
+    n_upper = 0
+    first_upper = False
+    for c in token:
+        if c.isupper():
+            if n_cased == 0:
+                first_upper = True
+            n_cased += 1
+            n_upper += 1
+        elif c.islower():
+            n_cased += 1
+    if n_cased == 0:
+        return Tag.AN
+    if n_upper == 0:
+        return Tag.AL
+    if first_upper and n_upper == 1:
+        return Tag.IU
+    if n_upper == n_cased:
+        return Tag.AU
+    return Tag.MX
+
+
+def _upper_char(c: str) -> str:
+    u = c.upper()
+    return u if len(u) == 1 and u.lower() == c.lower() else c
+
+
+def upper_all(token: str) -> str:
+    """AU(w): every character upper-cased where that keeps the length and the lowercase."""
+    # whole-token check first: Greek final sigma only round-trips in context (ΟΔΟΣ -> οδος)
+    out = "".join(u if len(u := c.upper()) == 1 else c for c in token)
+    if lower(out) == lower(token):
+        return out
+    out = "".join(_upper_char(c) for c in token)
+    return out if lower(out) == lower(token) else token
+
+
+def upper_first(token: str) -> str:
+    """IU(w): the first cased character upper-cased, the rest as in lower(w)."""
+    low = lower(token)
+    if len(low) != len(token):
+        low = token  # a length-changing lowercase (e.g. 'İ'): work on the token as given
+    for i, c in enumerate(low):
+        if c.isupper() or c.islower():
+            out = low[:i] + _upper_char(c) + low[i + 1 :]
+            return out if lower(out) == lower(token) else token
+    return token
+
+
+def lower_all(token: str) -> str:
+    low = lower(token)
+    return low if len(low) == len(token) else token
+
+
+def apply(t: Tag, token: str) -> str:
+    """Surface form of tag ``t`` on ``token`` (MX has no single form: the token is returned as is)."""
+    if t is Tag.AL:
+        return lower_all(token)
+    if t is Tag.IU:
+        return upper_first(token)
+    if t is Tag.AU:
+        return upper_all(token)
+    return token
+
+
+def is_recasing_of(candidate: str, token: str) -> bool:
+    """True when ``candidate`` differs from ``token`` in case only (same length, same lowercase)."""
+    return len(candidate) == len(token) and lower(candidate) == lower(token)
+
+
+def is_capitalized(token: str) -> bool:
+    """Has an upper-case first cased character (IU, AU, or MX starting upper)."""
+    for c in token:
+        if c.isupper():
+            return True
+        if c.islower():
+            return False
+    return False
+
+
+def has_letter(token: str) -> bool:
+    return any(c.isalpha() for c in token)

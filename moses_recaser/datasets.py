@@ -1,0 +1,81 @@
+"""Public corpora for experiments and benchmarks: where they are, and tokenized copies in a cache.
+
+The data root defaults to ``../shared/corpora`` beside the project; the environment variable
+``MOSES_RECASER_DATA`` (or an explicit argument) moves it. Nothing in the library or the tests
+needs it: only experiments and benchmarks read it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import RecaserError
+from .textio import atomic_output, read_lines
+
+log = logging.getLogger(__name__)
+
+ENV_DATA = "MOSES_RECASER_DATA"
+ENV_CACHE = "MOSES_RECASER_CACHE"
+
+
+def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit is not None:
+        root = Path(explicit)
+    elif os.environ.get(ENV_DATA):
+        root = Path(os.environ[ENV_DATA])
+    else:
+        root = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+    if not root.is_dir():
+        raise RecaserError(f"data root not found; set {ENV_DATA} or pass --data-root", str(root))
+    return root
+
+
+def cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit is not None:
+        d = Path(explicit)
+    elif os.environ.get(ENV_CACHE):
+        d = Path(os.environ[ENV_CACHE])
+    else:
+        d = Path(__file__).resolve().parents[1] / "runs" / "cache"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def tokenized(raw: Path, lang: str, cache: Path) -> Path:
+    """A Moses-tokenized copy of a raw corpus file, made once and kept in the cache."""
+    from .tokenize import tokenizer
+
+    out = cache / "tok" / raw.parent.name / f"{raw.name}.tok.{lang}"
+    if out.is_file() and out.stat().st_mtime >= raw.stat().st_mtime:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tok = tokenizer(lang)
+    log.info("tokenizing %s (%s)", raw, lang)
+    with atomic_output(out) as fh:
+        for line in read_lines(raw):
+            fh.write(" ".join(tok(line)) + "\n")
+    return out
+
+
+def concatenate(parts: Sequence[Path], out: Path) -> Path:
+    """Concatenate files (e.g. several newstest years) into one, once."""
+    if out.is_file() and all(out.stat().st_mtime >= p.stat().st_mtime for p in parts):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(out) as fh:
+        for p in parts:
+            for line in read_lines(p):
+                fh.write(line + "\n")
+    return out
+
+
+def newstest_pair(root: Path, pair: str, names: Sequence[str], src: str, tgt: str, cache: Path,
+                  tag: str) -> tuple[Path, Path]:
+    """Tokenized, concatenated source and target sides of newstest sets of a pair directory."""
+    d = root / "wmt-newstest" / pair
+    srcs = [tokenized(d / f"{n}.{src}", src, cache) for n in names]
+    tgts = [tokenized(d / f"{n}.{tgt}", tgt, cache) for n in names]
+    return (concatenate(srcs, cache / "sets" / f"{tag}.{src}"), concatenate(tgts, cache / "sets" / f"{tag}.{tgt}"))

@@ -1,0 +1,220 @@
+"""Feature tables estimated from a cased, word-aligned bitext (paper section 4.3).
+
+- ``cased``: the capitalized translation table p(E|F) over cased word pairs;
+- ``lower``: the t-table p(e|f) over lowercased word pairs;
+- ``tags``: the case-tag translation table p(tag(E)|tag(F));
+- ``forms``: every cased target form with its count (all positions, and sentence-initial
+  ones), the source of GEN heuristic (ii) and of the unigram baseline.
+
+Smoothing (every probability is > 0):
+
+- translation tables, Witten-Bell interpolated with a smoothed unigram:
+  ``p(E|F) = (c(F,E) + T(F) p0(E)) / (c(F) + T(F))``, where c counts alignment links, T(F)
+  is the number of distinct E linked to F, and ``p0(E) = (c(E) + 1) / (N + |V| + 1)`` (N links,
+  |V| linked target types; an unseen E gets ``1 / (N + |V| + 1)``); an unseen F gives p0(E);
+- tag table, add-one: ``p(t|s) = (c(s,t) + 1) / (c(s) + 5)``.
+
+Tables are numpy arrays plus vocabularies (no pickle): a pair (F, E) is the int64 key
+``id(F) * |V_E| + id(E)`` in a sorted array, looked up with ``searchsorted``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import casing
+from .casing import Tag
+from .errors import RecaserError
+from .triples import Triple
+
+N_TAGS = len(Tag)
+
+
+@dataclass
+class PairCounts:
+    """Counts of linked (source word, target word) pairs, and of each side's words."""
+
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def add(self, f: str, e: str, n: int = 1) -> None:
+        self.pairs[(f, e)] += n
+
+    def merge(self, other: "PairCounts") -> None:
+        self.pairs.update(other.pairs)
+
+
+@dataclass
+class TranslationTable:
+    """Witten-Bell smoothed p(E|F) (see the module docstring)."""
+
+    src_vocab: list[str]
+    tgt_vocab: list[str]
+    keys: np.ndarray  # sorted int64 id(F) * |V_E| + id(E)
+    counts: np.ndarray  # c(F, E)
+    src_total: np.ndarray  # c(F)
+    src_types: np.ndarray  # T(F)
+    tgt_count: np.ndarray  # c(E), over links
+    src_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    tgt_ids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.src_ids:
+            self.src_ids = {w: i for i, w in enumerate(self.src_vocab)}
+        if not self.tgt_ids:
+            self.tgt_ids = {w: i for i, w in enumerate(self.tgt_vocab)}
+        n_links = float(self.tgt_count.sum())
+        self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
+
+    @classmethod
+    def from_counts(cls, pc: PairCounts) -> "TranslationTable":
+        src_vocab = sorted({f for f, _ in pc.pairs})
+        tgt_vocab = sorted({e for _, e in pc.pairs})
+        sid = {w: i for i, w in enumerate(src_vocab)}
+        tid = {w: i for i, w in enumerate(tgt_vocab)}
+        V = len(tgt_vocab)
+        n = len(pc.pairs)
+        keys = np.empty(n, dtype=np.int64)
+        counts = np.empty(n, dtype=np.int64)
+        for k, ((f, e), c) in enumerate(pc.pairs.items()):
+            keys[k] = sid[f] * V + tid[e]
+            counts[k] = c
+        order = np.argsort(keys)
+        keys, counts = keys[order], counts[order]
+        src = keys // V if V else keys
+        tgt = keys % V if V else keys
+        return cls(
+            src_vocab=src_vocab,
+            tgt_vocab=tgt_vocab,
+            keys=keys,
+            counts=counts,
+            src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
+            src_types=np.bincount(src, minlength=len(src_vocab)).astype(np.int64),
+            tgt_count=np.bincount(tgt, weights=counts, minlength=V).astype(np.int64),
+            src_ids=sid,
+            tgt_ids=tid,
+        )
+
+    def p0(self, e: str) -> float:
+        i = self.tgt_ids.get(e)
+        return (1.0 + (float(self.tgt_count[i]) if i is not None else 0.0)) / self._p0_denominator
+
+    def count(self, f: str, e: str) -> int:
+        fi, ei = self.src_ids.get(f), self.tgt_ids.get(e)
+        if fi is None or ei is None:
+            return 0
+        key = fi * len(self.tgt_vocab) + ei
+        pos = int(np.searchsorted(self.keys, key))
+        return int(self.counts[pos]) if pos < len(self.keys) and self.keys[pos] == key else 0
+
+    def prob(self, f: str, e: str) -> float:
+        """p(e|f), smoothed."""
+        p0 = self.p0(e)
+        fi = self.src_ids.get(f)
+        if fi is None:
+            return p0
+        types = float(self.src_types[fi])
+        return (self.count(f, e) + types * p0) / (float(self.src_total[fi]) + types)
+
+
+@dataclass
+class TagTable:
+    """Add-one smoothed p(tag(E) | tag(F)) over linked word pairs."""
+
+    counts: np.ndarray  # [source tag, target tag]
+
+    def probs(self) -> np.ndarray:
+        c = self.counts.astype(np.float64) + 1.0
+        return c / c.sum(axis=1, keepdims=True)
+
+    def prob(self, target: Tag, source: Tag) -> float:
+        return float(self.probs()[int(source), int(target)])
+
+
+@dataclass
+class Forms:
+    """Cased target forms and their counts: everywhere, and as the sentence's first word with a letter."""
+
+    vocab: list[str]
+    count: np.ndarray
+    initial: np.ndarray
+
+    def by_lower(self) -> dict[str, list[int]]:
+        """Lowercase -> form ids, most frequent first (ties by form, for determinism)."""
+        groups: dict[str, list[int]] = {}
+        for i, form in enumerate(self.vocab):
+            groups.setdefault(casing.lower(form), []).append(i)
+        for ids in groups.values():
+            ids.sort(key=lambda i: (-int(self.count[i]), self.vocab[i]))
+        return groups
+
+
+@dataclass
+class StatsCounts:
+    """Everything counted from the bitext; mergeable, so shards can be counted apart."""
+
+    cased: PairCounts = field(default_factory=PairCounts)
+    lower: PairCounts = field(default_factory=PairCounts)
+    tags: np.ndarray = field(default_factory=lambda: np.zeros((N_TAGS, N_TAGS), dtype=np.int64))
+    forms: Counter[str] = field(default_factory=Counter)
+    initial: Counter[str] = field(default_factory=Counter)
+    sentences: int = 0
+    target_tokens: int = 0
+
+    def add(self, source: Sequence[str], target: Sequence[str], links: Iterable[tuple[int, int]]) -> None:
+        self.sentences += 1
+        self.target_tokens += len(target)
+        self.forms.update(target)
+        for tok in target:
+            if casing.has_letter(tok):
+                self.initial[tok] += 1
+                break
+        for s, t in links:
+            f, e = source[s], target[t]
+            self.cased.add(f, e)
+            self.lower.add(casing.lower(f), casing.lower(e))
+            self.tags[casing.tag(f), casing.tag(e)] += 1
+
+    def merge(self, other: "StatsCounts") -> None:
+        self.cased.merge(other.cased)
+        self.lower.merge(other.lower)
+        self.tags += other.tags
+        self.forms.update(other.forms)
+        self.initial.update(other.initial)
+        self.sentences += other.sentences
+        self.target_tokens += other.target_tokens
+
+
+@dataclass
+class Tables:
+    cased: TranslationTable
+    lower: TranslationTable
+    tags: TagTable
+    forms: Forms
+
+    @classmethod
+    def from_counts(cls, counts: StatsCounts) -> "Tables":
+        vocab = sorted(counts.forms)
+        return cls(
+            cased=TranslationTable.from_counts(counts.cased),
+            lower=TranslationTable.from_counts(counts.lower),
+            tags=TagTable(counts.tags.copy()),
+            forms=Forms(
+                vocab=vocab,
+                count=np.array([counts.forms[w] for w in vocab], dtype=np.int64),
+                initial=np.array([counts.initial.get(w, 0) for w in vocab], dtype=np.int64),
+            ),
+        )
+
+
+def count_triples(triples: Iterable[Triple]) -> StatsCounts:
+    """Count everything the tables need from word-aligned triples (cased source and target)."""
+    counts = StatsCounts()
+    for t in triples:
+        if t.links is None:
+            raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
+        counts.add(t.source, t.target, t.links)
+    return counts

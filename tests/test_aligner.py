@@ -1,0 +1,52 @@
+"""eflomal word alignment on real shipped text (TICO-19), symmetrized, with priors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from moses_recaser.aligner import align
+from moses_recaser.tokenize import tokenizer
+
+TICO = Path(__file__).parents[1] / "data" / "tico19"
+
+
+@pytest.fixture(scope="module")
+def bitext():
+    fr = (TICO / "tico19-test.fr").read_text(encoding="utf-8").splitlines()[200:500]
+    en = (TICO / "tico19-test.en").read_text(encoding="utf-8").splitlines()[200:500]
+    return [tokenizer("fr")(x) for x in fr], [tokenizer("en")(x) for x in en]
+
+
+def test_alignment_links_are_inside_sentences_and_mostly_diagonal(bitext, tmp_path):
+    src, tgt = bitext
+    priors = tmp_path / "priors"
+    links = align(src, tgt, priors_out=priors)
+    assert len(links) == len(src)
+    n_links = sum(len(a) for a in links)
+    assert n_links > 0.6 * sum(len(t) for t in tgt)
+    for s, t, a in zip(src, tgt, links):
+        assert all(0 <= i < len(s) and 0 <= j < len(t) for i, j in a)
+    # French and English are close in order: most links lie near the diagonal
+    near = sum(1 for s, t, a in zip(src, tgt, links) for i, j in a if abs(i / len(s) - j / len(t)) < 0.25)
+    assert near > 0.8 * n_links
+    lines = priors.read_text(encoding="utf-8").splitlines()
+    assert any(x.startswith("LEX\t") for x in lines) and any(x.startswith("HMMF\t") for x in lines)
+    # identical numbers and names align to each other
+    hits = [(s[i], t[j]) for s, t, a in zip(src, tgt, links) for i, j in a if s[i] == t[j] and s[i][0].isdigit()]
+    assert len(hits) > 10
+
+
+def test_alignment_with_priors_of_a_previous_run(bitext, tmp_path):
+    src, tgt = bitext
+    priors = tmp_path / "priors"
+    align(src, tgt, priors_out=priors)
+    links = align(src[:20], tgt[:20], priors=priors)
+    assert len(links) == 20 and sum(len(a) for a in links) > 0
+
+
+def test_empty_sentences_keep_their_line(bitext):
+    src, tgt = bitext
+    links = align([src[0], [], src[1]], [tgt[0], [], tgt[1]])
+    assert len(links) == 3 and links[1] == []

@@ -1,0 +1,41 @@
+"""The case-tag scheme and the case-only surface forms."""
+
+from __future__ import annotations
+
+import pytest
+
+from moses_recaser import casing
+from moses_recaser.casing import Tag
+
+
+@pytest.mark.parametrize("token,tag", [
+    ("house", Tag.AL), ("House", Tag.IU), ("NATO", Tag.AU), ("U.S.", Tag.AU), ("I", Tag.IU), ("A", Tag.IU),
+    ("3D", Tag.IU), ("x-2", Tag.AL), ("McDonald", Tag.MX), ("iPhone", Tag.MX), ("2006", Tag.AN), (",", Tag.AN),
+    ("北京", Tag.AN), ("&amp;", Tag.AL), ("ÉTÉ", Tag.AU), ("été", Tag.AL), ("L'homme", Tag.IU), ("l'Homme", Tag.MX),
+    ("straße", Tag.AL), ("ΟΔΟΣ", Tag.AU), ("", Tag.AN),
+])
+def test_tags(token, tag):
+    assert casing.tag(token) == tag
+
+
+@pytest.mark.parametrize("token,iu,au", [
+    ("house", "House", "HOUSE"),
+    ("l'homme", "L'homme", "L'HOMME"),
+    ("(hello", "(Hello", "(HELLO"),
+    ("straße", "Straße", "STRAßE"),  # ß -> SS would change the length: kept
+    ("ßa", "ßa", "ßA"),
+    ("οδος", "Οδος", "ΟΔΟΣ"),
+    ("2006", "2006", "2006"),
+    ("ǆ", "Ǆ", "Ǆ"),  # a digraph: IU upper-cases (Ǆ), it does not title-case (ǅ)
+])
+def test_surface_forms_change_case_only(token, iu, au):
+    got_iu = casing.apply(Tag.IU, token)
+    got_au = casing.apply(Tag.AU, token)
+    assert casing.is_recasing_of(got_iu, token) and casing.is_recasing_of(got_au, token)
+    assert got_au == au
+    assert got_iu == iu
+
+
+def test_length_changing_lowercase_is_left_alone():
+    assert casing.lower_all("İstanbul") == "İstanbul"
+    assert casing.is_recasing_of(casing.apply(Tag.IU, "İstanbul"), "İstanbul")

@@ -1,0 +1,98 @@
+"""The statistics commands end to end: tokenize, lm, phrase-align, stats."""
+
+from __future__ import annotations
+
+import json
+
+import kenlm
+import pytest
+
+from conftest import TRACES
+from moses_recaser.cli import main
+from moses_recaser.store import read_manifest, tables_from_files
+
+
+def _write(path, lines):
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_tokenize_escapes_like_moses(tmp_path, capsys):
+    raw = _write(tmp_path / "raw", ["Tom & Jerry's \"show\" | <b>", "L'homme, c'est ça."])
+    assert main(["tokenize", "-l", "en", "-i", raw]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "Tom &amp; Jerry &apos;s &quot; show &quot; &#124; &lt; b &gt;"
+    assert main(["tokenize", "-l", "fr", "-i", raw, "-o", str(tmp_path / "tok")]) == 0
+    assert (tmp_path / "tok").read_text(encoding="utf-8").splitlines()[1] == "L&apos; homme , c&apos; est ça ."
+
+
+def test_tokenize_chinese_segments(tmp_path, capsys):
+    raw = _write(tmp_path / "raw", ["我爱北京天安门。"])
+    assert main(["tokenize", "-l", "zh", "-i", raw]) == 0
+    out = capsys.readouterr().out.split()
+    assert len(out) > 2 and "".join(out) == "我爱北京天安门。"
+
+
+def test_lm_command_writes_arpa_kenlm_reads(tmp_path):
+    corpus = _write(tmp_path / "c", ["the cat sat", "the dog sat", "a cat ran", "the cat ran"] * 3)
+    arpa = tmp_path / "lm.arpa"
+    assert main(["-q", "lm", "-o", "2", "--text", corpus, "--arpa", str(arpa), "--discount-fallback"]) == 0
+    model = kenlm.Model(str(arpa))
+    assert model.order == 2
+    assert model.score("the cat sat") > model.score("sat cat the")
+
+
+def test_lm_command_error_without_fallback(tmp_path, capsys):
+    corpus = _write(tmp_path / "c", ["a b"])
+    assert main(["lm", "-o", "2", "--text", corpus, "--arpa", str(tmp_path / "x.arpa")]) == 2
+    assert "--discount-fallback" in capsys.readouterr().err
+    assert not (tmp_path / "x.arpa").exists()
+
+
+def test_phrase_align_command_with_trace_lengths(tmp_path):
+    d = TRACES / "mosesdecoder-promix-test_data"
+    src = _write(tmp_path / "f", ["Das ist ein kleines Haus .", "Guten Tag"])
+    tgt = _write(tmp_path / "e", ["this is a small house .", "hello"])
+    wa = _write(tmp_path / "a", ["0-0 1-1 2-2 3-3 4-4 5-5", "0-0 1-0"])
+    out = tmp_path / "t.jsonl"
+    assert main(["-q", "phrase-align", "--src", src, "--tgt", tgt, "--alignment", wa, "--seed", "1",
+                 "--lengths-trace", str(d / "test.nbest.nbest.segments"), "--lengths-source", str(d / "test.nbest.input"),
+                 "-o", str(out)]) == 2  # the promix trace is an n-best list, not a 1-best trace
+    assert not out.exists()
+    assert main(["-q", "phrase-align", "--src", src, "--tgt", tgt, "--alignment", wa, "-o", str(out)]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows[1]["phrases"] == [[0, 1, 0, 0]]
+    assert rows[0]["links"][0] == [0, 0]
+
+
+def test_stats_command_builds_a_model(tmp_path):
+    src = _write(tmp_path / "f", ["Le chat dort .", "le chien mange .", "OK ."] * 5)
+    tgt = _write(tmp_path / "e", ["The cat sleeps .", "the dog eats .", "OK ."] * 5)
+    wa = _write(tmp_path / "a", ["0-0 1-1 2-2 3-3", "0-0 1-1 2-2 3-3", "0-0 1-1"] * 5)
+    model = tmp_path / "model"
+    assert main(["-q", "stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--lm-order", "2",
+                 "--model", str(model)]) == 0
+    manifest = read_manifest(model)
+    assert manifest.settings["lm_order"] == 2 and "lm:kn2" in manifest.signature
+    tables = tables_from_files(model)
+    assert tables.cased.count("Le", "The") == 5
+    assert kenlm.Model(str(model / "lm.arpa")).order == 2
+
+
+def test_stats_command_mismatched_corpus(tmp_path, capsys):
+    src = _write(tmp_path / "f", ["a", "b", "c"])
+    tgt = _write(tmp_path / "e", ["a", "b"])
+    wa = _write(tmp_path / "wa", ["0-0", "0-0", "0-0"])
+    assert main(["stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--model", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "line-count mismatch" in err and f"{src}:3" in err
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("bad,message", [("0-0 0-5", "alignment link 0-5 is outside the sentence"),
+                                         ("0-x", "malformed alignment pair '0-x'")])
+def test_stats_command_bad_alignment(tmp_path, capsys, bad, message):
+    src = _write(tmp_path / "f", ["a b"])
+    tgt = _write(tmp_path / "e", ["a b"])
+    wa = _write(tmp_path / "wa", [bad])
+    assert main(["stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--model", str(tmp_path / "m")]) == 2
+    assert f"{wa}:1: {message}" in capsys.readouterr().err

@@ -1,0 +1,117 @@
+"""Modified Kneser-Ney estimation: parity with KenLM's lmplz, queried through kenlm."""
+
+from __future__ import annotations
+
+import io
+import lzma
+import re
+
+import kenlm
+import pytest
+
+from conftest import DATA
+from moses_recaser.errors import RecaserError
+from moses_recaser.lm import count_ngrams, estimate, read_corpus, write_arpa
+from moses_recaser.textio import read_lines
+
+LMPLZ = DATA / "lmplz"
+
+
+def _load_arpa(text: str) -> dict[str, tuple[float, float | None]]:
+    out: dict[str, tuple[float, float | None]] = {}
+    order = 0
+    for line in text.splitlines():
+        m = re.fullmatch(r"\\(\d+)-grams:", line)
+        if m:
+            order = int(m.group(1))
+            continue
+        if not order or not line or line.startswith("\\"):
+            continue
+        parts = line.split("\t")
+        out[parts[1]] = (float(parts[0]), float(parts[2]) if len(parts) > 2 else None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[list[str]]:
+    return list(read_corpus(read_lines(LMPLZ / "corpus.tok.en.xz")))
+
+
+def _our_arpa(corpus, order: int) -> str:
+    buf = io.StringIO()
+    write_arpa(estimate(count_ngrams(corpus, order)), buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("order", [3, 5])
+def test_every_ngram_prob_and_backoff_match_lmplz(corpus, order):
+    ours = _load_arpa(_our_arpa(corpus, order))
+    gold = _load_arpa(lzma.open(LMPLZ / f"order{order}.arpa.xz", "rt", encoding="utf-8").read())
+    assert set(ours) == set(gold)
+    for ngram, (lp, bo) in gold.items():
+        our_lp, our_bo = ours[ngram]
+        assert abs(our_lp - lp) <= 1e-4, ngram
+        assert (bo is None) == (our_bo is None), ngram
+        if bo is not None:
+            assert abs(our_bo - bo) <= 1e-4, ngram
+
+
+@pytest.mark.parametrize("order", [3, 5])
+def test_discounts_match_lmplz_log(corpus, order):
+    log = (LMPLZ / f"lmplz.order{order}.log").read_text()
+    expected = [tuple(float(x) for x in m) for m in re.findall(r"D1=(\S+) D2=(\S+) D3\+=(\S+)", log)]
+    model = estimate(count_ngrams(corpus, order))
+    assert len(expected) == order
+    for got, want in zip(model.discounts, expected):
+        assert got == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.parametrize("order,ppl,ppl_no_oov", [
+    (3, 508.5909811720616, 289.22158153616516),
+    (5, 506.5950025672769, 288.2388130075475),
+])
+def test_kenlm_perplexity_matches_reference(corpus, tmp_path, order, ppl, ppl_no_oov):
+    arpa = tmp_path / "lm.arpa"
+    arpa.write_text(_our_arpa(corpus, order), encoding="utf-8")
+    model = kenlm.Model(str(arpa))
+    total = total_in = 0.0
+    n = n_in = oov = 0
+    for line in read_lines(LMPLZ / "heldout.tok.en"):
+        for logprob, _, is_oov in model.full_scores(line):
+            total += logprob
+            n += 1
+            if is_oov:
+                oov += 1
+            else:
+                total_in += logprob
+                n_in += 1
+    assert oov == 644 and n == 6515  # words and </s>, as KenLM query counts them
+    assert 10 ** (-total / n) == pytest.approx(ppl, rel=1e-6)
+    assert 10 ** (-total_in / n_in) == pytest.approx(ppl_no_oov, rel=1e-6)
+
+
+def test_tiny_corpus_needs_fallback():
+    sents = [["a", "b"], ["a", "c"]]
+    with pytest.raises(RecaserError, match="discount-fallback"):
+        estimate(count_ngrams(sents, 2))
+    model = estimate(count_ngrams(sents, 2), discount_fallback=True)
+    assert model.discounts[0] == (0.5, 1.0, 1.5)
+
+
+def test_hand_computed_unigram_model():
+    # corpus "a a b": unigram adjusted counts are raw counts at the top order (1)
+    model = estimate(count_ngrams([["a", "a", "b"]], 1), discount_fallback=True)
+    buf = io.StringIO()
+    write_arpa(model, buf)
+    probs = {k: 10 ** v[0] for k, v in _load_arpa(buf.getvalue()).items()}
+    # counts: a=2, b=1, </s>=1; total 4; D1=.5, D2=1; gamma = (.5*2 + 1*1)/4 = .5;
+    # uniform over the vocabulary less <s>: <unk>, </s>, a, b
+    assert probs["a"] == pytest.approx((2 - 1.0) / 4 + 0.5 / 4)
+    assert probs["b"] == pytest.approx((1 - 0.5) / 4 + 0.5 / 4)
+    assert probs["<unk>"] == pytest.approx(0.5 / 4)
+    assert sum(p for k, p in probs.items() if k != "<s>") == pytest.approx(1.0)
+
+
+def test_reserved_tokens_are_refused():
+    with pytest.raises(RecaserError, match="reserved token '<s>'"):
+        count_ngrams([["a", "<s>"]], 2)

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Benchmark: training statistics (tables + LM) from fr-en newstest 2008-2012, alignment timed apart.
+
+Prints wall time and peak RSS of each stage, each measured in a fresh child process, and writes
+JSON. Reads the corpora from the data root (MOSES_RECASER_DATA, default ../shared/corpora).
+
+    python tools/bench_stats.py [--data-root DIR] [--json runs/bench_stats.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import sys
+import time
+from pathlib import Path
+
+TRAIN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012"]
+
+
+def _stage(name: str, src: str, tgt: str, align: str, out: str, q: mp.Queue) -> None:
+    from moses_recaser.aligner import align as eflomal_align
+    from moses_recaser.alignment import format_links
+    from moses_recaser.lm import count_ngrams, estimate, write_arpa
+    from moses_recaser.moses import read_aligned_bitext
+    from moses_recaser.tables import Tables, count_triples
+
+    t0 = time.perf_counter()
+    if name == "align":
+        triples = list(read_aligned_bitext(src, tgt))
+        links = eflomal_align([t.source for t in triples], [t.target for t in triples])
+        with open(align, "w", encoding="utf-8") as fh:
+            fh.writelines(format_links(a) + "\n" for a in links)
+    elif name == "tables":
+        Tables.from_counts(count_triples(read_aligned_bitext(src, tgt, align)))
+    elif name == "lm":
+        model = estimate(count_ngrams((t.target for t in read_aligned_bitext(src, tgt)), 3))
+        with open(out, "w", encoding="utf-8") as fh:
+            write_arpa(model, fh)
+    wall = time.perf_counter() - t0
+    q.put({"stage": name, "wall_s": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def run(name: str, *args: str) -> dict:
+    q: mp.Queue = mp.get_context("fork").Queue()
+    p = mp.get_context("fork").Process(target=_stage, args=(name, *args, q))
+    p.start()
+    p.join()
+    if p.exitcode != 0:
+        sys.exit(f"stage {name} failed")
+    return q.get()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-root")
+    ap.add_argument("--json", default="runs/bench_stats.json")
+    args = ap.parse_args()
+    from moses_recaser.datasets import cache_dir, data_root, newstest_pair
+
+    cache = cache_dir()
+    src, tgt = newstest_pair(data_root(args.data_root), "fr-en", TRAIN, "fr", "en", cache, "fr-en.train")
+    words = sum(len(line.split()) for line in open(tgt, encoding="utf-8"))
+    swords = sum(len(line.split()) for line in open(src, encoding="utf-8"))
+    align = str(cache / "sets" / "fr-en.train.gdfa")
+    rows = [run("align", str(src), str(tgt), align, "")]
+    rows.append(run("tables", str(src), str(tgt), align, ""))
+    rows.append(run("lm", str(src), str(tgt), align, str(cache / "sets" / "fr-en.train.en.arpa")))
+    stats_wall = sum(r["wall_s"] for r in rows if r["stage"] != "align")
+    print(f"corpus: fr-en newstest 2008-2012, {swords:,} French + {words:,} English tokens")
+    print(f"{'stage':<8} {'wall s':>8} {'peak RSS MiB':>13}")
+    for r in rows:
+        print(f"{r['stage']:<8} {r['wall_s']:>8.1f} {r['peak_rss_mib']:>13.0f}")
+    print(f"tables + LM: {stats_wall:.1f} s (goal <= 60 s), per 1M words: {stats_wall / ((words + swords) / 1e6):.1f} s")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"source_tokens": swords, "target_tokens": words, "stages": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
