@@ -13,11 +13,19 @@ Tags, over the *cased* characters of a token (those with ``isupper()`` or ``islo
   single cased character that is upper is IU, not AU (``I``, ``A``, ``3D``, ``X-2``);
 - ``AU``: two or more cased characters, all upper: ``NATO``, ``U.S.``;
 - ``MX``: anything else: ``McDonald``, ``iPhone``.
+
+Moses-escaped characters (``&apos;``, ``&quot;``, ``&amp;``, ``&#124;`` ...) count as punctuation:
+``&quot;`` is AN, ``&apos;s`` is AL, and IU(``&apos;malley``) is ``&apos;Malley``.
 """
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
+
+# Moses-escaped characters (&amp; &apos; &quot; &lt; &gt; &#124; &#91; &#93;) are punctuation, not
+# letters: casing skips over them ("&apos;malley" -> "&apos;Malley", never "&Apos;malley").
+_ENTITY = re.compile(r"&(?:[a-z]+|#[0-9]+);")
 
 
 class Tag(IntEnum):
@@ -36,11 +44,18 @@ def lower(token: str) -> str:
     return token.lower()
 
 
+def _masked(token: str) -> str:
+    """The token with escaped entities blanked out (same length), so their letters do not count."""
+    if "&" not in token:
+        return token
+    return _ENTITY.sub(lambda m: "\0" * len(m.group(0)), token)
+
+
 def tag(token: str) -> Tag:
     n_cased = 0
     n_upper = 0
     first_upper = False
-    for c in token:
+    for c in _masked(token):
         if c.isupper():
             if n_cased == 0:
                 first_upper = True
@@ -66,11 +81,12 @@ def _upper_char(c: str) -> str:
 
 def upper_all(token: str) -> str:
     """AU(w): every character upper-cased where that keeps the length and the lowercase."""
+    mask = _masked(token)
     # whole-token check first: Greek final sigma only round-trips in context (ΟΔΟΣ -> οδος)
-    out = "".join(u if len(u := c.upper()) == 1 else c for c in token)
+    out = "".join(c if m == "\0" or len(u := c.upper()) != 1 else u for c, m in zip(token, mask))
     if lower(out) == lower(token):
         return out
-    out = "".join(_upper_char(c) for c in token)
+    out = "".join(c if m == "\0" else _upper_char(c) for c, m in zip(token, mask))
     return out if lower(out) == lower(token) else token
 
 
@@ -79,7 +95,7 @@ def upper_first(token: str) -> str:
     low = lower(token)
     if len(low) != len(token):
         low = token  # a length-changing lowercase (e.g. 'İ'): work on the token as given
-    for i, c in enumerate(low):
+    for i, c in enumerate(_masked(low)):
         if c.isupper() or c.islower():
             out = low[:i] + _upper_char(c) + low[i + 1 :]
             return out if lower(out) == lower(token) else token
@@ -109,7 +125,7 @@ def is_recasing_of(candidate: str, token: str) -> bool:
 
 def is_capitalized(token: str) -> bool:
     """Has an upper-case first cased character (IU, AU, or MX starting upper)."""
-    for c in token:
+    for c in _masked(token):
         if c.isupper():
             return True
         if c.islower():
@@ -118,4 +134,4 @@ def is_capitalized(token: str) -> bool:
 
 
 def has_letter(token: str) -> bool:
-    return any(c.isalpha() for c in token)
+    return any(c.isalpha() for c in _masked(token))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import logging
 import signal
 import sys
@@ -122,6 +123,147 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from .stats import tempdir
+    from .train import TrainSettings, train
+
+    settings = TrainSettings(
+        lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize, feature_set=args.features,
+        alignment_mode=args.phrase_features, sigma=args.sigma, max_iter=args.max_iter,
+        max_candidates=args.max_candidates, npa_seed=args.seed, heldout_sentences=args.heldout,
+        sigma_grid=tuple(args.sigma_grid or ()),
+    )
+    lengths = None
+    if args.lengths_trace is not None:
+        if args.lengths_source is None:
+            raise RecaserError("--lengths-trace needs --lengths-source (the input the decoder translated)")
+        lengths = (args.lengths_trace, args.lengths_source)
+    with tempdir() as work:
+        report = train(args.src, args.tgt, args.alignment, args.dev_src, args.dev_tgt, args.dev_alignment,
+                       args.model, settings, Path(work), lengths)
+    from .store import read_manifest
+
+    log.info("dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s", 100 * report.gen_oracle, report.iterations,
+             ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
+    print(read_manifest(args.model, verify=False).signature)
+    return 0
+
+
+def _recase_triples(args: argparse.Namespace, opts: TraceOptions):  # type: ignore[no-untyped-def]
+    """The input as triples, from whichever input flag was given."""
+    from .moses import read_aligned_bitext
+    from .triples import Triple, read_triples
+
+    given = [x for x in (args.trace, args.triples, args.input) if x is not None]
+    if len(given) != 1:
+        raise RecaserError("give exactly one input: --trace, --triples or --input (see --help)")
+    if args.trace is not None:
+        return read_trace(args.source, args.trace, args.alignment, opts)
+    if args.triples is not None:
+        return read_triples(args.triples)
+    if args.source is None:
+        from .textio import read_lines, split_tokens
+
+        return (Triple(id=i, source=[], target=split_tokens(x)) for i, x in enumerate(read_lines(args.input)))
+    if args.align:
+        return _aligned_input(args)
+    return read_aligned_bitext(args.source, args.input, args.input_alignment)
+
+
+def _aligned_input(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from .aligner import align
+    from .moses import read_aligned_bitext
+
+    priors = Path(args.model) / "aligner.priors"
+    if not priors.is_file():
+        raise RecaserError("--align needs a model trained with eflomal alignment (it stores aligner.priors)",
+                           str(args.model))
+    triples = list(read_aligned_bitext(args.source, args.input))
+    links = align([t.source for t in triples], [t.target for t in triples], priors=priors)
+    for t, a in zip(triples, links):
+        t.links = a
+    return triples
+
+
+def cmd_recase(args: argparse.Namespace) -> int:
+    from .recaser import Recaser
+
+    opts = _trace_options(args)
+    recaser = Recaser(args.model, alignment=args.phrase_features)
+    if args.nbest:
+        return _recase_nbest(args, opts, recaser)
+    triples = _recase_triples(args, opts)
+    with atomic_output(args.output) as out:
+        if args.explain:
+            import json
+
+            for t in triples:
+                for row in recaser.explain(t):
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write("\n")
+            return 0
+        for t, tokens in zip_recased(triples, recaser):
+            if t.factors is not None:
+                tokens = [w + f for w, f in zip(tokens, t.factors)]
+            out.write(" ".join(tokens) + "\n")
+    log.info("signature: %s", recaser.signature)
+    return 0
+
+
+def zip_recased(triples, recaser):  # type: ignore[no-untyped-def]
+    """Pairs (triple, recased tokens), streaming in chunks."""
+    chunk: list = []
+    for t in triples:
+        chunk.append(t)
+        if len(chunk) >= 256:
+            yield from zip(chunk, recaser.recase_batch(chunk))
+            chunk = []
+    if chunk:
+        yield from zip(chunk, recaser.recase_batch(chunk))
+
+
+def _recase_nbest(args: argparse.Namespace, opts: TraceOptions, recaser) -> int:  # type: ignore[no-untyped-def]
+    from .moses import iter_nbest
+
+    if args.trace is None:
+        raise RecaserError("--nbest goes with --trace (the n-best list)")
+    records = iter_nbest(args.source, args.trace, opts)
+    with atomic_output(args.output) as out:
+        chunk: list = []
+
+        def flush() -> None:
+            for (t, line, spans), tokens in zip(chunk, recaser.recase_batch([c[0] for c in chunk])):
+                pieces, pos = [], 0
+                for (a, b), w in zip(spans, tokens):
+                    pieces += [line[pos:a], w]
+                    pos = b
+                out.write("".join(pieces) + line[pos:] + "\n")
+            chunk.clear()
+
+        for rec in records:
+            chunk.append(rec)
+            if len(chunk) >= 256:
+                flush()
+        flush()
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .metrics import case_scores
+    from .textio import read_lines, split_tokens
+
+    hyps = [split_tokens(x) for x in read_lines(args.hyp)]
+    refs = [split_tokens(x) for x in read_lines(args.ref)]
+    if len(hyps) != len(refs):
+        raise RecaserError(f"line-count mismatch: {len(hyps)} output lines, {len(refs)} reference lines", args.hyp)
+    scores = case_scores(hyps, refs)
+    print(f"precision {100 * scores.precision:.2f}  cased-word F1 {100 * scores.f1:.2f}  "
+          f"words {scores.words}  errors {scores.words - scores.correct}")
+    if args.confusion:
+        print(scores.confusion_table())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -186,6 +328,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lm-order", type=int, default=3)
     p.add_argument("--model", required=True, help="output model directory")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("train", help="train a bilingual recaser: tables and LM from a bitext, CRF weights on dev")
+    p.add_argument("--src", required=True, help="training source, cased and tokenized")
+    p.add_argument("--tgt", required=True, help="training target, cased and tokenized")
+    p.add_argument("--alignment", help="training word alignment (Pharaoh); else eflomal aligns")
+    p.add_argument("--dev-src", required=True)
+    p.add_argument("--dev-tgt", required=True, help="cased dev reference")
+    p.add_argument("--dev-alignment", help="dev word alignment; else aligned with the training data")
+    p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
+    p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
+    p.add_argument("--features", default="full", choices=["paper", "full"],
+                   help="paper: the paper's features; full: plus source-copy, unseen-form and headline features")
+    p.add_argument("--phrase-features", default="phrase", choices=["phrase", "links"],
+                   help="align a word to its whole source phrase (paper) or to its linked words")
+    p.add_argument("--sigma", type=float, default=0.5, help="Gaussian prior (eq. 5); the paper used 0.5")
+    p.add_argument("--sigma-grid", type=lambda x: [float(v) for v in x.split(",")], metavar="S1,S2,...",
+                   help="pick sigma from these by 2-fold cross-validation on dev")
+    p.add_argument("--max-iter", type=int, default=200)
+    p.add_argument("--max-candidates", type=int, default=5, help="cap on GEN per word")
+    p.add_argument("--heldout", type=int, default=0, metavar="N",
+                   help="also fit weights on N held-out training sentences (features from the other folds)")
+    p.add_argument("--lengths-trace", help="a Moses -t output whose source phrase lengths the NPA copies")
+    p.add_argument("--lengths-source", help="the input of --lengths-trace")
+    p.add_argument("--seed", type=int, default=0, help="naive phrase aligner seed")
+    p.add_argument("--model", required=True, help="output model directory")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("recase", help="recase lowercased MT output")
+    p.add_argument("--model", required=True)
+    p.add_argument("--source", help="cased, tokenized source (as the decoder saw it); without it: monolingual")
+    p.add_argument("--trace", help="decoder output (plain, -t, -tt, alignment info), '-' for stdin")
+    p.add_argument("--alignment", help="-alignment-output-file of the decoder, with --trace")
+    p.add_argument("--nbest", action="store_true", help="--trace is an n-best list: recase it in place")
+    p.add_argument("--triples", help="(F, e, A) JSON Lines")
+    p.add_argument("--input", help="lowercased tokenized text ('-' for stdin)")
+    p.add_argument("--input-alignment", help="Pharaoh source-target alignment of --input to --source")
+    p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
+    p.add_argument("--phrase-features", choices=["phrase", "links"], help="override the model's choice")
+    p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
+    p.add_argument("-o", "--output", default="-")
+    add_trace_flags(p)
+    p.set_defaults(func=cmd_recase)
+
+    p = sub.add_parser("eval", help="capitalization precision and cased-word F1 of a recased file")
+    p.add_argument("--hyp", required=True, help="recased output, tokenized")
+    p.add_argument("--ref", required=True, help="cased reference, tokenized the same way")
+    p.add_argument("--confusion", action="store_true", help="print the per-tag confusion table")
+    p.set_defaults(func=cmd_eval)
     return parser
 
 

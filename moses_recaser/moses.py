@@ -262,7 +262,7 @@ def _make_triple(ident: int, source: list[str], parsed: TraceLine, links: list[L
 
 
 def read_trace(
-    source: str,
+    source: str | None,
     trace: str,
     alignment: str | None = None,
     opts: TraceOptions | None = None,
@@ -272,23 +272,27 @@ def read_trace(
     Errors name the trace file and line (or the file that ends early).
     """
     opts = opts or TraceOptions()
-    readers = [LineReader(source), LineReader(trace, require_newline=True)]
+    trace_reader = LineReader(trace, require_newline=True)
+    readers = [trace_reader]
+    if source is not None:
+        readers.append(LineReader(source))
     if alignment is not None:
         readers.append(LineReader(alignment, require_newline=True))
-    trace_reader = readers[1]
     for ident, row in enumerate(zip_readers(*readers)):
         try:
-            parsed = parse_trace_line(row[1], opts)
-            src = source_tokens(row[0], opts)
+            parsed = parse_trace_line(row[0], opts)
+            src = source_tokens(row[1], opts) if source is not None else []
         except RecaserError as exc:
             raise exc.at(trace_reader.name, trace_reader.lineno) from None
+        if source is None:  # monolingual: spans cannot be checked, nor used
+            parsed.phrases, parsed.links = [], None
         links = None
-        if alignment is not None:
+        if alignment is not None and source is not None:
             try:
-                links = parse_links(row[2])
+                links = parse_links(row[-1])
                 check_links(links, len(src), len(parsed.tokens))
             except RecaserError as exc:
-                raise exc.at(readers[2].name, readers[2].lineno) from None
+                raise exc.at(readers[-1].name, readers[-1].lineno) from None
         try:
             triple = _make_triple(ident, src, parsed, links)
         except RecaserError as exc:
@@ -296,11 +300,19 @@ def read_trace(
         yield triple
 
 
-def read_nbest(source: str, nbest: str, opts: TraceOptions | None = None) -> Iterator[Triple]:
+def read_nbest(source: str | None, nbest: str, opts: TraceOptions | None = None) -> Iterator[Triple]:
     """Stream triples from an n-best list: one per hypothesis, with its rank and untouched fields."""
+    for triple, _, _ in iter_nbest(source, nbest, opts):
+        yield triple
+
+
+def iter_nbest(
+    source: str | None, nbest: str, opts: TraceOptions | None = None
+) -> Iterator[tuple[Triple, str, list[tuple[int, int]]]]:
+    """Like read_nbest, also giving each raw line and its words' character spans (to rewrite in place)."""
     opts = opts or TraceOptions()
-    src_reader = LineReader(source)
-    src_iter = iter(src_reader)
+    src_reader = LineReader(source) if source is not None else None
+    src_iter = iter(src_reader) if src_reader is not None else None
     reader = LineReader(nbest, require_newline=True)
     current = -1
     src: list[str] = []
@@ -314,15 +326,20 @@ def read_nbest(source: str, nbest: str, opts: TraceOptions | None = None) -> Ite
             raise reader.error(f"n-best ids go backwards ({entry.id} after {current})")
         if entry.id > current:
             while current < entry.id:
+                if src_iter is None:
+                    current = entry.id
+                    break
                 try:
                     src = source_tokens(next(src_iter), opts)
                 except StopIteration:
                     raise reader.error(
-                        f"line-count mismatch: n-best id {entry.id} but {src_reader.name} has only "
-                        f"{src_reader.lineno} lines"
+                        f"line-count mismatch: n-best id {entry.id} but {src_reader.name} has only "  # type: ignore[union-attr]
+                        f"{src_reader.lineno} lines"  # type: ignore[union-attr]
                     ) from None
                 current += 1
             rank = 0
+        if src_iter is None:
+            entry.hypothesis.phrases, entry.hypothesis.links = [], None
         try:
             triple = _make_triple(entry.id, src, entry.hypothesis, None)
         except RecaserError as exc:
@@ -330,8 +347,9 @@ def read_nbest(source: str, nbest: str, opts: TraceOptions | None = None) -> Ite
         triple.rank = rank
         triple.nbest = entry.fields
         rank += 1
-        yield triple
-    src_reader.close()
+        yield triple, line, entry.hypothesis.spans
+    if src_reader is not None:
+        src_reader.close()
 
 
 def read_aligned_bitext(source: str, target: str, alignment: str | None = None) -> Iterator[Triple]:

@@ -38,3 +38,32 @@ def regtest_to_moses(truth: Path) -> tuple[list[str], list[str]]:
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+TICO = Path(__file__).parents[1] / "data" / "tico19"
+
+
+@pytest.fixture(scope="session")
+def tico(tmp_path_factory):
+    """A small bilingual model trained on shipped TICO-19 fr-en data, and tokenized slices around it.
+
+    Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
+    """
+    from moses_recaser.stats import StatsSettings  # noqa: F401 - import check
+    from moses_recaser.tokenize import tokenizer
+    from moses_recaser.train import TrainSettings, train
+
+    d = tmp_path_factory.mktemp("tico")
+    sides = {}
+    for lang in ("fr", "en"):
+        tok = tokenizer(lang)
+        lines = [" ".join(tok(x)) for x in (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()]
+        sides[lang] = lines
+        for name, part in (("train", lines[:700]), ("dev", lines[700:800]), ("test", lines[1950:])):
+            (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in part), encoding="utf-8")
+    (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
+    work = d / "work"
+    work.mkdir()
+    train(str(d / "train.fr"), str(d / "train.en"), None, str(d / "dev.fr"), str(d / "dev.en"), None,
+          str(d / "model"), TrainSettings(max_iter=60), work)
+    return d

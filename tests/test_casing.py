@@ -11,7 +11,8 @@ from moses_recaser.casing import Tag
 @pytest.mark.parametrize("token,tag", [
     ("house", Tag.AL), ("House", Tag.IU), ("NATO", Tag.AU), ("U.S.", Tag.AU), ("I", Tag.IU), ("A", Tag.IU),
     ("3D", Tag.IU), ("x-2", Tag.AL), ("McDonald", Tag.MX), ("iPhone", Tag.MX), ("2006", Tag.AN), (",", Tag.AN),
-    ("北京", Tag.AN), ("&amp;", Tag.AL), ("ÉTÉ", Tag.AU), ("été", Tag.AL), ("L'homme", Tag.IU), ("l'Homme", Tag.MX),
+    ("北京", Tag.AN), ("&amp;", Tag.AN), ("&quot;", Tag.AN), ("&apos;s", Tag.AL), ("&apos;Malley", Tag.IU),
+    ("AT&amp;T", Tag.AU), ("ÉTÉ", Tag.AU), ("été", Tag.AL), ("L'homme", Tag.IU), ("l'Homme", Tag.MX),
     ("straße", Tag.AL), ("ΟΔΟΣ", Tag.AU), ("", Tag.AN),
 ])
 def test_tags(token, tag):
@@ -26,6 +27,9 @@ def test_tags(token, tag):
     ("ßa", "ßa", "ßA"),
     ("οδος", "Οδος", "ΟΔΟΣ"),
     ("2006", "2006", "2006"),
+    ("&apos;malley", "&apos;Malley", "&apos;MALLEY"),
+    ("&quot;", "&quot;", "&quot;"),
+    ("at&amp;t", "At&amp;t", "AT&amp;T"),
     ("ǆ", "Ǆ", "Ǆ"),  # a digraph: IU upper-cases (Ǆ), it does not title-case (ǅ)
 ])
 def test_surface_forms_change_case_only(token, iu, au):

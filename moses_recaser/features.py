@@ -1,0 +1,263 @@
+"""Feature functions (paper section 4.3) over the candidate lattice of one triple.
+
+Every feature is defined per target word E_i and summed over the sentence. A target word is
+aligned to every word of its aligned source phrase (``alignment="phrase"``, the paper's
+choice) or, beyond the paper (``alignment="links"``), to the source words it is linked to when
+it has links, else to its phrase.
+
+Paper features:
+- ``lm`` (eq. 6): log10 p(E_i | E_{i-2}, E_{i-1}) from the cased LM through kenlm states, with
+  ``<s>`` and ``</s>``; the only transition feature (it lives in ``Lattice.lm``);
+- ``cap_t1`` (eq. 7): log sum_k p(E_i | F_k) over the aligned source words;
+- ``cap_tag_t1`` (eq. 8): log sum_k p(e_i | f_k) p(tag(E_i) | tag(F_k));
+- ``upper_translation``: E_i is all upper case and so is every cased word of its source phrase;
+- ``initial``: E_i is the first word with a letter, and it is capitalized;
+- ``punct=P``: E_i is capitalized and follows the punctuation token P (one weight per P seen in
+  training, ``punct=<other>`` for the rest), so commas can learn negative weights.
+
+A word with no aligned source word gets 0 for ``cap_t1``, ``cap_tag_t1`` and
+``upper_translation`` for every candidate: a neutral value, since only differences between the
+candidates of a position matter.
+
+Beyond the paper (feature set ``full``):
+- ``src_identical``: the candidate, which has a cased letter, equals a source word that is not the
+  source sentence's first word with a letter (names, acronyms, odd case copied through);
+- ``unseen_form``: the candidate has a cased letter and never occurred in the training target;
+- headline features: the source line looks like a headline (no sentence-final punctuation, at most
+  ``HEADLINE_MAX`` tokens) or is title-cased (most of its longer non-initial words capitalized),
+  crossed with the candidate's tag (IU, AU) and with whether the word is short (<= 3 letters, the
+  function words that title case leaves lower): ``hl:IU``, ``hl:IU:short``, ``hl:AU``, ``tc:IU``,
+  ``tc:IU:short``.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import casing
+from .casing import Tag
+from .gen import MAX_CANDIDATES, gen
+from .tables import Tables
+from .triples import Triple
+
+PAPER_FEATURES = ["cap_t1", "cap_tag_t1", "upper_translation", "initial"]
+EXTRA_FEATURES = ["src_identical", "unseen_form", "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
+MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation", "src_identical"} | {
+    f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:"))
+}
+FEATURE_SETS = ("paper", "full")
+OTHER_PUNCT = "punct=<other>"
+HEADLINE_MAX = 20
+_FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
+# escaped punctuation as the Moses tokenizer writes it
+_ESCAPED = {"&quot;", "&apos;", "&amp;", "&lt;", "&gt;", "&#91;", "&#93;", "&#124;"}
+
+
+def is_punctuation(token: str) -> bool:
+    if token in _ESCAPED:
+        return True
+    return bool(token) and all(unicodedata.category(c)[0] in "PS" for c in token)
+
+
+def is_upper_word(token: str) -> bool:
+    """Every cased character upper, and at least one."""
+    cased = [c for c in token if c.isupper() or c.islower()]
+    return bool(cased) and all(c.isupper() for c in cased)
+
+
+def first_letter_position(tokens: Sequence[str]) -> int:
+    for i, tok in enumerate(tokens):
+        if casing.has_letter(tok):
+            return i
+    return -1
+
+
+def source_flags(source: Sequence[str]) -> tuple[bool, bool]:
+    """(looks like a headline, is title-cased) for a source line."""
+    if not source or not any(casing.has_letter(t) for t in source):
+        return False, False
+    headline = len(source) <= HEADLINE_MAX and source[-1] not in _FINAL
+    first = first_letter_position(source)
+    longer = [t for i, t in enumerate(source) if i > first and casing.has_letter(t) and len(t) > 3]
+    title = len(longer) >= 2 and sum(casing.is_capitalized(t) for t in longer) >= 0.6 * len(longer)
+    return headline, title
+
+
+@dataclass
+class Lattice:
+    """Candidates and feature values of one sentence (n words, at most K candidates a position)."""
+
+    cands: list[list[str]]
+    unary: np.ndarray  # (n, K, D) unary feature values; padding rows are 0
+    lm: np.ndarray  # (n + 1, K, K, K): lm[i, a, b, c] = log10 p(c_i | c_{i-2}=a, c_{i-1}=b); i = n is </s>
+    valid: np.ndarray  # (n, K) bool
+    gold: np.ndarray | None = None  # (n,) index of the reference form, when training
+
+    @property
+    def n(self) -> int:
+        return len(self.cands)
+
+
+class FeatureExtractor:
+    """Builds lattices from triples with the training tables and the cased LM."""
+
+    def __init__(
+        self,
+        tables: Tables,
+        lm: "object",
+        feature_names: Sequence[str],
+        alignment: str = "phrase",
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> None:
+        self.tables = tables
+        self.lm = lm
+        self.names = list(feature_names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.alignment = alignment
+        self.max_candidates = max_candidates
+        self.forms = {k: [tables.forms.vocab[i] for i in ids] for k, ids in tables.forms.by_lower().items()}
+        self.form_set = set(tables.forms.vocab)
+        self._tag_probs = tables.tags.probs()
+        self._lm_cache: dict[tuple[str, str, str], float] = {}
+
+    # --- alignment -----------------------------------------------------------------------
+    def aligned_sources(self, triple: Triple) -> list[list[int]]:
+        n = len(triple.target)
+        phrase_src: list[list[int]] = [[] for _ in range(n)]
+        for s0, s1, t0, t1 in triple.phrases:
+            for t in range(t0, t1 + 1):
+                phrase_src[t] = list(range(s0, s1 + 1))
+        if self.alignment == "phrase" and triple.phrases:
+            return phrase_src
+        linked: list[list[int]] = [[] for _ in range(n)]
+        for s, t in triple.links or ():
+            linked[t].append(s)
+        return [sorted(linked[t]) if linked[t] else phrase_src[t] for t in range(n)]
+
+    # --- the lattice ---------------------------------------------------------------------
+    def lattice(self, triple: Triple, reference: Sequence[str] | None = None) -> Lattice:
+        target = triple.target
+        source = triple.source
+        n = len(target)
+        aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
+        cands: list[list[str]] = []
+        for i, tok in enumerate(target):
+            c = gen(tok, self.forms.get(casing.lower(tok), ()), (source[k] for k in aligned[i]),
+                    self.max_candidates)
+            if reference is not None and reference[i] not in c and casing.is_recasing_of(reference[i], tok):
+                c.append(reference[i])
+            cands.append(c)
+        K = max((len(c) for c in cands), default=1)
+        D = len(self.names)
+        unary = np.zeros((n, K, D))
+        valid = np.zeros((n, K), dtype=bool)
+        first = first_letter_position(target)
+        src_first = first_letter_position(source)
+        src_words = {w for k, w in enumerate(source) if k != src_first}
+        headline, title = source_flags(source)
+        idx = self.index
+        for i, cs in enumerate(cands):
+            valid[i, : len(cs)] = True
+            src = [source[k] for k in aligned[i]]
+            prev = target[i - 1] if i > 0 else None
+            punct = None
+            if prev is not None and is_punctuation(prev):
+                punct = idx.get("punct=" + prev, idx.get(OTHER_PUNCT))
+            src_upper = bool(src) and all(is_upper_word(f) for f in src if casing.tag(f) is not Tag.AN) and any(
+                casing.tag(f) is not Tag.AN for f in src
+            )
+            low_e = casing.lower(target[i])
+            lex = [self.tables.lower.prob(casing.lower(f), low_e) for f in src]
+            src_tags = [int(casing.tag(f)) for f in src]
+            for j, c in enumerate(cs):
+                row = unary[i, j]
+                t = casing.tag(c)
+                cap = casing.is_capitalized(c)
+                if src:
+                    if "cap_t1" in idx:
+                        row[idx["cap_t1"]] = math.log(sum(self.tables.cased.prob(f, c) for f in src))
+                    if "cap_tag_t1" in idx:
+                        row[idx["cap_tag_t1"]] = math.log(
+                            sum(p * self._tag_probs[st, int(t)] for p, st in zip(lex, src_tags))
+                        )
+                    if src_upper and is_upper_word(c) and "upper_translation" in idx:
+                        row[idx["upper_translation"]] = 1.0
+                if i == first and cap and "initial" in idx:
+                    row[idx["initial"]] = 1.0
+                if punct is not None and cap:
+                    row[punct] = 1.0
+                if t is Tag.AN:
+                    continue
+                if "src_identical" in idx and c in src_words:
+                    row[idx["src_identical"]] = 1.0
+                if "unseen_form" in idx and c not in self.form_set:
+                    row[idx["unseen_form"]] = 1.0
+                short = sum(ch.isalpha() for ch in c) <= 3
+                if headline and t is Tag.IU and "hl:IU" in idx:
+                    row[idx["hl:IU:short" if short else "hl:IU"]] = 1.0
+                if headline and t is Tag.AU and "hl:AU" in idx:
+                    row[idx["hl:AU"]] = 1.0
+                if title and t is Tag.IU and "tc:IU" in idx:
+                    row[idx["tc:IU:short" if short else "tc:IU"]] = 1.0
+        gold = None
+        if reference is not None:
+            gold = np.array([cs.index(r) if r in cs else 0 for cs, r in zip(cands, reference)], dtype=np.int64)
+        return Lattice(cands=cands, unary=unary, lm=self.lm_scores(cands, K), valid=valid, gold=gold)
+
+    def lm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
+        """lm[i, a, b, c] = log10 p(c_i | c_{i-2}, c_{i-1}) through kenlm states (see the Lattice)."""
+        import kenlm
+
+        model = self.lm
+        n = len(cands)
+        out = np.zeros((n + 1, K, K, K))
+        cache = self._lm_cache
+        bos = kenlm.State()
+        model.BeginSentenceWrite(bos)  # type: ignore[attr-defined]
+        padded: list[list[str]] = [["<s>"], ["<s>"]] + cands + [["</s>"]]
+        for i in range(n + 1):
+            hist2, hist1, words = padded[i], padded[i + 1], padded[i + 2]
+            for a, wa in enumerate(hist2):
+                for b, wb in enumerate(hist1):
+                    state = None
+                    for c, wc in enumerate(words):
+                        key = (wa, wb, wc)
+                        v = cache.get(key)
+                        if v is None:
+                            if state is None:
+                                state = self._context(wa, wb, bos)
+                            out_state = kenlm.State()
+                            v = model.BaseScore(state, wc, out_state)  # type: ignore[attr-defined]
+                            cache[key] = v
+                        out[i, a, b, c] = v
+        if len(cache) > 2_000_000:
+            cache.clear()
+        return out
+
+    def _context(self, wa: str, wb: str, bos: "object") -> "object":
+        import kenlm
+
+        model = self.lm
+        if wb == "<s>":
+            return bos
+        s1, s2 = kenlm.State(), kenlm.State()
+        if wa == "<s>":
+            model.BaseScore(bos, wb, s2)  # type: ignore[attr-defined]
+            return s2
+        model.NullContextWrite(s1)  # type: ignore[attr-defined]
+        mid = kenlm.State()
+        model.BaseScore(s1, wa, mid)  # type: ignore[attr-defined]
+        model.BaseScore(mid, wb, s2)  # type: ignore[attr-defined]
+        return s2
+
+
+def feature_names(feature_set: str, punctuation: Sequence[str]) -> list[str]:
+    names = list(PAPER_FEATURES) + ["punct=" + p for p in punctuation] + [OTHER_PUNCT]
+    if feature_set == "full":
+        names += EXTRA_FEATURES
+    return names

@@ -1,0 +1,49 @@
+"""GEN (paper section 4.4): the cased candidates of one output token.
+
+GEN(w) is the union of (listed in this order, which only breaks ties deterministically):
+
+1. {AL(w), IU(w), AU(w)};
+2. the aligned source words whose lowercase equals lower(w) (URLs, file names, odd case);
+3. the cased forms seen in training whose lowercase is lower(w), most frequent first.
+
+Every candidate differs from the input token in case only (same length, same lowercase); any
+form that would not is dropped, so recasing can never change a token. The list is capped at
+``max_candidates`` by dropping the rarest training forms (3.); (1.) and (2.) always stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from . import casing
+
+MAX_CANDIDATES = 6
+
+
+def gen(
+    token: str,
+    seen_forms: Sequence[str] = (),
+    source_words: Iterable[str] = (),
+    max_candidates: int = MAX_CANDIDATES,
+) -> list[str]:
+    """Candidates for ``token``; ``seen_forms`` are training forms of lower(token), most frequent first."""
+    low = casing.lower_all(token)
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(form: str) -> None:
+        if form not in seen and casing.is_recasing_of(form, token):
+            seen.add(form)
+            out.append(form)
+
+    key = casing.lower(token)
+    for form in (low, casing.upper_first(low), casing.upper_all(low)):
+        add(form)
+    for form in source_words:
+        if casing.lower(form) == key:
+            add(form)
+    for form in seen_forms:
+        if len(out) >= max_candidates:
+            break
+        add(form)
+    return out

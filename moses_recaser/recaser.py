@@ -1,0 +1,170 @@
+"""A trained recaser: model directory -> (triple -> recased tokens), by exact Viterbi.
+
+With a source sentence (and alignment) the bilingual weights are used; without one, the
+monolingual weights, trained on the same dev data with every source feature switched off, so a
+missing source never fails. Output tokens differ from the input in case only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import casing
+from .crf import make_batches, viterbi
+from .errors import RecaserError
+from .features import FeatureExtractor, Lattice
+from .store import Manifest, read_manifest, tables_from_files
+from .triples import Triple
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Weights:
+    names: list[str]  # feature names; the LM weight comes first as "lm"
+    bilingual: np.ndarray
+    monolingual: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {
+            "names": ["lm"] + self.names,
+            "bilingual": [float(x) for x in self.bilingual],
+            "monolingual": [float(x) for x in self.monolingual],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict, where: str) -> "Weights":
+        try:
+            names = [str(x) for x in doc["names"]]
+            bi = np.array(doc["bilingual"], dtype=np.float64)
+            mono = np.array(doc["monolingual"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RecaserError(f"the model's weights are malformed ({exc})", where) from None
+        if names[:1] != ["lm"] or len(bi) != len(names) or len(mono) != len(names):
+            raise RecaserError("the model's weights do not match its feature names", where)
+        return cls(names=names[1:], bilingual=bi, monolingual=mono)
+
+
+def load_lm(path: Path) -> object:
+    import kenlm
+
+    config = kenlm.Config()
+    config.show_progress = False
+    config.arpa_complain = kenlm.ARPALoadComplain.NONE
+    try:
+        return kenlm.Model(str(path), config)
+    except (OSError, RuntimeError) as exc:
+        raise RecaserError(f"KenLM cannot read the LM: {exc}", str(path)) from None
+
+
+def lm_file(model_dir: Path, manifest: Manifest) -> Path:
+    for name in ("lm.bin", "lm.arpa"):
+        if name in manifest.files:
+            return model_dir / name
+    raise RecaserError("the model has no LM file", str(model_dir))
+
+
+class Recaser:
+    """Load once, recase many triples."""
+
+    def __init__(self, model_dir: str | os.PathLike[str], *, alignment: str | None = None) -> None:
+        self.dir = Path(model_dir)
+        self.manifest = read_manifest(self.dir)
+        where = str(self.dir / "manifest.yaml")
+        if "weights" not in self.manifest.extra:
+            raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
+        self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
+        self.settings = self.manifest.settings
+        self.tables = tables_from_files(self.dir)
+        self.lm = load_lm(lm_file(self.dir, self.manifest))
+        self.extractor = FeatureExtractor(
+            self.tables,
+            self.lm,
+            self.weights.names,
+            alignment=alignment or str(self.settings.get("alignment_mode", "phrase")),
+            max_candidates=int(self.settings.get("max_candidates", 5)),
+        )
+
+    @property
+    def signature(self) -> str:
+        return self.manifest.signature
+
+    def lattices(self, triples: Sequence[Triple]) -> list[Lattice]:
+        return [self.extractor.lattice(_lowered(t)) for t in triples]
+
+    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+        """Recased target tokens for each triple (empty targets give empty lists)."""
+        lats = self.lattices(triples)
+        out: list[list[str]] = [[] for _ in triples]
+        bilingual = [bool(t.source) for t in triples]
+        for mode in (True, False):
+            members = [k for k, b in enumerate(bilingual) if b == mode and lats[k].n]
+            if not members:
+                continue
+            w = self.weights.bilingual if mode else self.weights.monolingual
+            for batch in make_batches([lats[k] for k in members]):
+                paths, _ = viterbi(batch, w)
+                for row, local in enumerate(batch.members):
+                    k = members[local]
+                    out[k] = [lats[k].cands[i][j] for i, j in enumerate(paths[row])]
+        for t, tokens in zip(triples, out):
+            _check_case_only(t.target, tokens)
+        return out
+
+    def recase(self, triples: Iterable[Triple], chunk: int = 256) -> Iterator[list[str]]:
+        buf: list[Triple] = []
+        for t in triples:
+            buf.append(t)
+            if len(buf) >= chunk:
+                yield from self.recase_batch(buf)
+                buf = []
+        if buf:
+            yield from self.recase_batch(buf)
+
+    def explain(self, triple: Triple) -> list[dict]:
+        """Per word: the chosen form, the runner-up, and each feature's contribution to their scores."""
+        lat = self.extractor.lattice(_lowered(triple))
+        if not lat.n:
+            return []
+        w = self.weights.bilingual if triple.source else self.weights.monolingual
+        (batch,) = make_batches([lat])
+        path, _ = viterbi(batch, w)
+        best = path[0]
+        rows = []
+        padded = [0, 0] + list(best) + [0]
+        for i, cands in enumerate(lat.cands):
+            j = int(best[i])
+            alts = [k for k in range(len(cands)) if k != j]
+            contrib = lambda k: {  # noqa: E731 - a small local helper
+                name: float(w[1 + d] * lat.unary[i, k, d]) for d, name in enumerate(self.weights.names)
+                if lat.unary[i, k, d] != 0.0
+            } | {"lm": float(w[0] * lat.lm[i, padded[i], padded[i + 1], k])}
+            score = lambda k: sum(contrib(k).values())  # noqa: E731
+            runner = max(alts, key=score) if alts else None
+            rows.append({
+                "word": triple.target[i],
+                "chosen": cands[j],
+                "features": contrib(j),
+                "runner_up": None if runner is None else cands[runner],
+                "runner_up_features": None if runner is None else contrib(runner),
+            })
+        return rows
+
+
+def _lowered(t: Triple) -> Triple:
+    """The triple with its target lowercased (the recaser's input is lowercase by definition)."""
+    low = [casing.lower_all(x) for x in t.target]
+    if low == t.target:
+        return t
+    return Triple(id=t.id, source=t.source, target=low, phrases=t.phrases, links=t.links)
+
+
+def _check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
+    if len(inp) != len(out) or not all(casing.is_recasing_of(o, i) for i, o in zip(inp, out)):
+        raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

@@ -1,0 +1,275 @@
+"""Training pipeline: statistics from the training bitext, CRF weights from a separate dev set.
+
+1. word-align training (and dev) data, unless alignments are given (eflomal, one joint run);
+2. tables and the cased LM from the training data only (never from dev or test);
+3. dev: the naive phrase aligner turns its word links into phrase pairs; lattices over GEN of the
+   lowercased dev reference, with the reference form added where GEN misses it;
+4. bilingual weights by L-BFGS on eq. 5; monolingual weights on the same lattices with every
+   source feature switched off (used when no source is given at recasing time);
+5. optional held-out folds of the training data (``heldout_sentences``): tables and LM from the
+   other folds, their lattices added to the dev lattices, so features that need examples the dev
+   set lacks (headlines) get weights;
+6. the model directory, written atomically, with every setting and a signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, casing
+from .crf import fit
+from .errors import RecaserError
+from .features import MONOLINGUAL_OFF, FEATURE_SETS, FeatureExtractor, Lattice, feature_names, is_punctuation
+from .moses import read_aligned_bitext
+from .npa import length_distribution, phrase_align_triple
+from .recaser import Weights, load_lm
+from .stats import StatsSettings, _is_arpa, estimate_lm
+from .store import write_model
+from .tables import Tables, count_triples
+from .triples import Triple
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainSettings:
+    """Every setting that changes the model's output; recorded in the model and its signature."""
+
+    lm_order: int = 3
+    lm: str | None = None
+    symmetrization: str = "grow-diag-final-and"
+    feature_set: str = "full"
+    alignment_mode: str = "phrase"  # "phrase" (paper) or "links"
+    sigma: float = 0.5
+    sigma_grid: tuple[float, ...] = ()  # when set, sigma is picked by 2-fold cross-validation on dev
+    max_iter: int = 200
+    max_candidates: int = 5
+    npa_seed: int = 0
+    npa_lengths: dict[int, float] | None = None
+    heldout_sentences: int = 0
+    heldout_folds: int = 2
+    punct_min_count: int = 2
+    discount_fallback: bool = True
+    alignment_source: str = "files"  # or "eflomal"
+
+    def check(self) -> None:
+        if self.feature_set not in FEATURE_SETS:
+            raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
+        if self.alignment_mode not in ("phrase", "links"):
+            raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
+        if self.sigma <= 0:
+            raise RecaserError(f"sigma must be positive, got {self.sigma}")
+
+    def signature(self, weights: np.ndarray | None = None) -> str:
+        lm = f"file:{Path(self.lm).name}" if self.lm else f"kn{self.lm_order}"
+        parts = [
+            f"moses-recaser:{__version__}",
+            f"lm:{lm}",
+            f"align:{self.alignment_source}" + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
+            f"feat:{self.feature_set}",
+            f"a:{self.alignment_mode}",
+            f"sigma:{self.sigma:g}",
+            f"gen:{self.max_candidates}",
+            f"npa:{self.npa_seed}",
+        ]
+        if self.heldout_sentences:
+            parts.append(f"heldout:{self.heldout_sentences}x{self.heldout_folds}")
+        if weights is not None:
+            parts.append("w:" + hashlib.sha256(np.asarray(weights, dtype="<f8").tobytes()).hexdigest()[:8])
+        return "|".join(parts)
+
+
+@dataclass
+class TrainReport:
+    dev_sentences: int = 0
+    dev_words: int = 0
+    gen_oracle: float = 0.0
+    heldout_sentences: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    iterations: int = 0
+    objective: float = 0.0
+
+
+def lowered(t: Triple) -> Triple:
+    return Triple(id=t.id, source=t.source, target=[casing.lower_all(x) for x in t.target], phrases=t.phrases,
+                  links=t.links)
+
+
+def _read_bitext(src: str, tgt: str, alignment: str | None) -> list[Triple]:
+    return list(read_aligned_bitext(src, tgt, alignment))
+
+
+def punctuation_vocabulary(triples: Sequence[Triple], min_count: int) -> list[str]:
+    c: Counter[str] = Counter()
+    for t in triples:
+        for prev, tok in zip(t.target, t.target[1:]):
+            if is_punctuation(prev) and casing.has_letter(tok):
+                c[prev] += 1
+    return sorted(p for p, n in c.items() if n >= min_count)
+
+
+def build_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tuple[list[Lattice], int, int]:
+    """Training lattices with the reference; returns them, and (words, words whose reference GEN has)."""
+    lats = []
+    words = hits = 0
+    for t in triples:
+        low = lowered(t)
+        plain = extractor.lattice(low)
+        words += len(t.target)
+        hits += sum(ref in cs for ref, cs in zip(t.target, plain.cands))
+        lats.append(extractor.lattice(low, reference=t.target))
+    return lats, words, hits
+
+
+def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str) -> tuple[Tables, Path]:
+    tables = Tables.from_counts(count_triples(train))
+    if settings.lm is not None:
+        return tables, Path(settings.lm)
+    arpa = work / f"lm.{tag}.arpa"
+    estimate_lm((t.target for t in train), settings.lm_order, str(arpa), settings.discount_fallback)
+    return tables, arpa
+
+
+def train(
+    src: str,
+    tgt: str,
+    alignment: str | None,
+    dev_src: str,
+    dev_tgt: str,
+    dev_alignment: str | None,
+    model_dir: str,
+    settings: TrainSettings,
+    work: Path,
+    lengths_trace: tuple[str, str] | None = None,
+) -> TrainReport:
+    settings.check()
+    report = TrainReport()
+    t0 = time.perf_counter()
+    train_set = _read_bitext(src, tgt, alignment)
+    dev_set = _read_bitext(dev_src, dev_tgt, dev_alignment)
+    files: dict[str, str] = {}
+    if alignment is None or dev_alignment is None:
+        from .aligner import align
+
+        both = [t for t in train_set] + [t for t in dev_set]
+        links = align([t.source for t in both], [t.target for t in both], settings.symmetrization,
+                      priors_out=work / "aligner.priors")
+        for t, a in zip(both, links):
+            if t.links is None:
+                t.links = a
+        files["aligner.priors"] = str(work / "aligner.priors")
+        settings.alignment_source = "eflomal"
+    report.seconds["align"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    tables, lm_path = _stats(train_set, settings, work, "all")
+    files["lm.arpa" if _is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
+    report.seconds["statistics"] = time.perf_counter() - t0
+
+    if lengths_trace is not None:
+        from .moses import read_trace
+
+        settings.npa_lengths = length_distribution(read_trace(lengths_trace[1], lengths_trace[0]))
+    dev = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
+    punct = punctuation_vocabulary(list(dev) + list(train_set), settings.punct_min_count)
+    names = feature_names(settings.feature_set, punct)
+
+    t0 = time.perf_counter()
+    lm = load_lm(lm_path)
+    extractor = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
+    lattices, words, hits = build_lattices(extractor, dev)
+    report.dev_sentences, report.dev_words = len(dev), words
+    report.gen_oracle = hits / words if words else 0.0
+    if settings.heldout_sentences:
+        lattices += _heldout_lattices(train_set, settings, names, work)
+        report.heldout_sentences = settings.heldout_sentences
+    report.seconds["lattices"] = time.perf_counter() - t0
+    log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev), words, 100 * report.gen_oracle)
+
+    t0 = time.perf_counter()
+    if settings.sigma_grid:
+        settings.sigma = select_sigma(lattices, len(names), settings.sigma_grid, settings.max_iter)
+    log.info("training bilingual weights (sigma %g, %d features + LM)", settings.sigma, len(names))
+    bi = fit(lattices, len(names), settings.sigma, settings.max_iter)
+    mask = np.array([True] + [n not in MONOLINGUAL_OFF for n in names])
+    log.info("training monolingual weights (source features off)")
+    mono = fit(lattices, len(names), settings.sigma, settings.max_iter, mask=mask)
+    report.seconds["crf"] = time.perf_counter() - t0
+    report.iterations = len(bi.log)
+    report.objective = bi.log[-1][1] if bi.log else 0.0
+    if not bi.converged:
+        log.warning("L-BFGS stopped before convergence: %s", bi.message)
+
+    weights = Weights(names=names, bilingual=bi.weights, monolingual=mono.weights)
+    doc = asdict(settings)
+    write_model(
+        model_dir,
+        settings=doc,
+        signature=settings.signature(np.concatenate([bi.weights, mono.weights])),
+        tables=tables,
+        copy_files=files,
+        extra={
+            "weights": weights.to_dict(),
+            "training": {
+                "dev_sentences": report.dev_sentences,
+                "dev_words": report.dev_words,
+                "gen_oracle": round(report.gen_oracle, 6),
+                "heldout_sentences": report.heldout_sentences,
+                "iterations": report.iterations,
+                "objective": report.objective,
+                "log": [[i, o, g] for i, o, g in bi.log],
+            },
+        },
+    )
+    return report
+
+
+def select_sigma(lattices: Sequence[Lattice], n_features: int, grid: Sequence[float], max_iter: int) -> float:
+    """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy on the lattices."""
+    from .crf import make_batches, viterbi
+
+    halves = [lattices[0::2], lattices[1::2]]
+    best = (-1.0, float(grid[0]))
+    for sigma in grid:
+        correct = total = 0
+        for k in (0, 1):
+            w = fit(halves[k], n_features, sigma, max_iter).weights
+            for batch in make_batches(halves[1 - k]):
+                path, _ = viterbi(batch, w)
+                correct += int((path == batch.gold).sum())
+                total += batch.gold.size  # type: ignore[union-attr]
+        acc = correct / max(total, 1)
+        log.info("sigma %g: cross-validated dev accuracy %.4f", sigma, acc)
+        if acc > best[0]:
+            best = (acc, float(sigma))
+    log.info("picked sigma %g", best[1])
+    return best[1]
+
+
+def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
+                      work: Path) -> list[Lattice]:
+    """Lattices of held-out training sentences, each fold featurized with the other folds' statistics."""
+    rng = np.random.default_rng(settings.npa_seed)
+    k = settings.heldout_folds
+    fold = rng.integers(0, k, size=len(train_set))
+    per_fold = max(settings.heldout_sentences // k, 1)
+    out: list[Lattice] = []
+    for f in range(k):
+        rest = [t for t, g in zip(train_set, fold) if g != f]
+        held = [t for t, g in zip(train_set, fold) if g == f]
+        pick = rng.permutation(len(held))[:per_fold]
+        held = [phrase_align_triple(held[i], settings.npa_lengths, settings.npa_seed) for i in sorted(pick)]
+        log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
+        tables, lm_path = _stats(rest, settings, work, f"fold{f}")
+        extractor = FeatureExtractor(tables, load_lm(lm_path), names, settings.alignment_mode,
+                                     settings.max_candidates)
+        out += build_lattices(extractor, held)[0]
+    return out

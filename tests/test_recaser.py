@@ -1,0 +1,136 @@
+"""The trained recaser end to end: quality sanity, invariants, round trips, all input forms."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moses_recaser import casing
+from moses_recaser.cli import main
+from moses_recaser.metrics import case_scores
+from moses_recaser.moses import read_aligned_bitext
+from moses_recaser.recaser import Recaser
+from moses_recaser.store import read_manifest
+from moses_recaser.triples import Triple
+
+
+def _lines(path):
+    return [x.split() for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_model_records_settings_weights_and_signature(tico):
+    m = read_manifest(tico / "model")
+    assert m.settings["sigma"] == 0.5 and m.settings["feature_set"] == "full"
+    assert m.extra["weights"]["names"][0] == "lm"
+    assert "feat:full" in m.signature and "|w:" in m.signature
+    assert 0.95 < m.extra["training"]["gen_oracle"] <= 1.0
+    assert (tico / "model" / "aligner.priors").is_file()
+
+
+def test_bilingual_beats_monolingual_beats_lowercase(tico):
+    out_bi, out_mono = tico / "bi.en", tico / "mono.en"
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(tico / "test.fr"),
+                 "--input", str(tico / "test.lc.en"), "--align", "-o", str(out_bi)]) == 0
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--input", str(tico / "test.lc.en"),
+                 "-o", str(out_mono)]) == 0
+    ref = _lines(tico / "test.en")
+    p_bi = case_scores(_lines(out_bi), ref).precision
+    p_mono = case_scores(_lines(out_mono), ref).precision
+    p_low = case_scores(_lines(tico / "test.lc.en"), ref).precision
+    assert p_low < p_mono < p_bi
+    assert p_bi > 0.95
+
+
+def test_round_trip_through_disk_is_byte_identical(tico, tmp_path):
+    triples = list(read_aligned_bitext(str(tico / "test.fr"), str(tico / "test.lc.en")))
+    a = Recaser(tico / "model").recase_batch(triples)
+    copy = tmp_path / "copied-model"
+    shutil.copytree(tico / "model", copy)
+    b = Recaser(copy).recase_batch(triples)
+    assert a == b
+    # and the chunked streaming path gives the same as one batch
+    assert list(Recaser(copy).recase(triples, chunk=7)) == a
+
+
+def test_trace_input_recases_and_drops_markers(tico, tmp_path):
+    src = tico / "trace.src"
+    src.write_text("Le virus SARS-CoV-2 provoque la COVID-19 .\nL' OMS a publié un rapport .\n", encoding="utf-8")
+    trace = tico / "trace.out"
+    trace.write_text("the sars-cov-2 virus |0-2| causes |3-3| covid-19 |4-5| . |6-6| \n"
+                     "the who |0-1| published |2-3| a report |4-5| . |6-6| \n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--trace", str(trace),
+                 "-o", str(out)]) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split()[:3] == ["The", "SARS-CoV-2", "virus"]
+    assert "|" not in out.read_text()
+    assert [casing.lower(x) for x in lines[1].split()] == "the who published a report .".split()
+
+
+def test_nbest_is_recased_in_place(tico, tmp_path):
+    src = tico / "nb.src"
+    src.write_text("L' OMS a publié .\n", encoding="utf-8")
+    nb = tico / "nb"
+    nb.write_text("0 ||| the who |0-1| published |2-3| . |4-4|  ||| LM0= -1 TM0= -2 ||| -3.5 ||| 0-1=0-1 2-3=2 4=3 "
+                  "||| 0-0 1-1 \n"
+                  "0 ||| who published . |0-4|  ||| LM0= -1 TM0= -2 ||| -4.5\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--trace", str(nb),
+                 "--nbest", "-o", str(out)]) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("0 ||| The ")
+    assert lines[0].endswith(" ||| LM0= -1 TM0= -2 ||| -3.5 ||| 0-1=0-1 2-3=2 4=3 ||| 0-0 1-1 ")
+    assert "|0-1|" in lines[0] and len(lines) == 2
+
+
+def test_triples_input_and_explain(tico, tmp_path):
+    t = Triple(0, ["Le", "Canada", "et", "l'", "OMS"], ["canada", "and", "the", "who"],
+               phrases=[(0, 1, 0, 0), (2, 2, 1, 1), (3, 4, 2, 3)])
+    f = tmp_path / "t.jsonl"
+    f.write_text(t.dumps() + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").split()[0] == "Canada"
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "--explain",
+                 "-o", str(out)]) == 0
+    rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x]
+    assert [r["chosen"] for r in rows][0] == "Canada"
+    assert {"lm", "initial"} <= set(rows[0]["features"])
+    assert rows[0]["runner_up"] in ("canada", "CANADA")
+
+
+_token = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=8),
+    st.sampled_from(["&amp;", "&#124;", "&quot;", "http://who.int/Covid", "/home/DOC", "ß", "İstanbul", "ΟΔΟΣ",
+                     "σοφός", "word|FACTOR", "<b>", "2020", "covid-19", "ǆemal", "ﬁne"]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(_token, max_size=12), min_size=1, max_size=4), st.booleans())
+def test_property_case_only_and_same_length(tico, lines, with_source):
+    rec = _recaser(tico)
+    triples = []
+    for k, toks in enumerate(lines):
+        toks = [t.replace(" ", "").replace("\t", "") or "x" for t in toks]
+        src = ["Le", "Document", "HTTP://WHO.INT/COVID", "Ǆemal", "ΟΔΟΣ"] if with_source else []
+        links = [(min(i, len(src) - 1), i) for i in range(len(toks))] if src else None
+        triples.append(Triple(k, src, toks, links=links))
+    out = rec.recase_batch(triples)
+    assert len(out) == len(triples)
+    for t, o in zip(triples, out):
+        assert len(o) == len(t.target)
+        for a, b in zip(t.target, o):
+            assert casing.lower(a) == casing.lower(b) and len(a) == len(b)
+
+
+_CACHE: dict = {}
+
+
+def _recaser(tico) -> Recaser:
+    if "r" not in _CACHE:
+        _CACHE["r"] = Recaser(tico / "model")
+    return _CACHE["r"]
