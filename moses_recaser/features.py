@@ -20,6 +20,10 @@ A word with no aligned source word gets 0 for ``cap_t1``, ``cap_tag_t1`` and
 candidates of a position matter.
 
 Beyond the paper (feature set ``full``):
+- ``cap_t1_norm``, ``cap_tag_t1_norm``: eq. 7 and eq. 8 normalized over the position's candidates
+  (log of the candidate's share), so they say which casing the source prefers on a fixed scale;
+- ``case_prior``: log p(E | lower(E)) from the training target's non-initial counts, smoothed with
+  p(tag | last three letters) so that unseen words (``lebanese``) get a prior too;
 - ``src_identical``: the candidate, which has a cased letter, equals a source word that is not the
   source sentence's first word with a letter (names, acronyms, odd case copied through);
 - ``unseen_form``: the candidate has a cased letter and never occurred in the training target;
@@ -46,8 +50,9 @@ from .tables import Tables
 from .triples import Triple
 
 PAPER_FEATURES = ["cap_t1", "cap_tag_t1", "upper_translation", "initial"]
-EXTRA_FEATURES = ["src_identical", "unseen_form", "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
-MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation", "src_identical"} | {
+EXTRA_FEATURES = ["cap_t1_norm", "cap_tag_t1_norm", "case_prior", "src_identical", "unseen_form",
+                  "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
+MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation", "src_identical", "cap_t1_norm", "cap_tag_t1_norm"} | {
     f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:"))
 }
 FEATURE_SETS = ("paper", "full")
@@ -124,6 +129,7 @@ class FeatureExtractor:
         self.form_set = set(tables.forms.vocab)
         self._tag_probs = tables.tags.probs()
         self._lm_cache: dict[tuple[str, str, str], float] = {}
+        self._prior = CasePrior(tables) if "case_prior" in self.index else None
 
     # --- alignment -----------------------------------------------------------------------
     def aligned_sources(self, triple: Triple) -> list[list[int]]:
@@ -174,19 +180,27 @@ class FeatureExtractor:
             low_e = casing.lower(target[i])
             lex = [self.tables.lower.prob(casing.lower(f), low_e) for f in src]
             src_tags = [int(casing.tag(f)) for f in src]
+            if src:
+                ct1 = [sum(self.tables.cased.prob(f, c) for f in src) for c in cs]
+                ctag = [sum(p * self._tag_probs[st, int(casing.tag(c))] for p, st in zip(lex, src_tags)) for c in cs]
+                ct1_total, ctag_total = sum(ct1), sum(ctag)
             for j, c in enumerate(cs):
                 row = unary[i, j]
                 t = casing.tag(c)
                 cap = casing.is_capitalized(c)
                 if src:
                     if "cap_t1" in idx:
-                        row[idx["cap_t1"]] = math.log(sum(self.tables.cased.prob(f, c) for f in src))
+                        row[idx["cap_t1"]] = math.log(ct1[j])
                     if "cap_tag_t1" in idx:
-                        row[idx["cap_tag_t1"]] = math.log(
-                            sum(p * self._tag_probs[st, int(t)] for p, st in zip(lex, src_tags))
-                        )
+                        row[idx["cap_tag_t1"]] = math.log(ctag[j])
+                    if "cap_t1_norm" in idx:
+                        row[idx["cap_t1_norm"]] = math.log(ct1[j] / ct1_total)
+                    if "cap_tag_t1_norm" in idx:
+                        row[idx["cap_tag_t1_norm"]] = math.log(ctag[j] / ctag_total)
                     if src_upper and is_upper_word(c) and "upper_translation" in idx:
                         row[idx["upper_translation"]] = 1.0
+                if self._prior is not None:
+                    row[idx["case_prior"]] = self._prior.log_prob(c)
                 if i == first and cap and "initial" in idx:
                     row[idx["initial"]] = 1.0
                 if punct is not None and cap:
@@ -254,6 +268,31 @@ class FeatureExtractor:
         model.BaseScore(s1, wa, mid)  # type: ignore[attr-defined]
         model.BaseScore(mid, wb, s2)  # type: ignore[attr-defined]
         return s2
+
+
+class CasePrior:
+    """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix)."""
+
+    BETA = 1.0
+
+    def __init__(self, tables: Tables) -> None:
+        f = tables.forms
+        counts = (f.count - f.initial).tolist()
+        self.form = dict(zip(f.vocab, counts))
+        self.lower: dict[str, int] = {}
+        suffix: dict[str, np.ndarray] = {}
+        for form, c in zip(f.vocab, counts):
+            low = casing.lower(form)
+            self.lower[low] = self.lower.get(low, 0) + c
+            if c and casing.has_letter(form):
+                suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(form))] += c
+        self.suffix = {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
+        self.uniform = np.full(len(Tag), 1.0 / len(Tag))
+
+    def log_prob(self, form: str) -> float:
+        low = casing.lower(form)
+        q = float(self.suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
+        return math.log((self.form.get(form, 0) + self.BETA * q) / (self.lower.get(low, 0) + self.BETA))
 
 
 def feature_names(feature_set: str, punctuation: Sequence[str]) -> list[str]:
