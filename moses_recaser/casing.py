@@ -21,6 +21,7 @@ Moses-escaped characters (``&apos;``, ``&quot;``, ``&amp;``, ``&#124;`` ...) cou
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import IntEnum
 
 # Moses-escaped characters (&amp; &apos; &quot; &lt; &gt; &#124; &#91; &#93;) are punctuation, not
@@ -135,3 +136,20 @@ def is_capitalized(token: str) -> bool:
 
 def has_letter(token: str) -> bool:
     return any(c.isalpha() for c in _masked(token))
+
+
+SENTENCE_END = {".", "!", "?"}
+
+
+def positional(tokens: Sequence[str]) -> set[int]:
+    """Positions whose capitalization is due to position: the first word with a letter, and the first
+    word with a letter after ``.``, ``!`` or ``?``."""
+    out: set[int] = set()
+    expect = True
+    for i, tok in enumerate(tokens):
+        if tok in SENTENCE_END:
+            expect = True
+        elif expect and has_letter(tok):
+            out.add(i)
+            expect = False
+    return out

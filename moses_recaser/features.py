@@ -15,17 +15,19 @@ Paper features:
 - ``punct=P``: E_i is capitalized and follows the punctuation token P (one weight per P seen in
   training, ``punct=<other>`` for the rest), so commas can learn negative weights.
 
+Source words capitalized by their position (the first word with a letter, and words after ``.``,
+``!``, ``?``) are looked up in lowercase when the tables know them only that way: the tables count
+cased pairs and tag pairs only between words whose case is not positional.
+
 A word with no aligned source word gets 0 for ``cap_t1``, ``cap_tag_t1`` and
 ``upper_translation`` for every candidate: a neutral value, since only differences between the
 candidates of a position matter.
 
 Beyond the paper (feature set ``full``):
-- ``cap_t1_norm``, ``cap_tag_t1_norm``: eq. 7 and eq. 8 normalized over the position's candidates
-  (log of the candidate's share), so they say which casing the source prefers on a fixed scale;
 - ``case_prior``: log p(E | lower(E)) from the training target's non-initial counts, smoothed with
   p(tag | last three letters) so that unseen words (``lebanese``) get a prior too;
-- ``src_identical``: the candidate, which has a cased letter, equals a source word that is not the
-  source sentence's first word with a letter (names, acronyms, odd case copied through);
+- ``src_identical``: the candidate, which has a cased letter, equals a source word that is not
+  capitalized by its position (names, acronyms, odd case copied through);
 - ``unseen_form``: the candidate has a cased letter and never occurred in the training target;
 - headline features: the source line looks like a headline (no sentence-final punctuation, at most
   ``HEADLINE_MAX`` tokens) or is title-cased (most of its longer non-initial words capitalized),
@@ -50,9 +52,9 @@ from .tables import Tables
 from .triples import Triple
 
 PAPER_FEATURES = ["cap_t1", "cap_tag_t1", "upper_translation", "initial"]
-EXTRA_FEATURES = ["cap_t1_norm", "cap_tag_t1_norm", "case_prior", "src_identical", "unseen_form",
+EXTRA_FEATURES = ["case_prior", "src_identical", "unseen_form",
                   "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
-MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation", "src_identical", "cap_t1_norm", "cap_tag_t1_norm"} | {
+MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation", "src_identical"} | {
     f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:"))
 }
 FEATURE_SETS = ("paper", "full")
@@ -163,13 +165,16 @@ class FeatureExtractor:
         unary = np.zeros((n, K, D))
         valid = np.zeros((n, K), dtype=bool)
         first = first_letter_position(target)
-        src_first = first_letter_position(source)
-        src_words = {w for k, w in enumerate(source) if k != src_first}
+        src_pos = casing.positional(source)
+        src_words = {w for k, w in enumerate(source) if k not in src_pos}
+        # a source word capitalized by its position says nothing about case: look it up as the
+        # table knows it (the tables skip positional words too)
+        src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
         headline, title = source_flags(source)
         idx = self.index
         for i, cs in enumerate(cands):
             valid[i, : len(cs)] = True
-            src = [source[k] for k in aligned[i]]
+            src = [src_keys[k] for k in aligned[i]]
             prev = target[i - 1] if i > 0 else None
             punct = None
             if prev is not None and is_punctuation(prev):
@@ -183,7 +188,6 @@ class FeatureExtractor:
             if src:
                 ct1 = [sum(self.tables.cased.prob(f, c) for f in src) for c in cs]
                 ctag = [sum(p * self._tag_probs[st, int(casing.tag(c))] for p, st in zip(lex, src_tags)) for c in cs]
-                ct1_total, ctag_total = sum(ct1), sum(ctag)
             for j, c in enumerate(cs):
                 row = unary[i, j]
                 t = casing.tag(c)
@@ -193,10 +197,6 @@ class FeatureExtractor:
                         row[idx["cap_t1"]] = math.log(ct1[j])
                     if "cap_tag_t1" in idx:
                         row[idx["cap_tag_t1"]] = math.log(ctag[j])
-                    if "cap_t1_norm" in idx:
-                        row[idx["cap_t1_norm"]] = math.log(ct1[j] / ct1_total)
-                    if "cap_tag_t1_norm" in idx:
-                        row[idx["cap_tag_t1_norm"]] = math.log(ctag[j] / ctag_total)
                     if src_upper and is_upper_word(c) and "upper_translation" in idx:
                         row[idx["upper_translation"]] = 1.0
                 if self._prior is not None:
@@ -222,6 +222,13 @@ class FeatureExtractor:
         if reference is not None:
             gold = np.array([cs.index(r) if r in cs else 0 for cs, r in zip(cands, reference)], dtype=np.int64)
         return Lattice(cands=cands, unary=unary, lm=self.lm_scores(cands, K), valid=valid, gold=gold)
+
+    def _source_key(self, word: str) -> str:
+        ids = self.tables.cased.src_ids
+        if word in ids:
+            return word
+        low = casing.lower_all(word)
+        return low if low in ids else word
 
     def lm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
         """lm[i, a, b, c] = log10 p(c_i | c_{i-2}, c_{i-1}) through kenlm states (see the Lattice)."""

@@ -2,7 +2,7 @@
 
 GEN(w) is the union of (listed in this order, which only breaks ties deterministically):
 
-1. {AL(w), IU(w), AU(w)};
+1. {AL(w), IU(w), AU(w)}, and for hyphenated words each part capitalized (``Montreal-Trudeau``);
 2. the aligned source words whose lowercase equals lower(w) (URLs, file names, odd case);
 3. the cased forms seen in training whose lowercase is lower(w), most frequent first.
 
@@ -39,6 +39,8 @@ def gen(
     key = casing.lower(token)
     for form in (low, casing.upper_first(low), casing.upper_all(low)):
         add(form)
+    if "-" in low.strip("-"):
+        add("-".join(casing.upper_first(part) for part in low.split("-")))
     for form in source_words:
         if casing.lower(form) == key:
             add(form)

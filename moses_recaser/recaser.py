@@ -74,7 +74,9 @@ class Recaser:
     """Load once, recase many triples."""
 
     def __init__(self, model_dir: str | os.PathLike[str], *, alignment: str | None = None) -> None:
-        self.dir = Path(model_dir)
+        from .store import resolve_model
+
+        self.dir = resolve_model(model_dir)
         self.manifest = read_manifest(self.dir)
         where = str(self.dir / "manifest.yaml")
         if "weights" not in self.manifest.extra:

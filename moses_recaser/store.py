@@ -165,3 +165,19 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     extra = {k: v for k, v in doc.items() if k not in ("format_version", "signature", "settings", "files")}
     return Manifest(settings=settings, signature=str(doc.get("signature", "")), files=files,
                     format_version=version, extra=extra)
+
+
+def resolve_model(path: str | os.PathLike[str]) -> Path:
+    """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes)."""
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if not p.is_file():
+        raise RecaserError("model not found", str(p))
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("model:"):
+            target = Path(line.split(":", 1)[1].strip())
+            return target if target.is_absolute() else p.parent / target
+        if line.strip() and not line.startswith("#"):
+            raise RecaserError("not a moses-recaser model pointer (expected 'model: DIR')", str(p), lineno)
+    raise RecaserError("not a moses-recaser model pointer (no 'model:' line)", str(p))

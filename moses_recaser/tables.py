@@ -3,6 +3,10 @@
 - ``cased``: the capitalized translation table p(E|F) over cased word pairs;
 - ``lower``: the t-table p(e|f) over lowercased word pairs;
 - ``tags``: the case-tag translation table p(tag(E)|tag(F));
+
+``cased`` and ``tags`` count only links between words whose case is not due to their position (the
+sentence's first word with a letter, and the first after ``. ! ?``): "Le -> The" at the start of a
+sentence says nothing about how "le" is cased, and would teach that IU source words become AL.
 - ``forms``: every cased target form with its count (all positions, and sentence-initial
   ones), the source of GEN heuristic (ii) and of the unigram baseline.
 
@@ -172,10 +176,13 @@ class StatsCounts:
             if casing.has_letter(tok):
                 self.initial[tok] += 1
                 break
+        src_pos, tgt_pos = casing.positional(source), casing.positional(target)
         for s, t in links:
             f, e = source[s], target[t]
-            self.cased.add(f, e)
             self.lower.add(casing.lower(f), casing.lower(e))
+            if s in src_pos or t in tgt_pos:
+                continue  # case due to position, not to the word
+            self.cased.add(f, e)
             self.tags[casing.tag(f), casing.tag(e)] += 1
 
     def merge(self, other: "StatsCounts") -> None:

@@ -43,3 +43,13 @@ def test_surface_forms_change_case_only(token, iu, au):
 def test_length_changing_lowercase_is_left_alone():
     assert casing.lower_all("İstanbul") == "İstanbul"
     assert casing.is_recasing_of(casing.apply(Tag.IU, "İstanbul"), "İstanbul")
+
+
+@pytest.mark.parametrize("tokens,expected", [
+    (["The", "cat", "."], {0}),
+    (["&quot;", "Yes", "!", "He", "left", "."], {1, 3}),
+    ([",", "2006", "la", "maison", "?", "Oui"], {2, 5}),
+    ([], set()),
+])
+def test_positional(tokens, expected):
+    assert casing.positional(tokens) == expected

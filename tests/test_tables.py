@@ -13,7 +13,11 @@ TOY = [
     Triple(1, ["le", "chien"], ["the", "dog"], links=[(0, 0), (1, 1)]),
     Triple(2, ["OK"], ["OK"], links=[(0, 0)]),
     Triple(3, [",", "le", "chat"], [",", "the", "cat", "."], links=[(1, 1), (2, 2)]),
+    Triple(4, ["Je", "vois", "Paris"], ["I", "see", "Paris"], links=[(0, 0), (1, 1), (2, 2)]),
 ]
+# Cased and tag tables skip links touching a word capitalized by position (each sentence's first
+# word with a letter): Le-The, le-the (x2), OK-OK and Je-I. They keep chat-cat (x2), chien-dog,
+# vois-see and Paris-Paris.
 
 
 @pytest.fixture(scope="module")
@@ -23,34 +27,35 @@ def tables() -> Tables:
 
 def test_cased_translation_table(tables):
     t = tables.cased
-    # links: Le-The, chat-cat x2, le-the x2, chien-dog, OK-OK: N = 7 links, 5 linked target types
-    # p0(E) = (c(E) + 1) / (N + |V| + 1) = (c(E) + 1) / 13
-    assert t.p0("The") == pytest.approx(2 / 13)
-    assert t.p0("cat") == pytest.approx(3 / 13)
-    assert t.p0("Cat") == pytest.approx(1 / 13)  # unseen form
-    # Witten-Bell: p(E|F) = (c(F,E) + T(F) p0(E)) / (c(F) + T(F)); for "Le": c = 1, T = 1
-    assert t.prob("Le", "The") == pytest.approx((1 + 2 / 13) / 2)
-    assert t.prob("Le", "the") == pytest.approx((0 + 3 / 13) / 2)
+    # N = 5 kept links, 4 linked target types: p0(E) = (c(E) + 1) / (N + |V| + 1) = (c(E) + 1) / 10
+    assert t.p0("Paris") == pytest.approx(2 / 10)
+    assert t.p0("cat") == pytest.approx(3 / 10)
+    assert t.p0("The") == pytest.approx(1 / 10)  # only seen in a positional link: unseen here
+    # Witten-Bell: p(E|F) = (c(F,E) + T(F) p0(E)) / (c(F) + T(F)); for "Paris": c = 1, T = 1
+    assert t.prob("Paris", "Paris") == pytest.approx((1 + 2 / 10) / 2)
+    assert t.prob("Paris", "paris") == pytest.approx((0 + 1 / 10) / 2)
     # "chat": c(chat, cat) = 2, T = 1
-    assert t.prob("chat", "cat") == pytest.approx((2 + 3 / 13) / 3)
-    # unseen source word: the unigram
-    assert t.prob("Chat", "cat") == pytest.approx(3 / 13)
+    assert t.prob("chat", "cat") == pytest.approx((2 + 3 / 10) / 3)
+    # unseen source words (including the positional "Le"): the unigram
+    assert t.prob("Chat", "cat") == pytest.approx(3 / 10)
+    assert t.prob("Le", "The") == pytest.approx(1 / 10)
     assert t.prob("nowhere", "Nowhere") > 0
 
 
 def test_lowercased_t_table(tables):
     t = tables.lower
-    # lowercased links: le-the x3, chat-cat x2, chien-dog, ok-ok: N = 7, 4 types -> p0 = (c + 1) / 12
-    assert t.p0("the") == pytest.approx(4 / 12)
-    assert t.prob("le", "the") == pytest.approx((3 + 4 / 12) / 4)
-    assert t.prob("le", "cat") == pytest.approx((0 + 3 / 12) / 4)
+    # every link counts, lowercased: le-the x3, chat-cat x2, chien-dog, ok-ok, je-i, vois-see,
+    # paris-paris: N = 10, 7 types -> p0 = (c + 1) / 18
+    assert t.p0("the") == pytest.approx(4 / 18)
+    assert t.prob("le", "the") == pytest.approx((3 + 4 / 18) / 4)
+    assert t.prob("le", "cat") == pytest.approx((0 + 3 / 18) / 4)
 
 
 def test_tag_table(tables):
-    # tag pairs over links: IU-IU (Le/The), AL-AL x5, AU-AU (OK/OK); add-one over 5 tags
+    # tag pairs over kept links: AL-AL x4, IU-IU (Paris); add-one over 5 tags
     assert tables.tags.prob(Tag.IU, Tag.IU) == pytest.approx((1 + 1) / (1 + 5))
-    assert tables.tags.prob(Tag.AL, Tag.AL) == pytest.approx((5 + 1) / (5 + 5))
-    assert tables.tags.prob(Tag.IU, Tag.AL) == pytest.approx(1 / 10)
+    assert tables.tags.prob(Tag.AL, Tag.AL) == pytest.approx((4 + 1) / (4 + 5))
+    assert tables.tags.prob(Tag.IU, Tag.AL) == pytest.approx(1 / 9)
     assert tables.tags.prob(Tag.AU, Tag.MX) == pytest.approx(1 / 5)  # unseen source tag: uniform
     assert tables.tags.probs().sum(axis=1) == pytest.approx([1.0] * 5)
 
@@ -58,9 +63,9 @@ def test_tag_table(tables):
 def test_forms(tables):
     f = tables.forms
     counts = dict(zip(f.vocab, f.count.tolist()))
-    assert counts == {",": 1, ".": 1, "OK": 1, "The": 1, "cat": 2, "dog": 1, "the": 2}
+    assert counts == {",": 1, ".": 1, "OK": 1, "The": 1, "cat": 2, "dog": 1, "the": 2, "I": 1, "see": 1, "Paris": 1}
     initial = {w: int(c) for w, c in zip(f.vocab, f.initial) if c}
-    # the first word with a letter: The, the, OK, and "the" after the comma
-    assert initial == {"The": 1, "the": 2, "OK": 1}
+    # the first word with a letter: The, the, OK, "the" after the comma, I
+    assert initial == {"The": 1, "the": 2, "OK": 1, "I": 1}
     groups = f.by_lower()
     assert [f.vocab[i] for i in groups["the"]] == ["the", "The"]

@@ -1,0 +1,261 @@
+"""Moses EMS integration: the command lines the overlay's templates expand to, and the meta patch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from moses_recaser import casing
+from moses_recaser.aligner import align
+from moses_recaser.alignment import format_links
+from moses_recaser.emsmeta import dangling_inputs, overlay, parse_meta, patch_meta
+from moses_recaser.errors import RecaserError
+from moses_recaser.metrics import case_scores
+from moses_recaser.moses import read_aligned_bitext
+from moses_recaser.npa import phrase_align_triple
+
+EMS = str(Path(sys.executable).parent / "moses-recaser-ems")
+
+# A small meta in experiment.meta's format, with the steps around the recaser as Moses has them.
+MOSES_META = """# test meta
+[CORPUS] multiple
+tokenize
+\tin: raw-stem
+\tout: tokenized-stem
+\ttemplate: tok IN OUT
+clean
+\tin: tokenized-stem
+\tout: clean-stem
+parse
+\tin: clean-stem
+\tout: clean-parsed-stem
+\tpass-unless: input-parser
+
+[TRAINING] single
+consolidate
+\tin: CORPUS:clean-parsed-stem
+\tout: corpus
+symmetrize-giza
+\tin: corpus
+\tout: word-alignment
+\tdefault-name: model/aligned
+
+[RECASING] single
+tokenize
+\tin: raw
+\tout: tokenized
+\tdefault-name: recasing/cased
+\ttemplate: $output-tokenizer < IN > OUT
+train
+\tin: tokenized
+\tout: recase-config
+\ttemplate: $moses-script-dir/recaser/train-recaser.perl -train-script $TRAINING:script -dir OUT.model -corpus IN -scripts-root-dir $moses-script-dir -config OUT $recasing-settings
+\tdefault-name: recasing/moses.ini
+\ttmp-name: recasing/model
+\tignore-unless: EVALUATION:recaser
+\terror: cannot execute binary file
+
+[EVALUATION] multiple
+input-from-sgm
+\tin: input-sgm
+\tout: raw-input
+tokenize-input
+\tin: raw-input
+\tout: tokenized-input
+decode
+\tin: TRAINING:config tokenized-input
+\tout: system-output
+remove-markup
+\tin: system-output
+\tout: cleaned-output
+\tpass-unless: report-segmentation
+transliterate
+\tin: cleaned-output
+\tout: transliterated-output
+\tpass-unless: transliteration
+recase-output
+\tin: transliterated-output RECASING:recase-config
+\tout: recased-output
+\tdefault-name: evaluation/recased
+\tpass-unless: recaser
+\tignore-if: output-truecaser
+\ttemplate: $recaser -moses $RECASING:decoder -in IN -model IN1 > OUT
+detokenize-output
+\tin: recased-output
+\tout: detokenized-output
+"""
+
+
+def test_patch_replaces_only_the_recaser_steps():
+    patched = patch_meta(MOSES_META)
+    meta = parse_meta(patched)
+    train = meta.find("RECASING", "train")
+    assert train.names("in") == ["cased-corpus", "TRAINING:word-alignment"]
+    assert "-source-corpus IN.$input-extension" in train.attrs["template"][0]
+    recase = meta.find("EVALUATION", "recase-output")
+    assert recase.names("in") == ["transliterated-output", "RECASING:recase-config", "system-output", "tokenized-input"]
+    assert meta.find("RECASING", "consolidate-cased") is not None
+    # every other step is byte for byte as before
+    original = parse_meta(MOSES_META)
+    for step in original.steps:
+        if (step.section, step.name) not in {("RECASING", "train"), ("EVALUATION", "recase-output")}:
+            assert meta.find(step.section, step.name).lines == step.lines
+
+
+def test_every_input_of_the_patched_steps_is_produced_by_some_step():
+    meta = parse_meta(patch_meta(MOSES_META))
+    ours = [meta.find(s.section, s.name) for s in overlay().steps]
+    assert dangling_inputs(meta, ours) == []
+    # and the check itself catches a dangling name
+    broken = parse_meta(patch_meta(MOSES_META.replace("\tout: word-alignment", "\tout: aligned")))
+    assert dangling_inputs(broken, [broken.find("RECASING", "train")]) == ["[RECASING] train: TRAINING:word-alignment"]
+
+
+def test_patch_fails_clearly_when_steps_are_missing():
+    text = MOSES_META.replace("recase-output\n", "recase-something\n")
+    with pytest.raises(RecaserError, match=r"not in this meta: \[EVALUATION\] recase-output"):
+        patch_meta(text, "experiment.meta")
+
+
+def test_meta_command(tmp_path):
+    src = tmp_path / "experiment.meta"
+    src.write_text(MOSES_META, encoding="utf-8")
+    out = tmp_path / "recaser.meta"
+    subprocess.run([EMS, "meta", "--moses-meta", str(src), "-o", str(out)], check=True)
+    assert "-trace IN2 -source IN3" in out.read_text(encoding="utf-8")
+    bad = subprocess.run([EMS, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "error" in bad.stderr and "experiment.meta not found" in bad.stderr
+
+
+def _write(path: Path, lines) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def ems_work(tico, tmp_path_factory):
+    """An EMS working directory with a trained recaser, a decoder -t trace and its .wa file."""
+    w = tmp_path_factory.mktemp("ems")
+    fr = (tico / "train.fr").read_text(encoding="utf-8").splitlines() + (tico / "dev.fr").read_text(
+        encoding="utf-8").splitlines()
+    en = (tico / "train.en").read_text(encoding="utf-8").splitlines() + (tico / "dev.en").read_text(
+        encoding="utf-8").splitlines()
+    test_fr = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
+    test_en = (tico / "test.en").read_text(encoding="utf-8").splitlines()
+    links = align([x.split() for x in fr + test_fr], [x.split() for x in en + test_en])
+    _write(w / "recasing" / "corpus.1.fr", fr)
+    _write(w / "recasing" / "corpus.1.en", en)
+    _write(w / "model" / "aligned.1.grow-diag-final-and", [format_links(a) for a in links[: len(fr)]])
+    # the decoder's view: lowercased output with -t markers (phrases from the NPA) and its .wa file
+    _write(w / "evaluation" / "test.input.tok.1", test_fr)
+    _write(w / "evaluation" / "test.reference.tok.1", test_en)
+    trace, wa, cleaned = [], [], []
+    for k, (f, e) in enumerate(zip(test_fr, test_en)):
+        low = [casing.lower(x) for x in e.split()]
+        t = phrase_align_triple(next(iter(read_aligned_bitext_from(f, " ".join(low), links[len(fr) + k]))))
+        out = ""
+        for s0, s1, t0, t1 in t.phrases:
+            out += "".join(x + " " for x in t.target[t0 : t1 + 1]) + f"|{s0}-{s1}| "
+        trace.append(out)
+        wa.append(format_links(t.links) + " ")
+        cleaned.append(" ".join(t.target))
+    _write(w / "evaluation" / "test.output.1", trace)
+    _write(w / "evaluation" / "test.output.1.wa", wa)
+    _write(w / "evaluation" / "test.cleaned.1", cleaned)
+    # [RECASING] train, as the overlay's template expands it
+    cmd = (f"{EMS} train -dir {w}/recasing/moses.ini.1.model -corpus {w}/recasing/corpus.1.en "
+           f"-source-corpus {w}/recasing/corpus.1.fr -alignment {w}/model/aligned.1.grow-diag-final-and "
+           f"-config {w}/recasing/moses.ini.1 -dev-size 100")
+    subprocess.run(["bash", "-c", cmd], check=True, capture_output=True)
+    return w
+
+
+def read_aligned_bitext_from(src: str, tgt: str, links):
+    from moses_recaser.triples import Triple
+
+    yield Triple(0, src.split(), tgt.split(), links=links)
+
+
+def test_training_step_writes_the_config_later_steps_receive(ems_work):
+    config = (ems_work / "recasing" / "moses.ini.1").read_text(encoding="utf-8")
+    assert config.startswith("# moses-recaser model") and "model: " in config
+    assert (ems_work / "recasing" / "moses.ini.1.model" / "model" / "manifest.yaml").is_file()
+
+
+def test_recase_step_as_the_overlay_expands_it(ems_work):
+    w = ems_work
+    cmd = (f"{EMS} recase -moses /opt/moses/bin/moses -in {w}/evaluation/test.cleaned.1 -model {w}/recasing/moses.ini.1 "
+           f"-trace {w}/evaluation/test.output.1 -source {w}/evaluation/test.input.tok.1 "
+           f"-alignment {w}/evaluation/test.output.1.wa > {w}/evaluation/test.recased.1")
+    subprocess.run(["bash", "-c", cmd], check=True, capture_output=True)
+    out = (w / "evaluation" / "test.recased.1").read_text(encoding="utf-8").splitlines()
+    ref = (w / "evaluation" / "test.reference.tok.1").read_text(encoding="utf-8").splitlines()
+    assert len(out) == len(ref)
+    bi = case_scores([x.split() for x in out], [x.split() for x in ref]).precision
+    # recase.perl's own flags only: monolingual mode still works
+    mono_cmd = (f"{EMS} recase -moses /opt/moses/bin/moses -in {w}/evaluation/test.cleaned.1 "
+                f"-model {w}/recasing/moses.ini.1 > {w}/evaluation/test.recased.mono.1")
+    subprocess.run(["bash", "-c", mono_cmd], check=True, capture_output=True)
+    mono_out = (w / "evaluation" / "test.recased.mono.1").read_text(encoding="utf-8").splitlines()
+    assert len(mono_out) == len(ref)
+    mono = case_scores([x.split() for x in mono_out], [x.split() for x in ref]).precision
+    low = case_scores([x.split() for x in (w / "evaluation" / "test.cleaned.1").read_text().splitlines()],
+                      [x.split() for x in ref]).precision
+    assert low < mono < bi
+
+
+def test_recase_step_without_the_wa_file(ems_work, tmp_path):
+    w = ems_work
+    out = tmp_path / "out"
+    proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1",
+                           "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1",
+                           "-alignment", f"{w}/evaluation/missing.wa", "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "does not exist" in proc.stderr
+    assert len(out.read_text().splitlines()) == 150
+
+
+def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
+    w = ems_work
+    lines = (w / "evaluation" / "test.cleaned.1").read_text(encoding="utf-8").splitlines()[:3]
+    inp = _write(tmp_path / "in", lines)
+    sgm = _write(tmp_path / "src.sgm", ['<srcset setid="t" srclang="fr">', '<doc docid="d1">', "<hl>",
+                                       '<seg id="1">x</seg>', "</hl>", "<p>", '<seg id="2">y</seg>',
+                                       '<seg id="3">z</seg>', "</p>", "</doc>", "</srcset>"])
+    out = tmp_path / "out"
+    subprocess.run([EMS, "recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm),
+                    "-o", str(out)], check=True)
+    first = out.read_text(encoding="utf-8").splitlines()[0].split()
+    for word in first:
+        if casing.has_letter(word) and word not in {"a", "the", "of", "and", "in", "to", "for", "with", "is", "as",
+                                                    "by", "on", "at", "from"}:
+            assert casing.is_capitalized(word), first
+
+
+def test_recase_errors_exit_non_zero(ems_work, tmp_path):
+    w = ems_work
+    short = _write(tmp_path / "short", ["one line"])
+    proc = subprocess.run([EMS, "recase", "-in", str(short), "-model", f"{w}/recasing/moses.ini.1",
+                           "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "moses-recaser-ems: error:" in proc.stderr and proc.stdout == ""
+    proc = subprocess.run([EMS, "recase", "-in", str(short), "-model", str(tmp_path / "nope")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "model not found" in proc.stderr
+
+
+def test_stock_shim_passes_recase_perl_flags_only(tmp_path):
+    fake = tmp_path / "recase.perl"
+    fake.write_text("#!/usr/bin/env bash\necho \"$@\"\n", encoding="utf-8")
+    fake.chmod(0o755)
+    inp = _write(tmp_path / "in", ["x"])
+    out = tmp_path / "out"
+    subprocess.run([EMS, "recase", "--stock", str(fake), "--stock-model", "old.ini", "-moses", "/bin/moses",
+                    "-in", str(inp), "-model", "ours", "-trace", "t", "-source", "s", "-alignment", "a",
+                    "-o", str(out)], check=True)
+    assert out.read_text().split() == ["-in", str(inp), "-model", "old.ini", "-lang", "en", "-moses", "/bin/moses"]
