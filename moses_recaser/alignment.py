@@ -12,7 +12,7 @@ from .textio import split_tokens
 Link = tuple[int, int]
 
 # One Pharaoh pair "s-t" (GIZA/fast_align/eflomal/Moses all write source-target).
-_PAIR = re.compile(r"(\d+)-(\d+)")
+_PAIR = re.compile(r"([0-9]+)-([0-9]+)")
 
 
 def parse_links(text: str) -> list[Link]:

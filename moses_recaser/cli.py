@@ -202,7 +202,7 @@ def cmd_recase(args: argparse.Namespace) -> int:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 out.write("\n")
             return 0
-        for t, tokens in zip_recased(triples, recaser):
+        for t, tokens in zip_recased(triples, recaser, args.threads):
             if t.factors is not None:
                 tokens = [w + f for w, f in zip(tokens, t.factors)]
             out.write(" ".join(tokens) + "\n")
@@ -210,16 +210,55 @@ def cmd_recase(args: argparse.Namespace) -> int:
     return 0
 
 
-def zip_recased(triples, recaser):  # type: ignore[no-untyped-def]
-    """Pairs (triple, recased tokens), streaming in chunks."""
+CHUNK = 256  # sentences per batch; fixed, so output does not depend on --threads
+
+
+def _chunks(items, size: int = CHUNK):  # type: ignore[no-untyped-def]
     chunk: list = []
-    for t in triples:
-        chunk.append(t)
-        if len(chunk) >= 256:
-            yield from zip(chunk, recaser.recase_batch(chunk))
+    for x in items:
+        chunk.append(x)
+        if len(chunk) >= size:
+            yield chunk
             chunk = []
     if chunk:
-        yield from zip(chunk, recaser.recase_batch(chunk))
+        yield chunk
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(model: str, alignment: str | None) -> None:
+    from .recaser import Recaser
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and cleans up
+    _WORKER["recaser"] = Recaser(model, alignment=alignment)
+
+
+def _worker_recase(chunk):  # type: ignore[no-untyped-def]
+    return _WORKER["recaser"].recase_batch(chunk)
+
+
+def zip_recased(triples, recaser, threads: int = 1):  # type: ignore[no-untyped-def]
+    """Pairs (triple, recased tokens), streaming in fixed chunks; ``threads`` > 1 uses worker processes,
+    each loading the model once, with at most 2 chunks per worker in flight (bounded memory)."""
+    if threads <= 1:
+        for chunk in _chunks(triples):
+            yield from zip(chunk, recaser.recase_batch(chunk))
+        return
+    import multiprocessing as mp
+    from collections import deque
+
+    ctx = mp.get_context("fork")
+    with ctx.Pool(threads, initializer=_worker_init, initargs=(str(recaser.dir), recaser.alignment_mode)) as pool:
+        pending: deque = deque()
+        for chunk in _chunks(triples):
+            pending.append((chunk, pool.apply_async(_worker_recase, (chunk,))))
+            if len(pending) >= 2 * threads:
+                done, res = pending.popleft()
+                yield from zip(done, res.get())
+        while pending:
+            done, res = pending.popleft()
+            yield from zip(done, res.get())
 
 
 def _recase_nbest(args: argparse.Namespace, opts: TraceOptions, recaser) -> int:  # type: ignore[no-untyped-def]
@@ -368,6 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
     p.add_argument("--phrase-features", choices=["phrase", "links"], help="override the model's choice")
     p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="worker processes (output is byte-identical to --threads 1)")
     p.add_argument("-o", "--output", default="-")
     add_trace_flags(p)
     p.set_defaults(func=cmd_recase)

@@ -25,19 +25,20 @@ LM_UNCLOSED = "|lm=("
 # Hypothesis::OutputSurface: -t writes "|s-e| " after each phrase with a non-empty target;
 # -tt writes "|s-e,wa=<s-t pairs, space separated>,total=<score>,<Name= v ...>| ".
 # The -tt marker contains spaces, so the line is scanned with a regex, not split.
-# (EMS analysis.perl reads -t with /([^|]+) \|(\d+)\-(\d+)\|\s*(.*)$/.)
+# (EMS analysis.perl reads -t with /([^|]+) \|([0-9]+)\-([0-9]+)\|\s*(.*)$/.)
 _SCAN = re.compile(
-    r"[ \t]*(?:(?P<marker>\|(?P<s>\d+)-(?P<e>\d+)(?:,(?P<extra>[^|]*))?\|)(?=[ \t]|$)|(?P<word>[^ \t]+))"
+    r"[ \t]*(?:(?P<marker>\|(?P<s>[0-9]+)-(?P<e>[0-9]+)(?:,(?P<extra>[^|]*))?\|)(?=[ \t]|$)|(?P<word>[^ \t]+))"
 )
 # A token that starts like a marker but is not one: a cut-short or garbled marker.
-_MARKER_LIKE = re.compile(r"\|\d+(?:-|,|$)")
+_MARKER_LIKE = re.compile(r"\|[0-9]+(?:-|,|$)")
 _TT_WA = re.compile(r"wa=([0-9\- ]*),")
 # -print-alignment-info: " ||| " then sentence-level source-target pairs.
 _ALIGN_SEP = re.compile(r"(?:^|[ \t])\|\|\|(?:[ \t]|$)")
 # Manager::OutputNBest field separator; the hypothesis keeps its trailing space before " |||".
 _NBEST_SEP = " ||| "
+_ID = re.compile(r"[0-9]+")
 # -include-segmentation-in-n-best: "s[-s']=t[-t']" per phrase, target order.
-_SEGMENT = re.compile(r"(\d+)(?:-(\d+))?=(\d+)(?:-(\d+))?")
+_SEGMENT = re.compile(r"([0-9]+)(?:-([0-9]+))?=([0-9]+)(?:-([0-9]+))?")
 # Input side (XmlInput::ProcessAndStripXMLTags): markup is stripped before positions are counted.
 _XML_TAG = re.compile(r"</?[A-Za-z_][^<>]*>")
 
@@ -215,7 +216,7 @@ def parse_nbest_line(line: str, opts: TraceOptions | None = None) -> NBestEntry:
     if len(parts) < 3:
         raise RecaserError("not an n-best line: expected 'id ||| hypothesis ||| features ...'")
     id_text = parts[0].strip(" \t")
-    if not id_text.isdigit():
+    if not _ID.fullmatch(id_text):
         raise RecaserError(f"n-best translation id {id_text!r} is not a number")
     hyp_raw = parts[1]
     base = len(parts[0]) + len(_NBEST_SEP)

@@ -85,11 +85,12 @@ class Recaser:
         self.settings = self.manifest.settings
         self.tables = tables_from_files(self.dir)
         self.lm = load_lm(lm_file(self.dir, self.manifest))
+        self.alignment_mode = alignment or str(self.settings.get("alignment_mode", "phrase"))
         self.extractor = FeatureExtractor(
             self.tables,
             self.lm,
             self.weights.names,
-            alignment=alignment or str(self.settings.get("alignment_mode", "phrase")),
+            alignment=self.alignment_mode,
             max_candidates=int(self.settings.get("max_candidates", 5)),
         )
 

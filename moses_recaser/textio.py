@@ -50,14 +50,18 @@ class LineReader:
 
     Each line is decoded on its own so that invalid UTF-8 is reported with its line number.
     ``require_newline`` makes a last line without a newline an error: decoder output always
-    ends its lines, so a missing newline means the file was cut short.
+    ends its lines, so a missing newline means the file was cut short. A file with no lines at
+    all is an error unless ``allow_empty``: in a pipeline it almost always means a failed step.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, require_newline: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, require_newline: bool = False, allow_empty: bool = False
+    ) -> None:
         self.path = os.fspath(path)
         self.name = "<stdin>" if self.path == "-" else self.path
         self.lineno = 0
         self.require_newline = require_newline
+        self.allow_empty = allow_empty
         self._fh: BinaryIO | None = None
 
     def __enter__(self) -> "LineReader":
@@ -94,6 +98,8 @@ class LineReader:
             raise self.error(f"read error: {exc}") from None
         finally:
             self.close()
+        if self.lineno == 0 and not self.allow_empty:
+            raise RecaserError("empty file (no lines)", self.name, 1)
 
 
 def read_lines(path: str | os.PathLike[str], *, require_newline: bool = False) -> Iterator[str]:

@@ -134,3 +134,38 @@ def _recaser(tico) -> Recaser:
     if "r" not in _CACHE:
         _CACHE["r"] = Recaser(tico / "model")
     return _CACHE["r"]
+
+
+def test_output_is_deterministic_across_runs_and_threads(tico, tmp_path):
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
+    inp = tmp_path / "in"
+    inp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outs = []
+    for threads in (1, 2, 3, 1):
+        out = tmp_path / f"out{len(outs)}"
+        assert main(["-q", "recase", "--model", str(tico / "model"), "--input", str(inp),
+                     "--threads", str(threads), "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert len(set(outs)) == 1
+    assert len(outs[0].decode().splitlines()) == len(lines)
+
+
+
+def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
+    from moses_recaser.moses import read_aligned_bitext
+    from moses_recaser.npa import phrase_align_triple
+
+    triples = list(read_aligned_bitext(str(tico / "test.fr"), str(tico / "test.lc.en")))
+    f = tmp_path / "t.jsonl"
+    rows = []
+    for t in triples:
+        t.links = [(min(i, len(t.source) - 1), i) for i in range(len(t.target))] if t.source else []
+        rows.append(phrase_align_triple(t).dumps())
+    f.write_text("\n".join(rows * 3) + "\n", encoding="utf-8")
+    outs = []
+    for threads in (1, 2):
+        out = tmp_path / f"o{threads}"
+        assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "--threads", str(threads),
+                     "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]

@@ -1,0 +1,59 @@
+"""Interrupting recasing or training (SIGINT, SIGTERM) leaves no half-written output or model."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CLI = str(Path(sys.executable).parent / "moses-recaser")
+
+
+def _leftovers(directory: Path, name: str) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name.startswith(f".{name}.")]
+
+
+def _wait_for(proc: subprocess.Popen, marker: Path | None, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        if marker is None or marker.exists():
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 60
+    inp = tmp_path / "in"
+    inp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([CLI, "recase", "--model", str(tico / "model"), "--input", str(inp), "-o", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    # interrupt once the output is being written (its temporary file exists)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None and not _leftovers(tmp_path, "out"):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert proc.poll() is None, "recasing finished before it could be interrupted"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; no output was written" in err
+    assert not out.exists() and _leftovers(tmp_path, "out") == []
+
+
+def test_interrupted_training_leaves_no_model(tico, tmp_path):
+    model = tmp_path / "model"
+    proc = subprocess.Popen([CLI, "train", "--src", str(tico / "train.fr"), "--tgt", str(tico / "train.en"),
+                             "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"),
+                             "--model", str(model)], stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)
+    assert proc.poll() is None, "training finished before it could be interrupted"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert not model.exists() and _leftovers(tmp_path, "model") == []
