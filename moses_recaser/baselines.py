@@ -19,7 +19,7 @@ import numpy as np
 from . import casing
 from .crf import make_batches, viterbi
 from .features import FeatureExtractor, first_letter_position
-from .recaser import _check_case_only, _lowered, lm_file, load_lm
+from .recaser import _check_case_only, _lowered, load_model_lm
 from .store import read_manifest, tables_from_files
 from .triples import Triple
 
@@ -61,7 +61,7 @@ class TrigramRecaser:
         d = Path(model_dir)
         self.manifest = read_manifest(d)
         tables = tables_from_files(d)
-        self.extractor = FeatureExtractor(tables, load_lm(lm_file(d, self.manifest)), [], "phrase",
+        self.extractor = FeatureExtractor(tables, load_model_lm(d, self.manifest), [], "phrase",
                                           int(self.manifest.settings.get("max_candidates", 5)))
         self.weights = np.array([1.0])
 

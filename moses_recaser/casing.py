@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import IntEnum
+from functools import lru_cache
 
 # Moses-escaped characters (&amp; &apos; &quot; &lt; &gt; &#124; &#91; &#93;) are punctuation, not
 # letters: casing skips over them ("&apos;malley" -> "&apos;Malley", never "&Apos;malley").
@@ -52,6 +53,7 @@ def _masked(token: str) -> str:
     return _ENTITY.sub(lambda m: "\0" * len(m.group(0)), token)
 
 
+@lru_cache(maxsize=1 << 18)
 def tag(token: str) -> Tag:
     n_cased = 0
     n_upper = 0
@@ -124,6 +126,7 @@ def is_recasing_of(candidate: str, token: str) -> bool:
     return len(candidate) == len(token) and lower(candidate) == lower(token)
 
 
+@lru_cache(maxsize=1 << 18)
 def is_capitalized(token: str) -> bool:
     """Has an upper-case first cased character (IU, AU, or MX starting upper)."""
     for c in _masked(token):
@@ -134,6 +137,7 @@ def is_capitalized(token: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=1 << 18)
 def has_letter(token: str) -> bool:
     return any(c.isalpha() for c in _masked(token))
 

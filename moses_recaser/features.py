@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -133,6 +134,10 @@ class FeatureExtractor:
         self._lm_cache: dict[tuple[str, str, str], float] = {}
         self._prior = CasePrior(tables) if "case_prior" in self.index else None
 
+    @lru_cache(maxsize=1 << 17)  # noqa: B019 - per extractor, kept for its life
+    def _gen_plain(self, tok: str) -> tuple[str, ...]:
+        return tuple(gen(tok, self.forms.get(casing.lower(tok), ()), (), self.max_candidates))
+
     # --- alignment -----------------------------------------------------------------------
     def aligned_sources(self, triple: Triple) -> list[list[int]]:
         n = len(triple.target)
@@ -155,8 +160,11 @@ class FeatureExtractor:
         aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
         cands: list[list[str]] = []
         for i, tok in enumerate(target):
-            c = gen(tok, self.forms.get(casing.lower(tok), ()), (source[k] for k in aligned[i]),
-                    self.max_candidates)
+            src_forms = [source[k] for k in aligned[i]]
+            if src_forms:
+                c = gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates)
+            else:
+                c = list(self._gen_plain(tok))
             if reference is not None and reference[i] not in c and casing.is_recasing_of(reference[i], tok):
                 c.append(reference[i])
             cands.append(c)
@@ -231,7 +239,12 @@ class FeatureExtractor:
         return low if low in ids else word
 
     def lm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
-        """lm[i, a, b, c] = log10 p(c_i | c_{i-2}, c_{i-1}) through kenlm states (see the Lattice)."""
+        """lm[i, a, b, c] = log10 p(c_i | c_{i-2}, c_{i-1}) (see the Lattice): batched array queries when
+        the model has them (lm.npz), else one kenlm query per triple through kenlm states."""
+        from .lmquery import ArrayLM, lattice_scores
+
+        if isinstance(self.lm, ArrayLM):
+            return lattice_scores(self.lm, cands, K)
         import kenlm
 
         model = self.lm
@@ -296,6 +309,7 @@ class CasePrior:
         self.suffix = {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
         self.uniform = np.full(len(Tag), 1.0 / len(Tag))
 
+    @lru_cache(maxsize=1 << 18)  # noqa: B019 - one prior per loaded model, kept for its life
     def log_prob(self, form: str) -> float:
         low = casing.lower(form)
         q = float(self.suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])

@@ -63,6 +63,15 @@ def load_lm(path: Path) -> object:
         raise RecaserError(f"KenLM cannot read the LM: {exc}", str(path)) from None
 
 
+def load_model_lm(model_dir: Path, manifest: Manifest) -> object:
+    """The model's LM for queries: the stored query arrays (lm.npz) when present, else kenlm."""
+    if "lm.npz" in manifest.files:
+        from .lmquery import ArrayLM
+
+        return ArrayLM.load(model_dir / "lm.npz")
+    return load_lm(lm_file(model_dir, manifest))
+
+
 def lm_file(model_dir: Path, manifest: Manifest) -> Path:
     for name in ("lm.bin", "lm.arpa"):
         if name in manifest.files:
@@ -84,7 +93,7 @@ class Recaser:
         self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
         self.settings = self.manifest.settings
         self.tables = tables_from_files(self.dir)
-        self.lm = load_lm(lm_file(self.dir, self.manifest))
+        self.lm = load_model_lm(self.dir, self.manifest)
         self.alignment_mode = alignment or str(self.settings.get("alignment_mode", "phrase"))
         self.extractor = FeatureExtractor(
             self.tables,

@@ -72,6 +72,7 @@ class TranslationTable:
             self.tgt_ids = {w: i for i, w in enumerate(self.tgt_vocab)}
         n_links = float(self.tgt_count.sum())
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
+        self._memo: dict[tuple[str, str], float] = {}
 
     @classmethod
     def from_counts(cls, pc: PairCounts) -> "TranslationTable":
@@ -115,7 +116,16 @@ class TranslationTable:
         return int(self.counts[pos]) if pos < len(self.keys) and self.keys[pos] == key else 0
 
     def prob(self, f: str, e: str) -> float:
-        """p(e|f), smoothed."""
+        """p(e|f), smoothed (memoized: recasing asks for the same pairs again and again)."""
+        key = (f, e)
+        p = self._memo.get(key)
+        if p is None:
+            if len(self._memo) > 1 << 20:
+                self._memo.clear()
+            p = self._memo[key] = self._prob(f, e)
+        return p
+
+    def _prob(self, f: str, e: str) -> float:
         p0 = self.p0(e)
         fi = self.src_ids.get(f)
         if fi is None:

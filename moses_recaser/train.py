@@ -129,6 +129,20 @@ def build_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tu
     return lats, words, hits
 
 
+def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> object:
+    """The LM for feature queries: arrays built from an ARPA file (stored as lm.npz), else kenlm."""
+    from .lmquery import ArrayLM
+
+    if not _is_arpa(str(lm_path)):
+        return load_lm(lm_path)
+    lm = ArrayLM.from_arpa(lm_path)
+    if files is not None:
+        npz = work / f"{lm_path.stem}.npz"
+        lm.save(npz)
+        files["lm.npz"] = str(npz)
+    return lm
+
+
 def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str) -> tuple[Tables, Path]:
     tables = Tables.from_counts(count_triples(train))
     if settings.lm is not None:
@@ -183,7 +197,7 @@ def train(
     names = feature_names(settings.feature_set, punct)
 
     t0 = time.perf_counter()
-    lm = load_lm(lm_path)
+    lm = query_lm(lm_path, work, files)
     extractor = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
     lattices, words, hits = build_lattices(extractor, dev)
     report.dev_sentences, report.dev_words = len(dev), words
@@ -269,7 +283,7 @@ def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, name
         held = [phrase_align_triple(held[i], settings.npa_lengths, settings.npa_seed) for i in sorted(pick)]
         log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
         tables, lm_path = _stats(rest, settings, work, f"fold{f}")
-        extractor = FeatureExtractor(tables, load_lm(lm_path), names, settings.alignment_mode,
+        extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
                                      settings.max_candidates)
         out += build_lattices(extractor, held)[0]
     return out

@@ -115,3 +115,40 @@ def test_hand_computed_unigram_model():
 def test_reserved_tokens_are_refused():
     with pytest.raises(RecaserError, match="reserved token '<s>'"):
         count_ngrams([["a", "<s>"]], 2)
+
+
+@pytest.mark.parametrize("order", [3, 5])
+def test_array_queries_equal_kenlm_states(corpus, tmp_path, order):
+    """log10 p(c | a b) from the array engine equals kenlm's, context built through kenlm states."""
+    import numpy as np
+
+    from moses_recaser.lmquery import ArrayLM
+
+    arpa = tmp_path / "lm.arpa"
+    arpa.write_text(_our_arpa(corpus, order), encoding="utf-8")
+    model = kenlm.Model(str(arpa))
+    lm = ArrayLM.from_arpa(arpa)
+    lm.save(tmp_path / "lm.npz")
+    lm = ArrayLM.load(tmp_path / "lm.npz")
+    rng = np.random.default_rng(order)
+    words = [w for s in corpus[:200] for w in s] + ["UNSEEN-1", "Zzyzx", "</s>"]
+    for _ in range(3000):
+        a, b, c = (words[int(rng.integers(len(words)))] for _ in range(3))
+        if rng.random() < 0.2:
+            a = "<s>"
+        if a == "<s>" or rng.random() < 0.1:
+            state = kenlm.State()
+            model.BeginSentenceWrite(state)
+            a_id = -1
+        else:
+            s0, state = kenlm.State(), kenlm.State()
+            model.NullContextWrite(s0)
+            model.BaseScore(s0, a, state)
+            a_id = int(lm.word_ids([a])[0])
+        s2, out = kenlm.State(), kenlm.State()
+        model.BaseScore(state, b, s2)
+        want = model.BaseScore(s2, c, out)
+        if a_id == -1:
+            a_id = int(lm.word_ids(["<s>"])[0])
+        got = lm.score(np.array([a_id]), lm.word_ids([b]), lm.word_ids([c]))[0]
+        assert got == pytest.approx(want, abs=1e-5), (a, b, c)
