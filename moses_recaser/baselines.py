@@ -38,6 +38,7 @@ class UnigramRecaser:
 
     def __init__(self, model_dir: str | os.PathLike[str]) -> None:
         self.manifest = read_manifest(model_dir)
+        self.signature = f"unigram|{self.manifest.signature}"
         tables = tables_from_files(Path(model_dir))
         self.best = {k: tables.forms.vocab[ids[0]] for k, ids in tables.forms.by_lower().items()}
 
@@ -60,6 +61,7 @@ class TrigramRecaser:
     def __init__(self, model_dir: str | os.PathLike[str]) -> None:
         d = Path(model_dir)
         self.manifest = read_manifest(d)
+        self.signature = f"trigram|{self.manifest.signature}"
         tables = tables_from_files(d)
         self.extractor = FeatureExtractor(tables, load_model_lm(d, self.manifest), [], "phrase",
                                           int(self.manifest.settings.get("max_candidates", 5)))
@@ -82,8 +84,10 @@ class MosesTruecaserBaseline:
     signature_name = "sacremoses-truecase"
 
     def __init__(self, target_corpus: Iterable[Sequence[str]]) -> None:
+        import sacremoses
         from sacremoses import MosesDetruecaser, MosesTruecaser
 
+        self.signature = f"sacremoses-truecase+detruecase|sacremoses:{getattr(sacremoses, '__version__', '?')}"
         self.truecaser = MosesTruecaser()
         self.truecaser.train([list(s) for s in target_corpus], save_to=None, progress_bar=False)
         self.detruecaser = MosesDetruecaser()

@@ -157,3 +157,12 @@ def positional(tokens: Sequence[str]) -> set[int]:
             out.add(i)
             expect = False
     return out
+
+
+@lru_cache(maxsize=1 << 18)
+def strip_diacritics(token: str) -> str:
+    """The token without combining marks (NFD), for matching names across languages (Montréal ~ Montreal)."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFD", token)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))

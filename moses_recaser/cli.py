@@ -303,6 +303,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .experiment import results_markdown, run_experiment
+
+    cfg = load_config(args.config)
+    out = Path(args.out or Path("runs") / cfg.name)
+    results = run_experiment(cfg, out, args.data_root, args.cache)
+    print(results_markdown(results))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -418,6 +429,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", required=True, help="cased reference, tokenized the same way")
     p.add_argument("--confusion", action="store_true", help="print the per-tag confusion table")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("experiment", help="run a YAML experiment: precision table, learning curve")
+    p.add_argument("config", help="configs/NAME.yaml")
+    p.add_argument("--out", help="output directory (default runs/NAME)")
+    p.add_argument("--data-root", help="corpora root (default: the config's, MOSES_RECASER_DATA, ../shared/corpora)")
+    p.add_argument("--cache", help="stage cache (default runs/cache or MOSES_RECASER_CACHE)")
+    p.set_defaults(func=cmd_experiment)
     return parser
 
 

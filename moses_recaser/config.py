@@ -34,6 +34,9 @@ class ExperimentConfig:
     pair: str = "fr-en"  # folder under the corpus
     source: str = "fr"
     target: str = "en"
+    source_dir: str | None = None  # multi-parallel sets: the source side from another pair's folder
+    target_dir: str | None = None
+    pivot: str = "en"  # ... whose sides in this language must match line by line
     splits: SplitConfig = field(default_factory=SplitConfig)
     tokenizer: str = "sacremoses"  # Moses rules, escaping on (jieba segmentation for zh)
     symmetrization: str = "grow-diag-final-and"
@@ -53,6 +56,8 @@ def _suggest(key: str, valid: list[str]) -> str:
 
 def _check_type(value: Any, default: Any, key: str, path: str, line: int) -> Any:
     if isinstance(default, bool) or default is None:
+        if default is None and value is not None and not isinstance(value, str):
+            raise RecaserError(f"'{key}' must be a string", path, line)
         return value
     if isinstance(default, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)

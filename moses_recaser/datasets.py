@@ -60,15 +60,17 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
     return out
 
 
-def concatenate(parts: Sequence[Path], out: Path) -> Path:
-    """Concatenate files (e.g. several newstest years) into one, once."""
-    if out.is_file() and all(out.stat().st_mtime >= p.stat().st_mtime for p in parts):
+def concatenate(parts: Sequence[Path | tuple[Path, int | None, int | None]], out: Path) -> Path:
+    """Concatenate files (e.g. several newstest years), or line slices [start, end) of them, into one."""
+    spans = [p if isinstance(p, tuple) else (p, None, None) for p in parts]
+    if out.is_file() and all(out.stat().st_mtime >= p.stat().st_mtime for p, _, _ in spans):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(out) as fh:
-        for p in parts:
-            for line in read_lines(p):
-                fh.write(line + "\n")
+        for p, start, end in spans:
+            for k, line in enumerate(read_lines(p)):
+                if (start is None or k >= start) and (end is None or k < end):
+                    fh.write(line + "\n")
     return out
 
 

@@ -26,8 +26,8 @@ candidates of a position matter.
 Beyond the paper (feature set ``full``):
 - ``case_prior``: log p(E | lower(E)) from the training target's non-initial counts, smoothed with
   p(tag | last three letters) so that unseen words (``lebanese``) get a prior too;
-- ``src_identical``: the candidate, which has a cased letter, equals a source word that is not
-  capitalized by its position (names, acronyms, odd case copied through);
+- ``src_identical``: the candidate, which has a cased letter, equals (up to diacritics) a source word
+  that is not capitalized by its position (names, acronyms, odd case copied through);
 - ``unseen_form``: the candidate has a cased letter and never occurred in the training target;
 - headline features: the source line looks like a headline (no sentence-final punctuation, at most
   ``HEADLINE_MAX`` tokens) or is title-cased (most of its longer non-initial words capitalized),
@@ -174,7 +174,7 @@ class FeatureExtractor:
         valid = np.zeros((n, K), dtype=bool)
         first = first_letter_position(target)
         src_pos = casing.positional(source)
-        src_words = {w for k, w in enumerate(source) if k not in src_pos}
+        src_words = {casing.strip_diacritics(w) for k, w in enumerate(source) if k not in src_pos}
         # a source word capitalized by its position says nothing about case: look it up as the
         # table knows it (the tables skip positional words too)
         src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
@@ -215,7 +215,7 @@ class FeatureExtractor:
                     row[punct] = 1.0
                 if t is Tag.AN:
                     continue
-                if "src_identical" in idx and c in src_words:
+                if "src_identical" in idx and casing.strip_diacritics(c) in src_words:
                     row[idx["src_identical"]] = 1.0
                 if "unseen_form" in idx and c not in self.form_set:
                     row[idx["unseen_form"]] = 1.0

@@ -3,7 +3,8 @@
 GEN(w) is the union of (listed in this order, which only breaks ties deterministically):
 
 1. {AL(w), IU(w), AU(w)}, and for hyphenated words each part capitalized (``Montreal-Trudeau``);
-2. the aligned source words whose lowercase equals lower(w) (URLs, file names, odd case);
+2. the aligned source words whose lowercase equals lower(w) (URLs, file names, odd case), and the
+   case pattern of an aligned source word equal to w up to diacritics and case (``Montréal``);
 3. the cased forms seen in training whose lowercase is lower(w), most frequent first.
 
 Every candidate differs from the input token in case only (same length, same lowercase); any
@@ -44,6 +45,9 @@ def gen(
     for form in source_words:
         if casing.lower(form) == key:
             add(form)
+        elif len(form) == len(low) and casing.strip_diacritics(casing.lower(form)) == casing.strip_diacritics(key):
+            # the same word up to diacritics (Montréal-Trudeau / montreal-trudeau): copy its case pattern
+            add("".join(t.upper() if f.isupper() and len(t.upper()) == 1 else t for t, f in zip(low, form)))
     for form in seen_forms:
         if len(out) >= max_candidates:
             break

@@ -1,0 +1,297 @@
+"""Config-driven experiments: precision tables (paper Table 4), learning curves (Figure 4).
+
+``moses-recaser experiment configs/NAME.yaml [--out DIR] [--data-root DIR]`` runs the stages below;
+each stage's result is cached under a key made of its inputs and settings, so a rerun reuses what
+is finished and redoes what changed:
+
+1. tokenized train/dev/test sides (Moses tokenization, escaping on; jieba for zh);
+2. one eflomal + symmetrization run over train, dev and test together (the test alignment only
+   stands in for the decoder's, through the naive phrase aligner, as in the paper's section 6.2);
+3. a model per training size (tables and LM from train, CRF weights from dev);
+4. every system recases the lowercased test reference; precision, cased-word F1, headline lines,
+   confusion table, paired bootstrap CRF vs trigram; all recased files and signatures are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from . import __version__, casing
+from .config import ExperimentConfig
+from .datasets import cache_dir, concatenate, data_root, tokenized
+from .errors import RecaserError
+from .features import source_flags
+from .metrics import case_scores, paired_bootstrap_precision
+from .moses import read_aligned_bitext
+from .npa import phrase_align_triple
+from .textio import atomic_output, read_lines
+from .triples import Triple
+
+log = logging.getLogger(__name__)
+
+
+def _key(*parts: object) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, Path) and p.is_file():
+            st = p.stat()
+            h.update(f"{p}:{st.st_size}:{st.st_mtime_ns}".encode())
+        else:
+            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+_SLICE = re.compile(r"(.+)\[([0-9]*):([0-9]*)\]")
+
+
+def _parse_name(name: str) -> tuple[str, int | None, int | None]:
+    """``set`` or ``set[a:b]`` (lines a to b-1, 0-based, as a Python slice)."""
+    m = _SLICE.fullmatch(name)
+    if m is None:
+        return name, None, None
+    return m.group(1), int(m.group(2)) if m.group(2) else None, int(m.group(3)) if m.group(3) else None
+
+
+def _side(root: Path, cfg: ExperimentConfig, names: list[str], lang: str, directory: str,
+          cache: Path) -> list[tuple[Path, int | None, int | None]]:
+    out = []
+    for n in names:
+        base, start, end = _parse_name(n)
+        out.append((tokenized(root / cfg.corpus / directory / f"{base}.{lang}", lang, cache), start, end))
+    return out
+
+
+def prepare(cfg: ExperimentConfig, root: Path, cache: Path) -> dict[str, tuple[Path, Path]]:
+    """Tokenized (source, target) files of each split."""
+    out = {}
+    src_dir = cfg.source_dir or cfg.pair
+    tgt_dir = cfg.target_dir or cfg.pair
+    for split in ("train", "dev", "test"):
+        names = getattr(cfg.splits, split)
+        if not names:
+            raise RecaserError(f"the config names no {split} sets")
+        if src_dir != tgt_dir:
+            _check_pivot(root, cfg, names, src_dir, tgt_dir)
+        src = _side(root, cfg, names, cfg.source, src_dir, cache)
+        tgt = _side(root, cfg, names, cfg.target, tgt_dir, cache)
+        tag = f"{cfg.name}.{split}"
+        out[split] = (concatenate(src, cache / "sets" / f"{tag}.{cfg.source}"),
+                      concatenate(tgt, cache / "sets" / f"{tag}.{cfg.target}"))
+    return out
+
+
+def _check_pivot(root: Path, cfg: ExperimentConfig, names: list[str], src_dir: str, tgt_dir: str) -> None:
+    """Multi-parallel sets: the pivot sides of the two directories must match line by line."""
+    for n in names:
+        base = _parse_name(n)[0]
+        a = root / cfg.corpus / src_dir / f"{base}.{cfg.pivot}"
+        b = root / cfg.corpus / tgt_dir / f"{base}.{cfg.pivot}"
+        for k, (x, y) in enumerate(zip(read_lines(a), read_lines(b), strict=False), 1):
+            if x != y:
+                raise RecaserError(f"the {cfg.pivot} sides of {src_dir} and {tgt_dir} differ at line {k}", str(b), k)
+
+
+def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache: Path) -> dict[str, Path]:
+    key = _key([str(p) for s in files.values() for p in s], [p for s in files.values() for p in s], cfg.symmetrization,
+               cfg.name)
+    outs = {split: cache / "align" / f"{cfg.name}.{split}.{key}" for split in files}
+    priors = cache / "align" / f"{cfg.name}.{key}.priors"
+    if all(p.is_file() for p in outs.values()) and priors.is_file():
+        return outs
+    from .aligner import align
+    from .alignment import format_links
+
+    sets = {split: list(read_aligned_bitext(str(s), str(t))) for split, (s, t) in files.items()}
+    everything = [t for s in sets.values() for t in s]
+    t0 = time.perf_counter()
+    (cache / "align").mkdir(parents=True, exist_ok=True)
+    links = align([t.source for t in everything], [t.target for t in everything], cfg.symmetrization,
+                  priors_out=priors)
+    log.info("aligned %d sentence pairs in %.0f s", len(everything), time.perf_counter() - t0)
+    pos = 0
+    for split, triples in sets.items():
+        with atomic_output(outs[split]) as fh:
+            for a in links[pos : pos + len(triples)]:
+                fh.write(format_links(a) + "\n")
+        pos += len(triples)
+    return outs
+
+
+def _subset(files: tuple[Path, Path], align: Path, words: int, cache: Path, name: str) -> tuple[Path, Path, Path]:
+    """The first lines of the training data holding ``words`` target words."""
+    out = [cache / "subsets" / f"{name}.{words}.{x}" for x in ("src", "tgt", "align")]
+    if all(p.is_file() for p in out):
+        return out[0], out[1], out[2]
+    out[0].parent.mkdir(parents=True, exist_ok=True)
+    rows, total = [], 0
+    for row in zip(read_lines(files[0]), read_lines(files[1]), read_lines(align)):
+        rows.append(row)
+        total += len(row[1].split())
+        if total >= words:
+            break
+    for k, p in enumerate(out):
+        with atomic_output(p) as fh:
+            fh.writelines(r[k] + "\n" for r in rows)
+    return out[0], out[1], out[2]
+
+
+def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tuple[Path, Path, Path],
+                cache: Path, tag: str) -> Path:
+    import tempfile
+
+    from .train import TrainSettings, train as train_crf
+
+    settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
+                             alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout)
+    key = _key(list(train) + list(dev), asdict(settings), __version__)
+    model = cache / "models" / f"{cfg.name}.{tag}.{key}"
+    if (model / "manifest.yaml").is_file():
+        return model
+    model.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="moses-recaser-exp.") as work:
+        train_crf(str(train[0]), str(train[1]), str(train[2]), str(dev[0]), str(dev[1]), str(dev[2]), str(model),
+                  settings, Path(work))
+    return model
+
+
+def systems_for(cfg: ExperimentConfig, model: Path, train_target: Path) -> dict[str, object]:
+    from .baselines import MosesTruecaserBaseline, TrigramRecaser, UnigramRecaser
+    from .recaser import Recaser
+
+    out: dict[str, object] = {}
+    for name in cfg.systems:
+        if name == "unigram":
+            out[name] = UnigramRecaser(model)
+        elif name == "trigram":
+            out[name] = TrigramRecaser(model)
+        elif name == "sacremoses":
+            out[name] = MosesTruecaserBaseline(x.split() for x in read_lines(train_target))
+        elif name in ("crf", "crf-monolingual"):
+            out[name] = out.get("crf") or Recaser(model)
+        else:
+            raise RecaserError(f"unknown system {name!r}; choose from unigram, trigram, sacremoses, crf, crf-monolingual")
+    return out
+
+
+def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], train_target: Path,
+             out: Path, tag: str = "") -> dict:
+    triples = [phrase_align_triple(t) for t in read_aligned_bitext(str(test[0]), str(test[1]), str(test[2]))]
+    refs = [t.target for t in triples]
+    low = [Triple(t.id, t.source, [casing.lower_all(w) for w in t.target], t.phrases, t.links) for t in triples]
+    headline = [k for k, r in enumerate(refs) if all(source_flags(r))]
+    results: dict = {"test_sentences": len(refs), "test_words": sum(len(r) for r in refs),
+                     "headline_lines": len(headline), "systems": {}}
+    hyps: dict[str, list[list[str]]] = {}
+    for name, system in systems_for(cfg, model, train_target).items():
+        t0 = time.perf_counter()
+        inp = [Triple(t.id, [], t.target) for t in low] if name == "crf-monolingual" else low
+        hyp = system.recase_batch(inp)  # type: ignore[attr-defined]
+        seconds = time.perf_counter() - t0
+        hyps[name] = hyp
+        sc = case_scores(hyp, refs)
+        hl = case_scores([hyp[k] for k in headline], [refs[k] for k in headline])
+        signature = getattr(system, "signature", None) or f"{name}|{getattr(system, 'signature_name', name)}"
+        if name == "crf-monolingual":
+            signature += "|mode:monolingual"
+        results["systems"][name] = {
+            "precision": sc.precision, "f1": sc.f1, "headline_precision": hl.precision,
+            "errors": sc.words - sc.correct, "seconds": seconds, "signature": signature,
+            "confusion": sc.confusion.tolist(),
+        }
+        with atomic_output(out / f"test{tag}.{name}.{cfg.target}") as fh:
+            fh.writelines(" ".join(x) + "\n" for x in hyp)
+    if "crf" in hyps and "trigram" in hyps:
+        crf, tri = case_scores(hyps["crf"], refs), case_scores(hyps["trigram"], refs)
+        results["crf_vs_trigram"] = {
+            "relative_error_reduction": (crf.precision - tri.precision) / (1 - tri.precision),
+            "paired_bootstrap_p": paired_bootstrap_precision(crf, tri),
+        }
+    return results
+
+
+def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, cache: str | None = None) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    base = data_root(root or cfg.data_root)
+    cdir = cache_dir(cache)
+    files = prepare(cfg, base, cdir)
+    aligns = align_all(files, cfg, cdir)
+    tri = {s: (files[s][0], files[s][1], aligns[s]) for s in files}
+    model = train_model(cfg, tri["train"], tri["dev"], cdir, "full")
+    results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
+    results["full"] = evaluate(cfg, model, tri["test"], files["train"][1], out)
+    curve = []
+    for words in cfg.learning_curve:
+        sub = _subset(files["train"], aligns["train"], words, cdir, cfg.name)
+        m = train_model(cfg, sub, tri["dev"], cdir, f"w{words}")
+        n_words = sum(len(x.split()) for x in read_lines(sub[1]))
+        sub_cfg = ExperimentConfig(**{**asdict(cfg), "systems": ["trigram", "crf"]})
+        sub_cfg.splits = cfg.splits
+        r = evaluate(sub_cfg, m, tri["test"], sub[1], out, tag=f".w{words}")
+        curve.append({"words": n_words, "crf": r["systems"]["crf"]["precision"],
+                      "trigram": r["systems"]["trigram"]["precision"]})
+    if curve:
+        full_words = sum(len(x.split()) for x in read_lines(files["train"][1]))
+        curve.append({"words": full_words, "crf": results["full"]["systems"]["crf"]["precision"],
+                      "trigram": results["full"]["systems"]["trigram"]["precision"]})
+        results["learning_curve"] = curve
+        plot_curve(curve, out / "learning_curve.png", cfg.name)
+    with atomic_output(out / "results.json") as fh:
+        json.dump(results, fh, indent=1)
+    with atomic_output(out / "results.md") as fh:
+        fh.write(results_markdown(results))
+    return results
+
+
+def results_markdown(results: dict) -> str:
+    full = results["full"]
+    lines = [f"# {results['name']}", "",
+             f"Test: {full['test_sentences']} sentences, {full['test_words']} words, "
+             f"{full['headline_lines']} title-cased headline lines.", "",
+             "| capitalizer | precision (%) | cased-word F1 (%) | headline precision (%) | errors |",
+             "|---|---|---|---|---|"]
+    for name, r in full["systems"].items():
+        hl = f"{100 * r['headline_precision']:.2f}" if full["headline_lines"] else "–"
+        lines.append(f"| {name} | {100 * r['precision']:.2f} | {100 * r['f1']:.2f} | {hl} | {r['errors']} |")
+    if "crf_vs_trigram" in full:
+        c = full["crf_vs_trigram"]
+        lines += ["", f"CRF vs trigram: relative error reduction {100 * c['relative_error_reduction']:.1f}%, "
+                      f"paired bootstrap p = {c['paired_bootstrap_p']:.4f}."]
+    if results.get("learning_curve"):
+        lines += ["", "| training words | trigram (%) | CRF (%) |", "|---|---|---|"]
+        for p in results["learning_curve"]:
+            lines.append(f"| {p['words']:,} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
+    lines += ["", "Signatures:", ""] + [f"- {n}: `{r['signature']}`" for n, r in full["systems"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot_curve(curve: list[dict], path: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed (pip install 'moses-recaser[plot]'); no learning-curve plot")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [p["words"] for p in curve]
+    ax.plot(xs, [100 * p["crf"] for p in curve], "o-", label="CRF-based capitalizer")
+    ax.plot(xs, [100 * p["trigram"] for p in curve], "s--", label="LM-based (trigram) capitalizer")
+    ax.set_xscale("log")
+    ax.set_xlabel("training corpus size (target words)")
+    ax.set_ylabel("precision (%)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)

@@ -1,0 +1,45 @@
+"""A tiny end-to-end experiment on shipped data, and the config loader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from moses_recaser.cli import main
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_tiny_experiment_end_to_end(tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = main(["-q", "experiment", str(ROOT / "configs" / "tico19-tiny.yaml"), "--data-root", str(ROOT / "data"),
+               "--out", str(out), "--cache", str(tmp_path / "cache")])
+    assert rc == 0
+    results = json.loads((out / "results.json").read_text())
+    systems = results["full"]["systems"]
+    assert set(systems) == {"unigram", "trigram", "sacremoses", "crf-monolingual", "crf"}
+    assert systems["crf"]["precision"] > systems["trigram"]["precision"]
+    assert all("signature" in s for s in systems.values())
+    assert (out / "results.md").read_text().startswith("# tico19-tiny")
+    assert (out / "learning_curve.png").stat().st_size > 1000
+    assert [p["words"] for p in results["learning_curve"]][0] >= 3000
+    for name in systems:
+        lines = (out / f"test.{name}.en").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 150
+    # a rerun reuses every cached stage (no retraining): same model directory, same outputs
+    before = (out / "test.crf.en").read_bytes()
+    assert main(["-q", "experiment", str(ROOT / "configs" / "tico19-tiny.yaml"), "--data-root",
+                 str(ROOT / "data"), "--out", str(out), "--cache", str(tmp_path / "cache")]) == 0
+    assert json.loads((out / "results.json").read_text())["model"] == results["model"]
+    assert (out / "test.crf.en").read_bytes() == before
+    assert "| crf |" in capsys.readouterr().out
+
+
+def test_every_shipped_config_loads():
+    from moses_recaser.config import load_config
+
+    names = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
+    assert {"fr-en.yaml", "en-fr.yaml", "de-en.yaml", "zh-en.yaml", "fr-de.yaml", "de-fr.yaml"} <= set(names)
+    for name in names:
+        cfg = load_config(ROOT / "configs" / name)
+        assert cfg.splits.train and cfg.splits.dev and cfg.splits.test
