@@ -47,6 +47,8 @@ class ExperimentConfig:
     heldout: int = 0
     systems: list[str] = field(default_factory=lambda: ["unigram", "trigram", "sacremoses", "crf-monolingual", "crf"])
     learning_curve: list[int] = field(default_factory=list)  # training sizes in target words
+    wmt21: str | None = None  # end-to-end BLEU on WMT21 system outputs of this pair (e.g. de-en)
+    wmt21_systems: list[str] = field(default_factory=list)  # empty: every system
 
 
 def _suggest(key: str, valid: list[str]) -> str:

@@ -220,7 +220,7 @@ def fit(
         log.info("iteration %3d  objective %.4f  gradient norm %.4g", *history[-1])
 
     res = minimize(objective, w0[keep], jac=True, method="L-BFGS-B", callback=callback,
-                   options={"maxiter": max_iter, "gtol": 1e-4, "ftol": 1e-8})
+                   options={"maxiter": max_iter, "gtol": 1e-4, "ftol": 1e-7})
     w = np.zeros(dim)
     w[keep] = res.x
     return FitResult(weights=w, log=history, converged=bool(res.success), message=str(res.message))

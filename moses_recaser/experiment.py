@@ -103,7 +103,8 @@ def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache:
                cfg.name)
     outs = {split: cache / "align" / f"{cfg.name}.{split}.{key}" for split in files}
     priors = cache / "align" / f"{cfg.name}.{key}.priors"
-    if all(p.is_file() for p in outs.values()) and priors.is_file():
+    outs["priors"] = priors
+    if all(p.is_file() for p in outs.values()):
         return outs
     from .aligner import align
     from .alignment import format_links
@@ -116,7 +117,7 @@ def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache:
                   priors_out=priors)
     log.info("aligned %d sentence pairs in %.0f s", len(everything), time.perf_counter() - t0)
     pos = 0
-    for split, triples in sets.items():
+    for split, triples in sets.items():  # noqa: B007
         with atomic_output(outs[split]) as fh:
             for a in links[pos : pos + len(triples)]:
                 fh.write(format_links(a) + "\n")
@@ -222,7 +223,7 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     cdir = cache_dir(cache)
     files = prepare(cfg, base, cdir)
     aligns = align_all(files, cfg, cdir)
-    tri = {s: (files[s][0], files[s][1], aligns[s]) for s in files}
+    tri = {s: (files[s][0], files[s][1], aligns[s]) for s in files}  # priors stay in aligns["priors"]
     model = train_model(cfg, tri["train"], tri["dev"], cdir, "full")
     results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
     results["full"] = evaluate(cfg, model, tri["test"], files["train"][1], out)
@@ -242,6 +243,12 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
                       "trigram": results["full"]["systems"]["trigram"]["precision"]})
         results["learning_curve"] = curve
         plot_curve(curve, out / "learning_curve.png", cfg.name)
+    if cfg.wmt21:
+        from .bleu import run_bleu
+
+        caps = systems_for(cfg, model, files["train"][1])
+        results["bleu"] = run_bleu(cfg.wmt21, base, caps, aligns["priors"],
+                                   out / "wmt21", cfg.wmt21_systems or None)
     with atomic_output(out / "results.json") as fh:
         json.dump(results, fh, indent=1)
     with atomic_output(out / "results.md") as fh:
@@ -268,6 +275,10 @@ def results_markdown(results: dict) -> str:
         for p in results["learning_curve"]:
             lines.append(f"| {p['words']:,} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
     lines += ["", "Signatures:", ""] + [f"- {n}: `{r['signature']}`" for n, r in full["systems"].items()]
+    if results.get("bleu"):
+        from .bleu import bleu_markdown
+
+        lines += ["", bleu_markdown(results["bleu"])]
     return "\n".join(lines) + "\n"
 
 

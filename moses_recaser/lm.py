@@ -23,7 +23,6 @@ n-1 words in the order n-1 table, last word), so each order is one sorted int64 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO

@@ -31,7 +31,7 @@ from .features import MONOLINGUAL_OFF, FEATURE_SETS, FeatureExtractor, Lattice, 
 from .moses import read_aligned_bitext
 from .npa import length_distribution, phrase_align_triple
 from .recaser import Weights, load_lm
-from .stats import StatsSettings, _is_arpa, estimate_lm
+from .stats import _is_arpa, estimate_lm
 from .store import write_model
 from .tables import Tables, count_triples
 from .triples import Triple

@@ -14,7 +14,6 @@ from moses_recaser.alignment import format_links
 from moses_recaser.emsmeta import dangling_inputs, overlay, parse_meta, patch_meta
 from moses_recaser.errors import RecaserError
 from moses_recaser.metrics import case_scores
-from moses_recaser.moses import read_aligned_bitext
 from moses_recaser.npa import phrase_align_triple
 
 EMS = str(Path(sys.executable).parent / "moses-recaser-ems")

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Benchmark: recasing throughput against peers, model load and peak RSS, training time and memory.
+
+    python tools/bench.py --model MODEL --test-src SRC.tok --test-ref REF.tok --train-tgt TRAIN.tok \
+        [--runs 3] [--json runs/bench.json]
+
+Recasing (3,000 newstest sentences): the CRF (with diagonal word links to the source), the
+trigram baseline and sacremoses' MosesTruecaser (truecase + detruecase) on the same tokens, each in
+its own process, alternated over --runs rounds; median, min and max wall time, sentences/s and
+words/s, and each one's ratio to sacremoses. Also the whole `moses-recaser recase` process (model
+load included) and the model's load time and peak RSS. Machines here are noisy: compare ratios
+measured in the same run, not absolute figures across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _child(kind: str, model: str, src: str, ref: str, train_tgt: str, q: mp.Queue) -> None:
+    from moses_recaser import casing
+    from moses_recaser.moses import read_aligned_bitext
+    from moses_recaser.triples import Triple
+
+    t_load = time.perf_counter()
+    if kind == "crf":
+        from moses_recaser.recaser import Recaser
+
+        system = Recaser(model)
+    elif kind == "trigram":
+        from moses_recaser.baselines import TrigramRecaser
+
+        system = TrigramRecaser(model)
+    else:
+        from moses_recaser.baselines import MosesTruecaserBaseline
+
+        system = MosesTruecaserBaseline(line.split() for line in open(train_tgt, encoding="utf-8"))
+    load = time.perf_counter() - t_load
+    triples = list(read_aligned_bitext(src, ref))
+    if kind == "crf":
+        triples = [Triple(t.id, t.source, [casing.lower_all(w) for w in t.target]) for t in triples]
+        triples = _with_links(triples)
+    else:
+        triples = [Triple(t.id, [], [casing.lower_all(w) for w in t.target]) for t in triples]
+    t0 = time.perf_counter()
+    out = system.recase_batch(triples)
+    wall = time.perf_counter() - t0
+    q.put({"kind": kind, "load_s": load, "recase_s": wall, "sentences": len(out),
+           "words": sum(len(x) for x in out), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def _with_links(triples):
+    """Diagonal word links, so the CRF's bilingual features fire as they would on a trace."""
+    for t in triples:
+        if t.source and t.target:
+            t.links = [(min(round(i * len(t.source) / len(t.target)), len(t.source) - 1), i)
+                       for i in range(len(t.target))]
+    return triples
+
+
+def measure(kind: str, model: str, src: str, ref: str, train_tgt: str) -> dict:
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(kind, model, src, ref, train_tgt, q))
+    p.start()
+    p.join()
+    if p.exitcode:
+        sys.exit(f"{kind} failed")
+    return q.get()
+
+
+def whole_process(model: str, src: str, ref: str, tmp: Path) -> float:
+    low = tmp / "bench.lc"
+    low.write_text(Path(ref).read_text(encoding="utf-8").lower(), encoding="utf-8")
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--input", str(low),
+                    "-o", str(tmp / "bench.out")], check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--test-src", required=True)
+    ap.add_argument("--test-ref", required=True)
+    ap.add_argument("--train-tgt", required=True, help="the model's training target (sacremoses trains on it)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", default="runs/bench.json")
+    args = ap.parse_args()
+    kinds = ["crf", "trigram", "sacremoses"]
+    rows: dict[str, list[dict]] = {k: [] for k in kinds}
+    for _ in range(args.runs):
+        for k in kinds:
+            rows[k].append(measure(k, args.model, args.test_src, args.test_ref, args.train_tgt))
+    tmp = Path(args.json).parent
+    tmp.mkdir(parents=True, exist_ok=True)
+    procs = [whole_process(args.model, args.test_src, args.test_ref, tmp) for _ in range(args.runs)]
+    sac = statistics.median(r["recase_s"] for r in rows["sacremoses"])
+    print(f"{'system':<11} {'median s':>9} {'min':>7} {'max':>7} {'sent/s':>8} {'words/s':>9} {'x sacremoses':>12} "
+          f"{'load s':>7} {'RSS MiB':>8}")
+    summary = {}
+    for k in kinds:
+        t = [r["recase_s"] for r in rows[k]]
+        med = statistics.median(t)
+        n, w = rows[k][0]["sentences"], rows[k][0]["words"]
+        summary[k] = {"median_s": med, "min_s": min(t), "max_s": max(t), "sentences_per_s": n / med,
+                      "words_per_s": w / med, "ratio_to_sacremoses": med / sac,
+                      "load_s": statistics.median(r["load_s"] for r in rows[k]),
+                      "peak_rss_mib": max(r["peak_rss_mib"] for r in rows[k])}
+        s = summary[k]
+        print(f"{k:<11} {med:>9.2f} {min(t):>7.2f} {max(t):>7.2f} {n / med:>8.0f} {w / med:>9.0f} "
+              f"{s['ratio_to_sacremoses']:>12.2f} {s['load_s']:>7.2f} {s['peak_rss_mib']:>8.0f}")
+    print(f"whole process (load + recase {rows['crf'][0]['sentences']} sentences, monolingual): "
+          f"median {statistics.median(procs):.2f} s (min {min(procs):.2f}, max {max(procs):.2f})")
+    Path(args.json).write_text(json.dumps({"summary": summary, "runs": rows, "whole_process_s": procs}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
