@@ -314,6 +314,35 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_count(args: argparse.Namespace) -> int:
+    from .shards import count_shard, parse_shard
+
+    i, n = parse_shard(args.shard)
+    with atomic_output(args.output, binary=True) as out:
+        count_shard(args.src, args.tgt, args.alignment, i, n, args.lm_order, out)
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .lm import estimate, write_arpa
+    from .shards import merge_shards
+    from .stats import StatsSettings, tempdir, version_signature
+    from .store import write_model
+    from .tables import Tables
+
+    stats, ngrams = merge_shards(args.shards)
+    settings = StatsSettings(lm_order=ngrams.order, alignment="file", discount_fallback=args.discount_fallback)
+    with tempdir() as work:
+        arpa = Path(work) / "lm.arpa"
+        with atomic_output(arpa) as out:
+            write_arpa(estimate(ngrams, settings.discount_fallback), out)
+        write_model(args.model, settings=vars(settings), signature=version_signature(settings),
+                    tables=Tables.from_counts(stats), copy_files={"lm.arpa": str(arpa)},
+                    extra={"corpus": {"sentences": stats.sentences, "target_tokens": stats.target_tokens}})
+    print(version_signature(settings))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -378,6 +407,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lm-order", type=int, default=3)
     p.add_argument("--model", required=True, help="output model directory")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("count", help="count one shard of a word-aligned bitext (map step; see 'merge')")
+    p.add_argument("--src", required=True)
+    p.add_argument("--tgt", required=True)
+    p.add_argument("--alignment", required=True)
+    p.add_argument("--shard", required=True, metavar="i/N", help="the i-th of N contiguous line blocks")
+    p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("-o", "--output", required=True, help="shard count file (.npz)")
+    p.set_defaults(func=cmd_count)
+
+    p = sub.add_parser("merge", help="merge shard count files into a model (reduce step; same as 'stats')")
+    p.add_argument("shards", nargs="+", help="count files of shards 1..N")
+    p.add_argument("--model", required=True, help="output model directory")
+    p.add_argument("--discount-fallback", action=argparse.BooleanOptionalAction, default=True,
+                   help="lmplz's fallback discounts for tiny corpora (default on, as 'stats')")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("train", help="train a bilingual recaser: tables and LM from a bitext, CRF weights on dev")
     p.add_argument("--src", required=True, help="training source, cased and tokenized")

@@ -80,9 +80,11 @@ class ArrayLM:
         return lp
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        np.savez(path, uni_lp=self.uni_lp, uni_bo=self.uni_bo, bi_keys=self.bi_keys, bi_lp=self.bi_lp,
-                 bi_bo=self.bi_bo, tri_keys=self.tri_keys, tri_lp=self.tri_lp, order=np.array(self.order),
-                 vocab=np.array("\n".join(self.vocab)))
+        from .store import save_npz
+
+        save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
+                        "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
+                        "order": np.array(self.order), "vocab": np.array("\n".join(self.vocab))})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "ArrayLM":

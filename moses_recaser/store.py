@@ -15,8 +15,10 @@ never leaves a half-written model.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,15 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
+    """np.savez with fixed zip timestamps, so equal arrays give equal bytes (and equal checksums)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asarray(arrays[name]), allow_pickle=False)
+            zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
 
 
 def write_vocab(path: Path, words: Sequence[str]) -> None:
@@ -65,7 +76,7 @@ def tables_to_files(tables: Tables, directory: Path) -> None:
     arrays["forms_count"] = tables.forms.count
     arrays["forms_initial"] = tables.forms.initial
     write_vocab(directory / "forms.vocab", tables.forms.vocab)
-    np.savez(directory / "tables.npz", **arrays)
+    save_npz(directory / "tables.npz", arrays)
 
 
 def tables_from_files(directory: Path) -> Tables:
