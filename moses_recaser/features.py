@@ -160,76 +160,103 @@ class FeatureExtractor:
         aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
         cands: list[list[str]] = []
         for i, tok in enumerate(target):
-            src_forms = [source[k] for k in aligned[i]]
-            if src_forms:
-                c = gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates)
+            if aligned[i]:
+                c = list(self._gen_source(tok, tuple(source[k] for k in aligned[i])))
             else:
                 c = list(self._gen_plain(tok))
             if reference is not None and reference[i] not in c and casing.is_recasing_of(reference[i], tok):
                 c.append(reference[i])
             cands.append(c)
         K = max((len(c) for c in cands), default=1)
-        D = len(self.names)
-        unary = np.zeros((n, K, D))
+        unary = np.zeros((n, K, len(self.names)))
         valid = np.zeros((n, K), dtype=bool)
-        first = first_letter_position(target)
-        src_pos = casing.positional(source)
-        src_words = {casing.strip_diacritics(w) for k, w in enumerate(source) if k not in src_pos}
-        # a source word capitalized by its position says nothing about case: look it up as the
-        # table knows it (the tables skip positional words too)
-        src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
-        headline, title = source_flags(source)
-        idx = self.index
-        for i, cs in enumerate(cands):
-            valid[i, : len(cs)] = True
-            src = [src_keys[k] for k in aligned[i]]
-            prev = target[i - 1] if i > 0 else None
-            punct = None
-            if prev is not None and is_punctuation(prev):
-                punct = idx.get("punct=" + prev, idx.get(OTHER_PUNCT))
-            src_upper = bool(src) and all(is_upper_word(f) for f in src if casing.tag(f) is not Tag.AN) and any(
-                casing.tag(f) is not Tag.AN for f in src
-            )
-            low_e = casing.lower(target[i])
-            lex = [self.tables.lower.prob(casing.lower(f), low_e) for f in src]
-            src_tags = [int(casing.tag(f)) for f in src]
-            if src:
-                ct1 = [sum(self.tables.cased.prob(f, c) for f in src) for c in cs]
-                ctag = [sum(p * self._tag_probs[st, int(casing.tag(c))] for p, st in zip(lex, src_tags)) for c in cs]
-            for j, c in enumerate(cs):
-                row = unary[i, j]
-                t = casing.tag(c)
-                cap = casing.is_capitalized(c)
-                if src:
-                    if "cap_t1" in idx:
-                        row[idx["cap_t1"]] = math.log(ct1[j])
-                    if "cap_tag_t1" in idx:
-                        row[idx["cap_tag_t1"]] = math.log(ctag[j])
-                    if src_upper and is_upper_word(c) and "upper_translation" in idx:
-                        row[idx["upper_translation"]] = 1.0
-                if self._prior is not None:
-                    row[idx["case_prior"]] = self._prior.log_prob(c)
-                if i == first and cap and "initial" in idx:
-                    row[idx["initial"]] = 1.0
-                if punct is not None and cap:
-                    row[punct] = 1.0
-                if t is Tag.AN:
-                    continue
-                if "src_identical" in idx and casing.strip_diacritics(c) in src_words:
-                    row[idx["src_identical"]] = 1.0
-                if "unseen_form" in idx and c not in self.form_set:
-                    row[idx["unseen_form"]] = 1.0
-                short = sum(ch.isalpha() for ch in c) <= 3
-                if headline and t is Tag.IU and "hl:IU" in idx:
-                    row[idx["hl:IU:short" if short else "hl:IU"]] = 1.0
-                if headline and t is Tag.AU and "hl:AU" in idx:
-                    row[idx["hl:AU"]] = 1.0
-                if title and t is Tag.IU and "tc:IU" in idx:
-                    row[idx["tc:IU:short" if short else "tc:IU"]] = 1.0
         gold = None
         if reference is not None:
             gold = np.array([cs.index(r) if r in cs else 0 for cs, r in zip(cands, reference)], dtype=np.int64)
+        if n:
+            self._fill(unary, valid, triple, aligned, cands)
         return Lattice(cands=cands, unary=unary, lm=self.lm_scores(cands, K), valid=valid, gold=gold)
+
+    def _fill(self, unary: np.ndarray, valid: np.ndarray, triple: Triple, aligned: list[list[int]],
+              cands: list[list[str]]) -> None:
+        """Feature values for every (position, candidate), vectorized over the sentence's candidates."""
+        target, source = triple.target, triple.source
+        idx = self.index
+        I = np.fromiter((i for i, cs in enumerate(cands) for _ in cs), dtype=np.int64)
+        J = np.fromiter((j for cs in cands for j in range(len(cs))), dtype=np.int64)
+        valid[I, J] = True
+        info = [self._candidate(c) for cs in cands for c in cs]
+        cap = np.fromiter((x[0] for x in info), dtype=bool, count=len(info))
+        tags = np.fromiter((x[1] for x in info), dtype=np.int64, count=len(info))
+        not_an = tags != int(Tag.AN)
+
+        def put(name: str, mask: np.ndarray, value: np.ndarray | float = 1.0) -> None:
+            col = idx.get(name)
+            if col is not None and mask.any():
+                unary[I[mask], J[mask], col] = value if np.isscalar(value) else value[mask]  # type: ignore[index]
+
+        if self._prior is not None:
+            put("case_prior", np.ones(len(info), dtype=bool), np.fromiter((x[2] for x in info), dtype=np.float64))
+        first = first_letter_position(target)
+        put("initial", cap & (I == first))
+        punct_col = np.full(len(target), -1, dtype=np.int64)
+        for i in range(1, len(target)):
+            if is_punctuation(target[i - 1]):
+                punct_col[i] = idx.get("punct=" + target[i - 1], idx.get(OTHER_PUNCT, -1))
+        pc = punct_col[I]
+        m = cap & (pc >= 0)
+        if m.any():
+            unary[I[m], J[m], pc[m]] = 1.0
+        put("unseen_form", not_an & np.fromiter((x[3] for x in info), dtype=bool, count=len(info)))
+        if source:
+            src_pos = casing.positional(source)
+            src_words = {casing.strip_diacritics(w) for k, w in enumerate(source) if k not in src_pos}
+            put("src_identical", not_an & np.fromiter((x[5] in src_words for x in info), dtype=bool, count=len(info)))
+            headline, title = source_flags(source)
+            short = np.fromiter((x[4] for x in info), dtype=bool, count=len(info))
+            iu, au = tags == int(Tag.IU), tags == int(Tag.AU)
+            if headline:
+                put("hl:IU", iu & ~short)
+                put("hl:IU:short", iu & short)
+                put("hl:AU", au)
+            if title:
+                put("tc:IU", iu & ~short)
+                put("tc:IU:short", iu & short)
+            # a source word capitalized by its position says nothing about case: look it up as the
+            # table knows it (the tables skip positional words too)
+            src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
+            cols = [idx.get(x) for x in ("cap_t1", "cap_tag_t1", "upper_translation")]
+            for i, cs in enumerate(cands):
+                if aligned[i]:
+                    values = self._bilingual(tuple(src_keys[k] for k in aligned[i]), target[i], tuple(cs))
+                    for col, v in zip(cols, values):
+                        if col is not None:
+                            unary[i, : len(cs), col] = v
+
+    @lru_cache(maxsize=1 << 17)  # noqa: B019 - per extractor, kept for its life
+    def _candidate(self, c: str) -> tuple[bool, int, float, bool, bool, str]:
+        """Candidate-only facts: capitalized, tag, case prior, unseen, short, without diacritics."""
+        prior = self._prior.log_prob(c) if self._prior is not None else 0.0
+        return (casing.is_capitalized(c), int(casing.tag(c)), prior, c not in self.form_set,
+                sum(ch.isalpha() for ch in c) <= 3, casing.strip_diacritics(c))
+
+    @lru_cache(maxsize=1 << 17)  # noqa: B019
+    def _gen_source(self, tok: str, src_forms: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates))
+
+    @lru_cache(maxsize=1 << 17)  # noqa: B019
+    def _bilingual(self, src: tuple[str, ...], token: str, cs: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+        """cap_t1 (eq. 7), cap_tag_t1 (eq. 8) and upper_translation of each candidate, given the source words."""
+        low_e = casing.lower(token)
+        lex = [self.tables.lower.prob(casing.lower(f), low_e) for f in src]
+        src_tags = [int(casing.tag(f)) for f in src]
+        cased = [casing.tag(f) is not Tag.AN for f in src]
+        src_upper = any(cased) and all(is_upper_word(f) for f, c in zip(src, cased) if c)
+        ct1 = np.array([math.log(sum(self.tables.cased.prob(f, c) for f in src)) for c in cs])
+        ctag = np.array([math.log(sum(p * self._tag_probs[st, int(casing.tag(c))] for p, st in zip(lex, src_tags)))
+                         for c in cs])
+        upper = np.array([1.0 if src_upper and is_upper_word(c) else 0.0 for c in cs])
+        return ct1, ctag, upper
 
     def _source_key(self, word: str) -> str:
         ids = self.tables.cased.src_ids
