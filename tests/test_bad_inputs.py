@@ -145,14 +145,11 @@ def test_model_from_a_newer_format_version(tico, tmp_path, capsys):
            str(model / "manifest.yaml"), None, "format version 99 is newer", tmp_path / "o")
 
 
-def test_yaml_config_with_unknown_key(tmp_path):
-    from moses_recaser.config import load_config
-    from moses_recaser.errors import RecaserError
-
+def test_yaml_config_with_unknown_key(tmp_path, capsys):
     cfg = _write(tmp_path / "exp.yaml", "name: x\nlm_order: 3\nsigmma: 2\n")
-    with pytest.raises(RecaserError) as err:
-        load_config(cfg)
-    assert str(err.value) == f"{cfg}:3: unknown key 'sigmma'; did you mean 'sigma'?"
+    _fails(capsys, ["experiment", cfg, "--out", str(tmp_path / "out")], cfg, 3,
+           "unknown key 'sigmma'; did you mean 'sigma'\\?$")
+    assert not (tmp_path / "out").exists()
 
 
 def test_corpus_whose_sides_differ_in_length(tmp_path, capsys):
