@@ -478,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("experiment", help="run a YAML experiment: precision table, learning curve")
     p.add_argument("config", help="configs/NAME.yaml")
     p.add_argument("--out", help="output directory (default runs/NAME)")
-    p.add_argument("--data-root", help="corpora root (default: the config's, MOSES_RECASER_DATA, ../shared/corpora)")
+    p.add_argument("--data-root", help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the shared corpora beside the project)")
     p.add_argument("--cache", help="stage cache (default runs/cache or MOSES_RECASER_CACHE)")
     p.set_defaults(func=cmd_experiment)
     return parser

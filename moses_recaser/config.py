@@ -29,7 +29,7 @@ class SplitConfig:
 @dataclass
 class ExperimentConfig:
     name: str = "experiment"
-    data_root: str | None = None  # default ../shared/corpora; MOSES_RECASER_DATA or --data-root override
+    data_root: str | None = None  # default: the shared corpora beside the project; MOSES_RECASER_DATA or --data-root
     corpus: str = "wmt-newstest"  # folder under the data root
     pair: str = "fr-en"  # folder under the corpus
     source: str = "fr"

@@ -1,6 +1,6 @@
 """Public corpora for experiments and benchmarks: where they are, and tokenized copies in a cache.
 
-The data root defaults to ``../shared/corpora`` beside the project; the environment variable
+The data root defaults to the ``corpora`` folder of the shared data beside the project; the variable
 ``MOSES_RECASER_DATA`` (or an explicit argument) moves it. Nothing in the library or the tests
 needs it: only experiments and benchmarks read it.
 """
@@ -21,25 +21,26 @@ ENV_DATA = "MOSES_RECASER_DATA"
 ENV_CACHE = "MOSES_RECASER_CACHE"
 
 
-def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+PROJECT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = PROJECT.parent / "shared" / "corpora"  # the corpora folder beside the project
+
+
+def _choose(explicit: str | os.PathLike[str] | None, env: str, default: Path) -> Path:
+    """An explicit path, else the environment variable, else the default."""
     if explicit is not None:
-        root = Path(explicit)
-    elif os.environ.get(ENV_DATA):
-        root = Path(os.environ[ENV_DATA])
-    else:
-        root = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+        return Path(explicit)
+    return Path(os.environ[env]) if os.environ.get(env) else default
+
+
+def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    root = _choose(explicit, ENV_DATA, DEFAULT_DATA)
     if not root.is_dir():
         raise RecaserError(f"data root not found; set {ENV_DATA} or pass --data-root", str(root))
     return root
 
 
 def cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    if explicit is not None:
-        d = Path(explicit)
-    elif os.environ.get(ENV_CACHE):
-        d = Path(os.environ[ENV_CACHE])
-    else:
-        d = Path(__file__).resolve().parents[1] / "runs" / "cache"
+    d = _choose(explicit, ENV_CACHE, PROJECT / "runs" / "cache")
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -109,22 +109,24 @@ def test_ten_thousand_token_line_works(tico, tmp_path):
     assert len(got) == 10000 and [w.lower() for w in got] == words
 
 
-def test_missing_model_file(tico, tmp_path, capsys):
+@pytest.fixture
+def model(tico, tmp_path):
+    """A copy of the trained test model, free to damage."""
     import shutil
 
-    model = tmp_path / "model"
-    shutil.copytree(tico / "model", model)
+    copy = tmp_path / "model"
+    shutil.copytree(tico / "model", copy)
+    return copy
+
+
+def test_missing_model_file(model, tmp_path, capsys):
     (model / "forms.vocab").unlink()
     inp = _write(tmp_path / "in", "hello\n")
     _fails(capsys, ["recase", "--model", str(model), "--input", inp, "-o", str(tmp_path / "o")], str(model), None,
            "model file forms.vocab is missing", tmp_path / "o")
 
 
-def test_checksum_mismatch(tico, tmp_path, capsys):
-    import shutil
-
-    model = tmp_path / "model"
-    shutil.copytree(tico / "model", model)
+def test_checksum_mismatch(model, tmp_path, capsys):
     with open(model / "lm.arpa", "a", encoding="utf-8") as fh:
         fh.write("\n")
     inp = _write(tmp_path / "in", "hello\n")
@@ -132,11 +134,7 @@ def test_checksum_mismatch(tico, tmp_path, capsys):
            "checksum mismatch for lm.arpa", tmp_path / "o")
 
 
-def test_model_from_a_newer_format_version(tico, tmp_path, capsys):
-    import shutil
-
-    model = tmp_path / "model"
-    shutil.copytree(tico / "model", model)
+def test_model_from_a_newer_format_version(model, tmp_path, capsys):
     doc = yaml.safe_load((model / "manifest.yaml").read_text(encoding="utf-8"))
     doc["format_version"] = 99
     (model / "manifest.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
