@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from . import __version__
+from .alignment import SYMMETRIZATIONS
 from .errors import RecaserError
 from .moses import TraceOptions, read_aligned_bitext, read_nbest, read_trace
 from .textio import atomic_output
-from .alignment import SYMMETRIZATIONS
 from .triples import write_triples
 
 PROG = "moses-recaser"

@@ -23,6 +23,6 @@ class RecaserError(Exception):
             return f"{self.path}:{self.line}: "
         return f"{self.path}: "
 
-    def at(self, path: str | None, line: int) -> "RecaserError":
+    def at(self, path: str | None, line: int) -> RecaserError:
         """The same reason, placed at a file and line (for errors raised by line parsers)."""
         return RecaserError(self.reason, path, line)

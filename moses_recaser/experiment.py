@@ -117,7 +117,7 @@ def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache:
                   priors_out=priors)
     log.info("aligned %d sentence pairs in %.0f s", len(everything), time.perf_counter() - t0)
     pos = 0
-    for split, triples in sets.items():  # noqa: B007
+    for split, triples in sets.items():
         with atomic_output(outs[split]) as fh:
             for a in links[pos : pos + len(triples)]:
                 fh.write(format_links(a) + "\n")
@@ -147,7 +147,8 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
                 cache: Path, tag: str) -> Path:
     import tempfile
 
-    from .train import TrainSettings, train as train_crf
+    from .train import TrainSettings
+    from .train import train as train_crf
 
     settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
                              alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout)

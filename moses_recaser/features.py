@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -117,7 +117,7 @@ class FeatureExtractor:
     def __init__(
         self,
         tables: Tables,
-        lm: "object",
+        lm: object,
         feature_names: Sequence[str],
         alignment: str = "phrase",
         max_candidates: int = MAX_CANDIDATES,
@@ -300,7 +300,7 @@ class FeatureExtractor:
             cache.clear()
         return out
 
-    def _context(self, wa: str, wb: str, bos: "object") -> "object":
+    def _context(self, wa: str, wb: str, bos: object) -> object:
         import kenlm
 
         model = self.lm

@@ -53,7 +53,7 @@ class NGramCounts:
     suffix: list[np.ndarray] = field(default_factory=list)
 
     @property
-    def V(self) -> int:  # noqa: N802 - the usual name
+    def V(self) -> int:
         return len(self.vocab)
 
     def words(self, n: int, idx: np.ndarray) -> np.ndarray:
@@ -222,8 +222,7 @@ def write_arpa(model: KneserNeyModel, out: TextIO) -> None:
     c = model.counts
     vocab = c.vocab
     out.write("\\data\\\n")
-    for n in range(1, c.order + 1):
-        out.write(f"ngram {n}={len(c.keys[n - 1])}\n")
+    out.writelines(f"ngram {n}={len(c.keys[n - 1])}\n" for n in range(1, c.order + 1))
     for n in range(1, c.order + 1):
         out.write(f"\n\\{n}-grams:\n")
         words = c.words(n, np.arange(len(c.keys[n - 1])))

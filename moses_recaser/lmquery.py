@@ -49,7 +49,7 @@ class ArrayLM:
         self.unk = self.ids.get("<unk>", 0)
 
     @property
-    def V(self) -> int:  # noqa: N802
+    def V(self) -> int:
         return len(self.vocab)
 
     def word_ids(self, words: Iterable[str]) -> np.ndarray:
@@ -87,14 +87,14 @@ class ArrayLM:
                         "order": np.array(self.order), "vocab": np.array("\n".join(self.vocab))})
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "ArrayLM":
+    def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
         with np.load(path, allow_pickle=False) as z:
             return cls(vocab=str(z["vocab"]).split("\n"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
                        bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
                        tri_lp=z["tri_lp"], order=int(z["order"]))
 
     @classmethod
-    def from_arpa(cls, path: str | os.PathLike[str]) -> "ArrayLM":
+    def from_arpa(cls, path: str | os.PathLike[str]) -> ArrayLM:
         """Read an ARPA file's first three orders (errors name the file and line)."""
         reader = LineReader(path)
         order = 0

@@ -39,7 +39,7 @@ class Weights:
         }
 
     @classmethod
-    def from_dict(cls, doc: dict, where: str) -> "Weights":
+    def from_dict(cls, doc: dict, where: str) -> Weights:
         try:
             names = [str(x) for x in doc["names"]]
             bi = np.array(doc["bilingual"], dtype=np.float64)
@@ -139,6 +139,13 @@ class Recaser:
         if buf:
             yield from self.recase_batch(buf)
 
+    def _contributions(self, lat: Lattice, w: np.ndarray, i: int, k: int, padded: list[int]) -> dict[str, float]:
+        """Each non-zero feature's weighted value for candidate k at position i (LM given the best path)."""
+        out = {name: float(w[1 + d] * lat.unary[i, k, d]) for d, name in enumerate(self.weights.names)
+               if lat.unary[i, k, d] != 0.0}
+        out["lm"] = float(w[0] * lat.lm[i, padded[i], padded[i + 1], k])
+        return out
+
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's contribution to their scores."""
         lat = self.extractor.lattice(_lowered(triple))
@@ -149,22 +156,18 @@ class Recaser:
         path, _ = viterbi(batch, w)
         best = path[0]
         rows = []
-        padded = [0, 0] + list(best) + [0]
+        padded = [0, 0] + [int(x) for x in best] + [0]
         for i, cands in enumerate(lat.cands):
             j = int(best[i])
-            alts = [k for k in range(len(cands)) if k != j]
-            contrib = lambda k: {  # noqa: E731 - a small local helper
-                name: float(w[1 + d] * lat.unary[i, k, d]) for d, name in enumerate(self.weights.names)
-                if lat.unary[i, k, d] != 0.0
-            } | {"lm": float(w[0] * lat.lm[i, padded[i], padded[i + 1], k])}
-            score = lambda k: sum(contrib(k).values())  # noqa: E731
-            runner = max(alts, key=score) if alts else None
+            scored = {k: self._contributions(lat, w, i, k, padded) for k in range(len(cands))}
+            alts = [k for k in scored if k != j]
+            runner = max(alts, key=lambda k: sum(scored[k].values())) if alts else None
             rows.append({
                 "word": triple.target[i],
                 "chosen": cands[j],
-                "features": contrib(j),
+                "features": scored[j],
                 "runner_up": None if runner is None else cands[runner],
-                "runner_up_features": None if runner is None else contrib(runner),
+                "runner_up_features": None if runner is None else scored[runner],
             })
         return rows
 

@@ -15,7 +15,6 @@ import re
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 

@@ -28,7 +28,7 @@ import numpy as np
 import yaml
 
 from .errors import RecaserError
-from .tables import Forms, TagTable, Tables, TranslationTable
+from .tables import Forms, Tables, TagTable, TranslationTable
 from .textio import atomic_directory
 
 FORMAT_VERSION = 1

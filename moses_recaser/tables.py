@@ -47,7 +47,7 @@ class PairCounts:
     def add(self, f: str, e: str, n: int = 1) -> None:
         self.pairs[(f, e)] += n
 
-    def merge(self, other: "PairCounts") -> None:
+    def merge(self, other: PairCounts) -> None:
         self.pairs.update(other.pairs)
 
 
@@ -75,7 +75,7 @@ class TranslationTable:
         self._memo: dict[tuple[str, str], float] = {}
 
     @classmethod
-    def from_counts(cls, pc: PairCounts) -> "TranslationTable":
+    def from_counts(cls, pc: PairCounts) -> TranslationTable:
         src_vocab = sorted({f for f, _ in pc.pairs})
         tgt_vocab = sorted({e for _, e in pc.pairs})
         sid = {w: i for i, w in enumerate(src_vocab)}
@@ -195,7 +195,7 @@ class StatsCounts:
             self.cased.add(f, e)
             self.tags[casing.tag(f), casing.tag(e)] += 1
 
-    def merge(self, other: "StatsCounts") -> None:
+    def merge(self, other: StatsCounts) -> None:
         self.cased.merge(other.cased)
         self.lower.merge(other.lower)
         self.tags += other.tags
@@ -213,7 +213,7 @@ class Tables:
     forms: Forms
 
     @classmethod
-    def from_counts(cls, counts: StatsCounts) -> "Tables":
+    def from_counts(cls, counts: StatsCounts) -> Tables:
         vocab = sorted(counts.forms)
         return cls(
             cased=TranslationTable.from_counts(counts.cased),

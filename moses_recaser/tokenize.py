@@ -11,14 +11,14 @@ escaped the same way, so the decoder and the recaser see the same tokens.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 from .errors import RecaserError
 
 CJK_SEGMENTED = {"zh"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def tokenizer(lang: str, aggressive_dash_splits: bool = False) -> Callable[[str], list[str]]:
     """A function from a raw line to Moses tokens for ``lang`` (ISO 639-1)."""
     from sacremoses import MosesTokenizer

@@ -27,7 +27,7 @@ import numpy as np
 from . import __version__, casing
 from .crf import fit
 from .errors import RecaserError
-from .features import MONOLINGUAL_OFF, FEATURE_SETS, FeatureExtractor, Lattice, feature_names, is_punctuation
+from .features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names, is_punctuation
 from .moses import read_aligned_bitext
 from .npa import length_distribution, phrase_align_triple
 from .recaser import Weights, load_lm

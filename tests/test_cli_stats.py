@@ -6,8 +6,8 @@ import json
 
 import kenlm
 import pytest
-
 from conftest import TRACES
+
 from moses_recaser.cli import main
 from moses_recaser.store import read_manifest, tables_from_files
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from conftest import TRACES
+
 from moses_recaser.cli import main
 
 PROMIX = TRACES / "mosesdecoder-promix-test_data"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from moses_recaser.crf import batch_objective, fit, forward, make_batches, viterbi, _potentials
+from moses_recaser.crf import _potentials, batch_objective, fit, forward, make_batches, viterbi
 from moses_recaser.features import Lattice
 
 

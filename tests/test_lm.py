@@ -8,8 +8,8 @@ import re
 
 import kenlm
 import pytest
-
 from conftest import DATA
+
 from moses_recaser.errors import RecaserError
 from moses_recaser.lm import count_ngrams, estimate, read_corpus, write_arpa
 from moses_recaser.textio import read_lines

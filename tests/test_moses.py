@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import TRACES, regtest_to_moses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import TRACES, regtest_to_moses
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses import (
     TraceOptions,

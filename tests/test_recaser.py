@@ -67,7 +67,7 @@ def test_trace_input_recases_and_drops_markers(tico, tmp_path):
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0].split()[:3] == ["The", "SARS-CoV-2", "virus"]
     assert "|" not in out.read_text()
-    assert [casing.lower(x) for x in lines[1].split()] == "the who published a report .".split()
+    assert [casing.lower(x) for x in lines[1].split()] == ["the", "who", "published", "a", "report", "."]
 
 
 def test_nbest_is_recased_in_place(tico, tmp_path):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from test_tables import TOY
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.store import FORMAT_VERSION, read_manifest, tables_from_files, write_model
 from moses_recaser.tables import Tables, count_triples
-from test_tables import TOY
 
 
 @pytest.fixture

@@ -52,10 +52,9 @@ def test_split_tokens(line, tokens):
 
 def test_atomic_output_leaves_nothing_on_error(tmp_path):
     target = tmp_path / "out.txt"
-    with pytest.raises(RuntimeError):
-        with atomic_output(target) as out:
-            out.write("partial\n")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), atomic_output(target) as out:
+        out.write("partial\n")
+        raise RuntimeError("boom")
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
 
@@ -63,10 +62,9 @@ def test_atomic_output_leaves_nothing_on_error(tmp_path):
 def test_atomic_output_keeps_old_file_until_done(tmp_path):
     target = tmp_path / "out.txt"
     target.write_text("old\n")
-    with pytest.raises(KeyboardInterrupt):
-        with atomic_output(target) as out:
-            out.write("new\n")
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), atomic_output(target) as out:
+        out.write("new\n")
+        raise KeyboardInterrupt
     assert target.read_text() == "old\n"
     with atomic_output(target) as out:
         out.write("new\n")
@@ -75,10 +73,9 @@ def test_atomic_output_keeps_old_file_until_done(tmp_path):
 
 def test_atomic_directory(tmp_path):
     target = tmp_path / "model"
-    with pytest.raises(RuntimeError):
-        with atomic_directory(target) as d:
-            (d / "f").write_text("x")
-            raise RuntimeError
+    with pytest.raises(RuntimeError), atomic_directory(target) as d:
+        (d / "f").write_text("x")
+        raise RuntimeError
     assert not target.exists() and list(tmp_path.iterdir()) == []
     with atomic_directory(target) as d:
         (d / "f").write_text("x")
