@@ -19,9 +19,9 @@ import numpy as np
 from . import casing
 from .crf import make_batches, viterbi
 from .features import FeatureExtractor, first_letter_position
-from .recaser import _check_case_only, _lowered, load_model_lm
+from .recaser import _check_case_only, load_model_lm
 from .store import read_manifest, tables_from_files
-from .triples import Triple
+from .triples import Triple, lowered
 
 BASELINES = ("unigram", "trigram", "truecaser")
 
@@ -69,7 +69,7 @@ class TrigramRecaser:
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
-        lats = [self.extractor.lattice(Triple(t.id, [], _lowered(t).target)) for t in triples]
+        lats = [self.extractor.lattice(Triple(t.id, [], lowered(t).target)) for t in triples]
         out: list[list[str]] = [[] for _ in triples]
         for batch in make_batches(lats):
             paths, _ = viterbi(batch, self.weights)
@@ -95,7 +95,7 @@ class MosesTruecaserBaseline:
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         out = []
         for t in triples:
-            low = _lowered(t).target
+            low = lowered(t).target
             tc = self.truecaser.truecase(" ".join(low), return_str=False, use_known=False)
             dt = self.detruecaser.detruecase(" ".join(tc), return_str=False)
             toks = [d if casing.is_recasing_of(d, w) else w for d, w in zip(dt, low)]

@@ -210,20 +210,6 @@ def cmd_recase(args: argparse.Namespace) -> int:
     return 0
 
 
-CHUNK = 256  # sentences per batch; fixed, so output does not depend on --threads
-
-
-def _chunks(items, size: int = CHUNK):  # type: ignore[no-untyped-def]
-    chunk: list = []
-    for x in items:
-        chunk.append(x)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 _WORKER: dict = {}
 
 
@@ -238,12 +224,16 @@ def _worker_recase(chunk):  # type: ignore[no-untyped-def]
     return _WORKER["recaser"].recase_batch(chunk)
 
 
-def zip_recased(triples, recaser, threads: int = 1):  # type: ignore[no-untyped-def]
-    """Pairs (triple, recased tokens), streaming in fixed chunks; ``threads`` > 1 uses worker processes,
-    each loading the model once, with at most 2 chunks per worker in flight (bounded memory)."""
+def zip_recased(items, recaser, threads: int = 1, triple_of=None):  # type: ignore[no-untyped-def]
+    """Pairs (item, recased tokens), streaming in fixed chunks; ``triple_of`` picks the triple out of an
+    item. ``threads`` > 1 uses worker processes, each loading the model once, with at most 2 chunks per
+    worker in flight (bounded memory); the chunks are the same, so the output is too."""
+    from .recaser import chunks
+
+    pick = triple_of or (lambda x: x)
     if threads <= 1:
-        for chunk in _chunks(triples):
-            yield from zip(chunk, recaser.recase_batch(chunk))
+        for chunk in chunks(items):
+            yield from zip(chunk, recaser.recase_batch([pick(x) for x in chunk]))
         return
     import multiprocessing as mp
     from collections import deque
@@ -251,8 +241,8 @@ def zip_recased(triples, recaser, threads: int = 1):  # type: ignore[no-untyped-
     ctx = mp.get_context("fork")
     with ctx.Pool(threads, initializer=_worker_init, initargs=(str(recaser.dir), recaser.alignment_mode)) as pool:
         pending: deque = deque()
-        for chunk in _chunks(triples):
-            pending.append((chunk, pool.apply_async(_worker_recase, (chunk,))))
+        for chunk in chunks(items):
+            pending.append((chunk, pool.apply_async(_worker_recase, ([pick(x) for x in chunk],))))
             if len(pending) >= 2 * threads:
                 done, res = pending.popleft()
                 yield from zip(done, res.get())
@@ -268,22 +258,12 @@ def _recase_nbest(args: argparse.Namespace, opts: TraceOptions, recaser) -> int:
         raise RecaserError("--nbest goes with --trace (the n-best list)")
     records = iter_nbest(args.source, args.trace, opts)
     with atomic_output(args.output) as out:
-        chunk: list = []
-
-        def flush() -> None:
-            for (t, line, spans), tokens in zip(chunk, recaser.recase_batch([c[0] for c in chunk])):
-                pieces, pos = [], 0
-                for (a, b), w in zip(spans, tokens):
-                    pieces += [line[pos:a], w]
-                    pos = b
-                out.write("".join(pieces) + line[pos:] + "\n")
-            chunk.clear()
-
-        for rec in records:
-            chunk.append(rec)
-            if len(chunk) >= 256:
-                flush()
-        flush()
+        for (_, line, spans), tokens in zip_recased(records, recaser, args.threads, triple_of=lambda r: r[0]):
+            pieces, pos = [], 0
+            for (a, b), w in zip(spans, tokens):
+                pieces += [line[pos:a], w]
+                pos = b
+            out.write("".join(pieces) + line[pos:] + "\n")
     return 0
 
 

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from . import __version__, casing
+from . import __version__
 from .config import ExperimentConfig
 from .datasets import cache_dir, concatenate, data_root, tokenized
 from .errors import RecaserError
@@ -32,7 +32,7 @@ from .metrics import case_scores, paired_bootstrap_precision
 from .moses import read_aligned_bitext
 from .npa import phrase_align_triple
 from .textio import atomic_output, read_lines
-from .triples import Triple
+from .triples import Triple, lowered
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], 
              out: Path, tag: str = "") -> dict:
     triples = [phrase_align_triple(t) for t in read_aligned_bitext(str(test[0]), str(test[1]), str(test[2]))]
     refs = [t.target for t in triples]
-    low = [Triple(t.id, t.source, [casing.lower_all(w) for w in t.target], t.phrases, t.links) for t in triples]
+    low = [lowered(t) for t in triples]
     headline = [k for k, r in enumerate(refs) if all(source_flags(r))]
     results: dict = {"test_sentences": len(refs), "test_words": sum(len(r) for r in refs),
                      "headline_lines": len(headline), "systems": {}}

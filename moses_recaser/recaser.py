@@ -20,9 +20,21 @@ from .crf import make_batches, viterbi
 from .errors import RecaserError
 from .features import FeatureExtractor, Lattice
 from .store import Manifest, read_manifest, tables_from_files
-from .triples import Triple
+from .triples import Triple, lowered
 
 log = logging.getLogger(__name__)
+CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
+
+
+def chunks(items: Iterable, size: int = CHUNK) -> Iterator[list]:  # type: ignore[type-arg]
+    chunk: list = []  # type: ignore[type-arg]
+    for x in items:
+        chunk.append(x)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 @dataclass
@@ -108,7 +120,7 @@ class Recaser:
         return self.manifest.signature
 
     def lattices(self, triples: Sequence[Triple]) -> list[Lattice]:
-        return [self.extractor.lattice(_lowered(t)) for t in triples]
+        return [self.extractor.lattice(lowered(t)) for t in triples]
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""
@@ -129,15 +141,9 @@ class Recaser:
             _check_case_only(t.target, tokens)
         return out
 
-    def recase(self, triples: Iterable[Triple], chunk: int = 256) -> Iterator[list[str]]:
-        buf: list[Triple] = []
-        for t in triples:
-            buf.append(t)
-            if len(buf) >= chunk:
-                yield from self.recase_batch(buf)
-                buf = []
-        if buf:
-            yield from self.recase_batch(buf)
+    def recase(self, triples: Iterable[Triple], chunk: int = CHUNK) -> Iterator[list[str]]:
+        for part in chunks(triples, chunk):
+            yield from self.recase_batch(part)
 
     def _contributions(self, lat: Lattice, w: np.ndarray, i: int, k: int, padded: list[int]) -> dict[str, float]:
         """Each non-zero feature's weighted value for candidate k at position i (LM given the best path)."""
@@ -148,7 +154,7 @@ class Recaser:
 
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's contribution to their scores."""
-        lat = self.extractor.lattice(_lowered(triple))
+        lat = self.extractor.lattice(lowered(triple))
         if not lat.n:
             return []
         w = self.weights.bilingual if triple.source else self.weights.monolingual
@@ -170,14 +176,6 @@ class Recaser:
                 "runner_up_features": None if runner is None else scored[runner],
             })
         return rows
-
-
-def _lowered(t: Triple) -> Triple:
-    """The triple with its target lowercased (the recaser's input is lowercase by definition)."""
-    low = [casing.lower_all(x) for x in t.target]
-    if low == t.target:
-        return t
-    return Triple(id=t.id, source=t.source, target=low, phrases=t.phrases, links=t.links)
 
 
 def _check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:

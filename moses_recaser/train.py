@@ -34,7 +34,7 @@ from .recaser import Weights, load_lm
 from .stats import _is_arpa, estimate_lm
 from .store import write_model
 from .tables import Tables, count_triples
-from .triples import Triple
+from .triples import Triple, lowered
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +96,6 @@ class TrainReport:
     seconds: dict[str, float] = field(default_factory=dict)
     iterations: int = 0
     objective: float = 0.0
-
-
-def lowered(t: Triple) -> Triple:
-    return Triple(id=t.id, source=t.source, target=[casing.lower_all(x) for x in t.target], phrases=t.phrases,
-                  links=t.links)
 
 
 def _read_bitext(src: str, tgt: str, alignment: str | None) -> list[Triple]:

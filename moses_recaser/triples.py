@@ -17,6 +17,7 @@ marked unknown), ``factors`` (extra output factors per target token, "" for none
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -82,6 +83,14 @@ class Triple:
             for t in range(t0, t1 + 1):
                 out[t] = k
         return out
+
+
+def lowered(t: Triple) -> Triple:
+    """The triple with its target lowercased (a recaser's input is lowercase by definition)."""
+    from .casing import lower_all
+
+    low = [lower_all(x) for x in t.target]
+    return t if low == t.target else dataclasses.replace(t, target=low)
 
 
 def check_phrases(phrases: list[Phrase], n_source: int, n_target: int) -> None:

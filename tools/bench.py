@@ -26,9 +26,8 @@ from pathlib import Path
 
 
 def _child(kind: str, model: str, src: str, ref: str, train_tgt: str, q: mp.Queue) -> None:
-    from moses_recaser import casing
     from moses_recaser.moses import read_aligned_bitext
-    from moses_recaser.triples import Triple
+    from moses_recaser.triples import Triple, lowered
 
     t_load = time.perf_counter()
     if kind == "crf":
@@ -46,10 +45,10 @@ def _child(kind: str, model: str, src: str, ref: str, train_tgt: str, q: mp.Queu
     load = time.perf_counter() - t_load
     triples = list(read_aligned_bitext(src, ref))
     if kind == "crf":
-        triples = [Triple(t.id, t.source, [casing.lower_all(w) for w in t.target]) for t in triples]
+        triples = [lowered(t) for t in triples]
         triples = _with_links(triples)
     else:
-        triples = [Triple(t.id, [], [casing.lower_all(w) for w in t.target]) for t in triples]
+        triples = [Triple(t.id, [], lowered(t).target) for t in triples]
     t0 = time.perf_counter()
     out = system.recase_batch(triples)
     wall = time.perf_counter() - t0
