@@ -152,7 +152,11 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
 
     settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
                              alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout)
-    key = _key(list(train) + list(dev), asdict(settings), __version__)
+    from .features import FEATURE_REVISION, feature_names
+
+    # the feature definitions are code: a change to them must not reuse a cached model
+    key = _key(list(train) + list(dev), asdict(settings), __version__, feature_names(cfg.features, []),
+               FEATURE_REVISION)
     model = cache / "models" / f"{cfg.name}.{tag}.{key}"
     if (model / "manifest.yaml").is_file():
         return model

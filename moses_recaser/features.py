@@ -27,7 +27,13 @@ Beyond the paper (feature set ``full``):
 - ``case_prior``: log p(E | lower(E)) from the training target's non-initial counts, smoothed with
   p(tag | last three letters) so that unseen words (``lebanese``) get a prior too;
 - ``src_identical``: the candidate, which has a cased letter, equals (up to diacritics) a source word
-  that is not capitalized by its position (names, acronyms, odd case copied through);
+  that is not capitalized by its position (names, acronyms, odd case copied through); a positional
+  source word counts when its case is more than a capital first letter (``Hans-Peter``, ``NSA``);
+- ``src_identical:rare``: the same, for a candidate that the case prior finds unlikely (p < 1/2):
+  ``Reason`` for ``reason`` when the source names the Reason foundation;
+- ``src_span``: the target word lies in a run of at least two words with a letter that the source
+  repeats verbatim up to case (``The Next Day``, ``Like A Rocket Man``), and the candidate is the
+  source's form; such runs are copied titles and names, whatever the alignment says;
 - ``unseen_form``: the candidate has a cased letter and never occurred in the training target;
 - headline features: the source line looks like a headline (no sentence-final punctuation, at most
   ``HEADLINE_MAX`` tokens) or is title-cased (most of its longer non-initial words capitalized),
@@ -53,14 +59,17 @@ from .tables import Tables
 from .triples import Triple
 
 PAPER_FEATURES = ["cap_t1", "cap_tag_t1", "upper_translation", "initial"]
-EXTRA_FEATURES = ["case_prior", "src_identical", "unseen_form",
+EXTRA_FEATURES = ["case_prior", "src_identical", "src_identical:rare", "src_span", "unseen_form",
                   "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
-MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation", "src_identical"} | {
-    f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:"))
+MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation"} | {
+    f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:", "src_"))
 }
 FEATURE_SETS = ("paper", "full")
 OTHER_PUNCT = "punct=<other>"
 HEADLINE_MAX = 20
+# bumped whenever a feature's definition changes, so that cached experiment models are retrained
+FEATURE_REVISION = 2
+RARE_PRIOR = math.log(0.5)
 _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
 # escaped punctuation as the Moses tokenizer writes it
 _ESCAPED = {"&quot;", "&apos;", "&amp;", "&lt;", "&gt;", "&#91;", "&#93;", "&#124;"}
@@ -83,6 +92,31 @@ def first_letter_position(tokens: Sequence[str]) -> int:
         if casing.has_letter(tok):
             return i
     return -1
+
+
+def source_spans(source: Sequence[str], target: Sequence[str]) -> list[str | None]:
+    """For each target position, the source form when the word lies in a run of >= 2 words with a
+    letter that the source repeats verbatim up to case (the longest run wins, then the first)."""
+    src = [casing.lower(w) for w in source]
+    tgt = [casing.lower(w) for w in target]
+    where: dict[str, list[int]] = {}
+    for k, w in enumerate(src):
+        where.setdefault(w, []).append(k)
+    out: list[str | None] = [None] * len(tgt)
+    best = [0] * len(tgt)
+    for i, w in enumerate(tgt):
+        for k in where.get(w, ()):
+            if i and k and tgt[i - 1] == src[k - 1]:
+                continue  # not the start of a run
+            n = 0
+            while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
+                n += 1
+            if sum(casing.has_letter(t) for t in tgt[i:i + n]) < 2:
+                continue
+            for d in range(n):
+                if n > best[i + d]:
+                    best[i + d], out[i + d] = n, source[k + d]
+    return out
 
 
 def source_flags(source: Sequence[str]) -> tuple[bool, bool]:
@@ -158,10 +192,12 @@ class FeatureExtractor:
         source = triple.source
         n = len(target)
         aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
+        spans = source_spans(source, target) if source and "src_span" in self.index else [None] * n
         cands: list[list[str]] = []
         for i, tok in enumerate(target):
-            if aligned[i]:
-                c = list(self._gen_source(tok, tuple(source[k] for k in aligned[i])))
+            if aligned[i] or spans[i]:
+                forms = tuple(source[k] for k in aligned[i]) + ((spans[i],) if spans[i] else ())
+                c = list(self._gen_source(tok, forms))
             else:
                 c = list(self._gen_plain(tok))
             if reference is not None and reference[i] not in c and casing.is_recasing_of(reference[i], tok):
@@ -174,11 +210,11 @@ class FeatureExtractor:
         if reference is not None:
             gold = np.array([cs.index(r) if r in cs else 0 for cs, r in zip(cands, reference)], dtype=np.int64)
         if n:
-            self._fill(unary, valid, triple, aligned, cands)
+            self._fill(unary, valid, triple, aligned, cands, spans)
         return Lattice(cands=cands, unary=unary, lm=self.lm_scores(cands, K), valid=valid, gold=gold)
 
     def _fill(self, unary: np.ndarray, valid: np.ndarray, triple: Triple, aligned: list[list[int]],
-              cands: list[list[str]]) -> None:
+              cands: list[list[str]], spans: list[str | None]) -> None:
         """Feature values for every (position, candidate), vectorized over the sentence's candidates."""
         target, source = triple.target, triple.source
         idx = self.index
@@ -210,8 +246,15 @@ class FeatureExtractor:
         put("unseen_form", not_an & np.fromiter((x[3] for x in info), dtype=bool, count=len(info)))
         if source:
             src_pos = casing.positional(source)
-            src_words = {casing.strip_diacritics(w) for k, w in enumerate(source) if k not in src_pos}
-            put("src_identical", not_an & np.fromiter((x[5] in src_words for x in info), dtype=bool, count=len(info)))
+            src_words = {casing.strip_diacritics(w) for k, w in enumerate(source)
+                         if k not in src_pos or _telling_case(w)}
+            ident = not_an & np.fromiter((x[5] in src_words for x in info), dtype=bool, count=len(info))
+            put("src_identical", ident)
+            prior = np.fromiter((x[2] for x in info), dtype=np.float64, count=len(info))
+            put("src_identical:rare", ident & (prior < RARE_PRIOR))
+            if any(spans):
+                flat = [c for cs in cands for c in cs]
+                put("src_span", np.fromiter((spans[i] == c for i, c in zip(I, flat)), dtype=bool, count=len(flat)))
             headline, title = source_flags(source)
             short = np.fromiter((x[4] for x in info), dtype=bool, count=len(info))
             iu, au = tags == int(Tag.IU), tags == int(Tag.AU)
@@ -315,6 +358,12 @@ class FeatureExtractor:
         model.BaseScore(s1, wa, mid)  # type: ignore[attr-defined]
         model.BaseScore(mid, wb, s2)  # type: ignore[attr-defined]
         return s2
+
+
+def _telling_case(word: str) -> bool:
+    """Case that position does not explain: mixed (``Hans-Peter``) or all upper with >= 2 letters."""
+    t = casing.tag(word)
+    return t is Tag.MX or (t is Tag.AU and sum(c.isalpha() for c in word) >= 2)
 
 
 class CasePrior:

@@ -1,0 +1,116 @@
+"""Feature values of the lattice on hand-made cases (tables from a toy bitext, a real KN trigram LM)."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+
+from moses_recaser.features import (
+    FeatureExtractor,
+    feature_names,
+    source_flags,
+    source_spans,
+)
+from moses_recaser.lm import count_ngrams, estimate, write_arpa
+from moses_recaser.lmquery import ArrayLM
+from moses_recaser.tables import Tables, count_triples
+from moses_recaser.triples import Triple
+
+TOY = [
+    Triple(0, ["Le", "chat", "de", "Paris"], ["The", "cat", "of", "Paris"], links=[(0, 0), (1, 1), (2, 2), (3, 3)]),
+    Triple(1, ["le", "chien", "dort"], ["the", "dog", "sleeps"], links=[(0, 0), (1, 1), (2, 2)]),
+    Triple(2, ["Il", "voit", "la", "raison"], ["He", "sees", "the", "reason"], links=[(0, 0), (1, 1), (3, 3)]),
+    Triple(3, ["Il", "a", "une", "raison"], ["He", "has", "a", "reason"], links=[(0, 0), (1, 1), (2, 2), (3, 3)]),
+]
+
+
+@pytest.fixture(scope="module")
+def extractor(tmp_path_factory) -> FeatureExtractor:
+    tables = Tables.from_counts(count_triples(TOY))
+    text = io.StringIO()
+    write_arpa(estimate(count_ngrams([t.target for t in TOY], 3), discount_fallback=True), text)
+    arpa = tmp_path_factory.mktemp("lm") / "lm.arpa"
+    arpa.write_text(text.getvalue(), encoding="utf-8")
+    names = feature_names("full", [","])
+    return FeatureExtractor(tables, ArrayLM.from_arpa(arpa), names, alignment="links")
+
+
+def values(ex: FeatureExtractor, triple: Triple, position: int, name: str) -> dict[str, float]:
+    lat = ex.lattice(triple)
+    col = ex.index[name]
+    return {c: float(lat.unary[position, j, col]) for j, c in enumerate(lat.cands[position])}
+
+
+def test_source_spans_find_runs_of_two_or_more_words():
+    src = "À partir de The Next Day , paru en janvier".split()
+    tgt = "following the next day , released in january".split()
+    assert source_spans(src, tgt) == [None, "The", "Next", "Day", ",", None, None, None]
+    # a single shared word, or a run with one word that has a letter, is no run
+    assert source_spans(["Obama", ","], ["obama", ",", "he"]) == [None, None, None]
+    # the longest run wins where two overlap
+    assert source_spans("a b X b c d".split(), "b c d".split()) == ["b", "c", "d"]
+
+
+def test_source_flags():
+    assert source_flags("Spectaculaire saut au-dessus de Bogota".split()) == (True, False)
+    assert source_flags("Il est parti .".split()) == (False, False)
+    assert source_flags("Obama Signs Bill On Health".split())[1]
+
+
+def test_src_span_and_gen_take_the_source_form_without_links(extractor):
+    t = Triple(0, ["à", "partir", "de", "The", "Next", "Day"], ["following", "the", "next", "day"], links=[])
+    lat = extractor.lattice(t)
+    assert "The" in lat.cands[1] and "Day" in lat.cands[3]
+    v = values(extractor, t, 1, "src_span")
+    assert v["The"] == 1.0 and v["the"] == 0.0 and v["THE"] == 0.0
+
+
+def test_src_identical_ignores_positional_capitals_but_not_telling_case(extractor):
+    # "Le" is capitalized by its position: no evidence for "Le" in the target
+    t = Triple(0, ["Le", "chat"], ["le", "cat"], links=[(0, 0), (1, 1)])
+    assert values(extractor, t, 0, "src_identical").get("Le") == 0.0
+    # a mixed-case or all-upper first word is not explained by its position
+    t = Triple(0, ["Hans-Peter", "dort"], ["hans-peter", "sleeps"], links=[(0, 0), (1, 1)])
+    v = values(extractor, t, 0, "src_identical")
+    assert v["Hans-Peter"] == 1.0 and v["Hans-peter"] == 0.0
+
+
+def test_src_identical_rare_fires_against_the_case_prior(extractor):
+    # "reason" is always lowercase in training: the source's "Reason" (a name) goes against the prior
+    t = Triple(0, ["la", "fondation", "Reason"], ["the", "reason", "foundation"], links=[(2, 1)])
+    v = values(extractor, t, 1, "src_identical:rare")
+    assert v["Reason"] == 1.0 and v["reason"] == 0.0
+    # "Paris" is always capitalized in training: identical, but not rare
+    t = Triple(0, ["de", "Paris"], ["of", "paris"], links=[(1, 1)])
+    assert values(extractor, t, 1, "src_identical")["Paris"] == 1.0
+    assert values(extractor, t, 1, "src_identical:rare")["Paris"] == 0.0
+
+
+def test_initial_and_punctuation_features(extractor):
+    t = Triple(0, [], [",", "the", "cat", ",", "he"])
+    assert values(extractor, t, 1, "initial") == {"the": 0.0, "The": 1.0, "THE": 1.0}
+    assert values(extractor, t, 2, "initial")["Cat"] == 0.0
+    assert values(extractor, t, 4, "punct=,")["He"] == 1.0
+    assert values(extractor, t, 4, "punct=,")["he"] == 0.0
+
+
+def test_cap_t1_is_the_log_of_the_summed_translation_probability(extractor):
+    t = Triple(0, ["le", "chat", "de", "Paris"], ["the", "cat", "of", "paris"], links=[(3, 3)])
+    v = values(extractor, t, 3, "cap_t1")
+    assert v["Paris"] == pytest.approx(math.log(extractor.tables.cased.prob("Paris", "Paris")))
+    assert v["Paris"] > v["paris"]
+    # an unaligned word gets the neutral 0 for every candidate
+    assert set(values(extractor, t, 1, "cap_t1").values()) == {0.0}
+
+
+def test_lm_feature_is_the_trigram_log_probability(extractor):
+    t = Triple(0, [], ["he", "sees"])
+    lat = extractor.lattice(t)
+    he, sees = lat.cands[0].index("He"), lat.cands[1].index("sees")
+    lm = extractor.lm
+    ids = lm.word_ids(["<s>", "He", "sees"])
+    want = lm.score(np.array([ids[0]]), np.array([ids[1]]), np.array([ids[2]]))[0]
+    assert lat.lm[1, 0, he, sees] == pytest.approx(want)
