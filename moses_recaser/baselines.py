@@ -69,7 +69,7 @@ class TrigramRecaser:
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
-        lats = [self.extractor.lattice(Triple(t.id, [], lowered(t).target)) for t in triples]
+        lats = self.extractor.lattices([Triple(t.id, [], lowered(t).target) for t in triples])
         out: list[list[str]] = [[] for _ in triples]
         for batch in make_batches(lats):
             paths, _ = viterbi(batch, self.weights)

@@ -102,6 +102,6 @@ def bleu_markdown(results: dict) -> str:
     lines.append("| **mean gap to the upper bound** | " + " | ".join(f"{results['mean_gap'][n]:.2f}" for n in names)
                  + " | |")
     any_row = next(iter(results["systems"].values()))
-    lines += ["", f"sacrebleu: `{any_row['native']['bleu_signature']}`, case-insensitive "
-                  f"`{any_row['native']['bleu_ci_signature']}`"]
+    lines += ["", (f"sacrebleu: `{any_row['native']['bleu_signature']}`, case-insensitive "
+                  f"`{any_row['native']['bleu_ci_signature']}`")]
     return "\n".join(lines) + "\n"

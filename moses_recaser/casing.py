@@ -21,6 +21,7 @@ Moses-escaped characters (``&apos;``, ``&quot;``, ``&amp;``, ``&#124;`` ...) cou
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from enum import IntEnum
 from functools import lru_cache
@@ -162,7 +163,16 @@ def positional(tokens: Sequence[str]) -> set[int]:
 @lru_cache(maxsize=1 << 18)
 def strip_diacritics(token: str) -> str:
     """The token without combining marks (NFD), for matching names across languages (Montréal ~ Montreal)."""
-    import unicodedata
-
     decomposed = unicodedata.normalize("NFD", token)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+# escaped punctuation as the Moses tokenizer writes it
+_ESCAPED = {"&quot;", "&apos;", "&amp;", "&lt;", "&gt;", "&#91;", "&#93;", "&#124;"}
+
+
+@lru_cache(maxsize=1 << 16)
+def is_punctuation(token: str) -> bool:
+    if token in _ESCAPED:
+        return True
+    return bool(token) and all(unicodedata.category(c)[0] in "PS" for c in token)

@@ -95,6 +95,10 @@ def cmd_phrase_align(args: argparse.Namespace) -> int:
     from .moses import read_aligned_bitext
     from .npa import length_distribution, phrase_align_triple
 
+    if args.stats is None and (args.src is None or args.tgt is None):
+        raise RecaserError("give the training bitext (--src and --tgt) or a statistics model (--stats)")
+    if args.stats is not None and (args.src or args.tgt or args.alignment or args.lm):
+        raise RecaserError("--stats replaces --src, --tgt, --alignment and --lm; give one or the other")
     lengths = None
     if args.lengths_trace is not None:
         if args.lengths_source is None:
@@ -133,6 +137,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_candidates=args.max_candidates, npa_seed=args.seed, heldout_sentences=args.heldout,
         sigma_grid=tuple(args.sigma_grid or ()),
     )
+    if args.stats is None and (args.src is None or args.tgt is None):
+        raise RecaserError("give the training bitext (--src and --tgt) or a statistics model (--stats)")
+    if args.stats is not None and (args.src or args.tgt or args.alignment or args.lm):
+        raise RecaserError("--stats replaces --src, --tgt, --alignment and --lm; give one or the other")
     lengths = None
     if args.lengths_trace is not None:
         if args.lengths_source is None:
@@ -140,7 +148,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lengths = (args.lengths_trace, args.lengths_source)
     with tempdir() as work:
         report = train(args.src, args.tgt, args.alignment, args.dev_src, args.dev_tgt, args.dev_alignment,
-                       args.model, settings, Path(work), lengths)
+                       args.model, settings, Path(work), lengths, stats_model=args.stats)
     from .store import read_manifest
 
     log.info("dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s", 100 * report.gen_oracle, report.iterations,
@@ -213,11 +221,8 @@ def cmd_recase(args: argparse.Namespace) -> int:
 _WORKER: dict = {}
 
 
-def _worker_init(model: str, alignment: str | None) -> None:
-    from .recaser import Recaser
-
+def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and cleans up
-    _WORKER["recaser"] = Recaser(model, alignment=alignment)
 
 
 def _worker_recase(chunk):  # type: ignore[no-untyped-def]
@@ -226,8 +231,9 @@ def _worker_recase(chunk):  # type: ignore[no-untyped-def]
 
 def zip_recased(items, recaser, threads: int = 1, triple_of=None):  # type: ignore[no-untyped-def]
     """Pairs (item, recased tokens), streaming in fixed chunks; ``triple_of`` picks the triple out of an
-    item. ``threads`` > 1 uses worker processes, each loading the model once, with at most 2 chunks per
-    worker in flight (bounded memory); the chunks are the same, so the output is too."""
+    item. ``threads`` > 1 uses worker processes forked after the model is loaded (they share its pages
+    copy-on-write instead of loading it again), with at most 2 chunks per worker in flight (bounded
+    memory); the chunks are the same, so the output is too."""
     from .recaser import chunks
 
     pick = triple_of or (lambda x: x)
@@ -239,7 +245,8 @@ def zip_recased(items, recaser, threads: int = 1, triple_of=None):  # type: igno
     from collections import deque
 
     ctx = mp.get_context("fork")
-    with ctx.Pool(threads, initializer=_worker_init, initargs=(str(recaser.dir), recaser.alignment_mode)) as pool:
+    _WORKER["recaser"] = recaser
+    with ctx.Pool(threads, initializer=_worker_init) as pool:
         pending: deque = deque()
         for chunk in chunks(items):
             pending.append((chunk, pool.apply_async(_worker_recase, ([pick(x) for x in chunk],))))
@@ -405,9 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("train", help="train a bilingual recaser: tables and LM from a bitext, CRF weights on dev")
-    p.add_argument("--src", required=True, help="training source, cased and tokenized")
-    p.add_argument("--tgt", required=True, help="training target, cased and tokenized")
+    p.add_argument("--src", help="training source, cased and tokenized")
+    p.add_argument("--tgt", help="training target, cased and tokenized")
     p.add_argument("--alignment", help="training word alignment (Pharaoh); else eflomal aligns")
+    p.add_argument("--stats", metavar="DIR",
+                   help="tables and LM from a statistics model ('stats', or 'merge' of shard counts) instead of "
+                        "--src/--tgt")
     p.add_argument("--dev-src", required=True)
     p.add_argument("--dev-tgt", required=True, help="cased dev reference")
     p.add_argument("--dev-alignment", help="dev word alignment; else aligned with the training data")

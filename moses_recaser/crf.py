@@ -98,7 +98,7 @@ def forward(phi: np.ndarray, L: np.ndarray) -> tuple[list[np.ndarray], np.ndarra
 
 def backward(phi: np.ndarray, L: np.ndarray) -> list[np.ndarray]:
     """beta_i[s, b, c]: log sum over completions after position i, given (c_{i-1}, c_i) = (b, c)."""
-    S, n, K = phi.shape
+    _S, n, _K = phi.shape
     betas = [L[:, n, :, :, 0]]
     for i in range(n - 1, 0, -1):
         nxt = betas[-1]
@@ -110,7 +110,7 @@ def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
     """Sum of log p(gold) over the batch, and its gradient."""
     assert batch.gold is not None
     phi, L = _potentials(batch, w)
-    S, n, K = phi.shape
+    S, n, _K = phi.shape
     alphas, log_z = forward(phi, L)
     betas = backward(phi, L)
     grad = np.zeros_like(w)

@@ -113,7 +113,7 @@ def _stock_recase(args: argparse.Namespace) -> int:
         cmd += ["-moses", args.moses]
     if args.headline:
         cmd += ["-headline", args.headline]
-    proc = subprocess.run(cmd, capture_output=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True)
     sys.stderr.write(proc.stderr.decode("utf-8", "replace"))
     if proc.returncode != 0:
         raise RecaserError(f"recase.perl failed with exit code {proc.returncode}", args.stock)

@@ -264,8 +264,8 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
 def results_markdown(results: dict) -> str:
     full = results["full"]
     lines = [f"# {results['name']}", "",
-             f"Test: {full['test_sentences']} sentences, {full['test_words']} words, "
-             f"{full['headline_lines']} title-cased headline lines.", "",
+             (f"Test: {full['test_sentences']} sentences, {full['test_words']} words, "
+             f"{full['headline_lines']} title-cased headline lines."), "",
              "| capitalizer | precision (%) | cased-word F1 (%) | headline precision (%) | errors |",
              "|---|---|---|---|---|"]
     for name, r in full["systems"].items():
@@ -273,8 +273,8 @@ def results_markdown(results: dict) -> str:
         lines.append(f"| {name} | {100 * r['precision']:.2f} | {100 * r['f1']:.2f} | {hl} | {r['errors']} |")
     if "crf_vs_trigram" in full:
         c = full["crf_vs_trigram"]
-        lines += ["", f"CRF vs trigram: relative error reduction {100 * c['relative_error_reduction']:.1f}%, "
-                      f"paired bootstrap p = {c['paired_bootstrap_p']:.4f}."]
+        lines += ["", (f"CRF vs trigram: relative error reduction {100 * c['relative_error_reduction']:.1f}%, "
+                      f"paired bootstrap p = {c['paired_bootstrap_p']:.4f}.")]
     if results.get("learning_curve"):
         lines += ["", "| training words | trigram (%) | CRF (%) |", "|---|---|---|"]
         for p in results["learning_curve"]:

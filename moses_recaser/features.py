@@ -45,7 +45,6 @@ Beyond the paper (feature set ``full``):
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -53,7 +52,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import casing
-from .casing import Tag
+from .casing import Tag, is_punctuation
 from .gen import MAX_CANDIDATES, gen
 from .tables import Tables
 from .triples import Triple
@@ -71,14 +70,6 @@ HEADLINE_MAX = 20
 FEATURE_REVISION = 2
 RARE_PRIOR = math.log(0.5)
 _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
-# escaped punctuation as the Moses tokenizer writes it
-_ESCAPED = {"&quot;", "&apos;", "&amp;", "&lt;", "&gt;", "&#91;", "&#93;", "&#124;"}
-
-
-def is_punctuation(token: str) -> bool:
-    if token in _ESCAPED:
-        return True
-    return bool(token) and all(unicodedata.category(c)[0] in "PS" for c in token)
 
 
 def is_upper_word(token: str) -> bool:
@@ -97,8 +88,10 @@ def first_letter_position(tokens: Sequence[str]) -> int:
 def source_spans(source: Sequence[str], target: Sequence[str]) -> list[str | None]:
     """For each target position, the source form when the word lies in a run of >= 2 words with a
     letter that the source repeats verbatim up to case (the longest run wins, then the first)."""
-    src = [casing.lower(w) for w in source]
-    tgt = [casing.lower(w) for w in target]
+    src = [w.lower() for w in source]  # casing.lower, inlined: this runs on every sentence
+    tgt = [w.lower() for w in target]
+    if len(set(src).intersection(tgt)) < 2:
+        return [None] * len(tgt)
     where: dict[str, list[int]] = {}
     for k, w in enumerate(src):
         where.setdefault(w, []).append(k)
@@ -145,6 +138,23 @@ class Lattice:
         return len(self.cands)
 
 
+@dataclass
+class _Sentence:
+    """What the batch feature computation needs from one sentence."""
+
+    cands: list[list[str]]
+    aligned: list[list[int]]
+    spans: list[str | None]
+    gold: np.ndarray | None
+    punct: list[int]  # feature column of the punctuation before each position (-1: none)
+    first: int  # the first position with a letter
+    src_words: set[str] | None = None  # source words whose case counts, without diacritics
+    src_keys: list[str] | None = None  # source words as the tables know them (None: no source)
+    headline: bool = False
+    title: bool = False
+    target: list[str] | None = None  # lowercased target words (with a source only)
+
+
 class FeatureExtractor:
     """Builds lattices from triples with the training tables and the cased LM."""
 
@@ -175,21 +185,63 @@ class FeatureExtractor:
     # --- alignment -----------------------------------------------------------------------
     def aligned_sources(self, triple: Triple) -> list[list[int]]:
         n = len(triple.target)
-        phrase_src: list[list[int]] = [[] for _ in range(n)]
+        none: list[int] = []  # shared, never mutated
+        phrase_src: list[list[int]] = [none] * n
         for s0, s1, t0, t1 in triple.phrases:
+            span = list(range(s0, s1 + 1))
             for t in range(t0, t1 + 1):
-                phrase_src[t] = list(range(s0, s1 + 1))
-        if self.alignment == "phrase" and triple.phrases:
+                phrase_src[t] = span
+        if (self.alignment == "phrase" and triple.phrases) or not triple.links:
             return phrase_src
-        linked: list[list[int]] = [[] for _ in range(n)]
-        for s, t in triple.links or ():
-            linked[t].append(s)
-        return [sorted(linked[t]) if linked[t] else phrase_src[t] for t in range(n)]
+        linked: dict[int, list[int]] = {}
+        for s, t in triple.links:
+            linked.setdefault(t, []).append(s)
+        out = list(phrase_src)
+        for t, srcs in linked.items():
+            out[t] = sorted(srcs)
+        return out
 
-    # --- the lattice ---------------------------------------------------------------------
+    # --- lattices ------------------------------------------------------------------------
     def lattice(self, triple: Triple, reference: Sequence[str] | None = None) -> Lattice:
-        target = triple.target
-        source = triple.source
+        return self.lattices([triple], None if reference is None else [reference])[0]
+
+    def lattices(self, triples: Sequence[Triple],
+                 references: Sequence[Sequence[str] | None] | None = None) -> list[Lattice]:
+        """Lattices of many triples at once: the Python work is per token (GEN, cached), the feature
+        values are computed with numpy over every candidate of the batch together."""
+        refs = references if references is not None else [None] * len(triples)
+        sents = [self._sentence(t, r) for t, r in zip(triples, refs)]
+        flat = [c for s in sents for cs in s.cands for c in cs]
+        per_pos = np.fromiter((len(cs) for s in sents for cs in s.cands), dtype=np.int64)
+        n_pos = np.fromiter((len(s.cands) for s in sents), dtype=np.int64, count=len(sents))
+        U = np.zeros((len(flat), len(self.names)))
+        if flat:
+            self._features(U, sents, flat, per_pos, n_pos)
+        lms = self._lm_batch([s.cands for s in sents])
+        out = []
+        c0 = 0
+        for s, lm in zip(sents, lms):
+            n = len(s.cands)
+            K = max((len(c) for c in s.cands), default=1)
+            m = sum(len(c) for c in s.cands)
+            I = np.repeat(np.arange(n), [len(c) for c in s.cands])
+            J = np.arange(m) - np.repeat(np.cumsum([0] + [len(c) for c in s.cands[:-1]]), [len(c) for c in s.cands]) \
+                if n else np.zeros(0, dtype=np.int64)
+            unary = np.zeros((n, K, len(self.names)))
+            valid = np.zeros((n, K), dtype=bool)
+            unary[I, J] = U[c0:c0 + m]
+            valid[I, J] = True
+            c0 += m
+            out.append(Lattice(cands=s.cands, unary=unary, lm=lm, valid=valid, gold=s.gold))
+        return out
+
+    def candidates(self, triple: Triple) -> list[list[str]]:
+        """GEN of every target word (what the lattice holds without a reference)."""
+        return self._sentence(triple, None).cands
+
+    def _sentence(self, triple: Triple, reference: Sequence[str] | None) -> _Sentence:
+        """Per-sentence work: alignment, GEN, and the sentence-level facts the features need."""
+        target, source = triple.target, triple.source
         n = len(target)
         aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
         spans = source_spans(source, target) if source and "src_span" in self.index else [None] * n
@@ -203,103 +255,153 @@ class FeatureExtractor:
             if reference is not None and reference[i] not in c and casing.is_recasing_of(reference[i], tok):
                 c.append(reference[i])
             cands.append(c)
-        K = max((len(c) for c in cands), default=1)
-        unary = np.zeros((n, K, len(self.names)))
-        valid = np.zeros((n, K), dtype=bool)
         gold = None
         if reference is not None:
             gold = np.array([cs.index(r) if r in cs else 0 for cs, r in zip(cands, reference)], dtype=np.int64)
-        if n:
-            self._fill(unary, valid, triple, aligned, cands, spans)
-        return Lattice(cands=cands, unary=unary, lm=self.lm_scores(cands, K), valid=valid, gold=gold)
+        punct = [-1] * n
+        for i in range(1, n):
+            if is_punctuation(target[i - 1]):
+                punct[i] = self.index.get("punct=" + target[i - 1], self.index.get(OTHER_PUNCT, -1))
+        sent = _Sentence(cands=cands, aligned=aligned, spans=spans, gold=gold, punct=punct,
+                         first=first_letter_position(target))
+        if source:
+            src_pos = casing.positional(source)
+            sent.src_words = {casing.strip_diacritics(w) for k, w in enumerate(source)
+                              if k not in src_pos or _telling_case(w)}
+            sent.headline, sent.title = source_flags(source)
+            # a source word capitalized by its position says nothing about case: look it up as the
+            # table knows it (the tables skip positional words too)
+            sent.src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
+            sent.target = [casing.lower(t) for t in target]
+        return sent
 
-    def _fill(self, unary: np.ndarray, valid: np.ndarray, triple: Triple, aligned: list[list[int]],
-              cands: list[list[str]], spans: list[str | None]) -> None:
-        """Feature values for every (position, candidate), vectorized over the sentence's candidates."""
-        target, source = triple.target, triple.source
+    def _features(self, U: np.ndarray, sents: list[_Sentence], flat: list[str], per_pos: np.ndarray,
+                  n_pos: np.ndarray) -> None:
+        """Unary feature values of every candidate of the batch (rows of U, in order)."""
         idx = self.index
-        I = np.fromiter((i for i, cs in enumerate(cands) for _ in cs), dtype=np.int64)
-        J = np.fromiter((j for cs in cands for j in range(len(cs))), dtype=np.int64)
-        valid[I, J] = True
-        info = [self._candidate(c) for cs in cands for c in cs]
+        G = np.repeat(np.arange(len(per_pos)), per_pos)  # global position of each candidate
+        S = np.repeat(np.arange(len(sents)), n_pos)[G]  # sentence of each candidate
+        pos_start = np.cumsum(n_pos) - n_pos
+        P = G - pos_start[S]  # position within its sentence
+        info = [self._candidate(c) for c in flat]
         cap = np.fromiter((x[0] for x in info), dtype=bool, count=len(info))
         tags = np.fromiter((x[1] for x in info), dtype=np.int64, count=len(info))
+        prior = np.fromiter((x[2] for x in info), dtype=np.float64, count=len(info))
+        short = np.fromiter((x[4] for x in info), dtype=bool, count=len(info))
         not_an = tags != int(Tag.AN)
 
         def put(name: str, mask: np.ndarray, value: np.ndarray | float = 1.0) -> None:
             col = idx.get(name)
             if col is not None and mask.any():
-                unary[I[mask], J[mask], col] = value if np.isscalar(value) else value[mask]  # type: ignore[index]
+                U[mask, col] = value if np.isscalar(value) else value[mask]  # type: ignore[index]
 
         if self._prior is not None:
-            put("case_prior", np.ones(len(info), dtype=bool), np.fromiter((x[2] for x in info), dtype=np.float64))
-        first = first_letter_position(target)
-        put("initial", cap & (I == first))
-        punct_col = np.full(len(target), -1, dtype=np.int64)
-        for i in range(1, len(target)):
-            if is_punctuation(target[i - 1]):
-                punct_col[i] = idx.get("punct=" + target[i - 1], idx.get(OTHER_PUNCT, -1))
-        pc = punct_col[I]
+            put("case_prior", np.ones(len(info), dtype=bool), prior)
+        first = np.fromiter((s.first for s in sents), dtype=np.int64, count=len(sents))
+        put("initial", cap & (P == first[S]))
+        pc = np.fromiter((p for s in sents for p in s.punct), dtype=np.int64, count=len(per_pos))[G]
         m = cap & (pc >= 0)
-        if m.any():
-            unary[I[m], J[m], pc[m]] = 1.0
+        U[np.nonzero(m)[0], pc[m]] = 1.0
         put("unseen_form", not_an & np.fromiter((x[3] for x in info), dtype=bool, count=len(info)))
-        if source:
-            src_pos = casing.positional(source)
-            src_words = {casing.strip_diacritics(w) for k, w in enumerate(source)
-                         if k not in src_pos or _telling_case(w)}
-            ident = not_an & np.fromiter((x[5] in src_words for x in info), dtype=bool, count=len(info))
-            put("src_identical", ident)
-            prior = np.fromiter((x[2] for x in info), dtype=np.float64, count=len(info))
-            put("src_identical:rare", ident & (prior < RARE_PRIOR))
-            if any(spans):
-                flat = [c for cs in cands for c in cs]
-                put("src_span", np.fromiter((spans[i] == c for i, c in zip(I, flat)), dtype=bool, count=len(flat)))
-            headline, title = source_flags(source)
-            short = np.fromiter((x[4] for x in info), dtype=bool, count=len(info))
-            iu, au = tags == int(Tag.IU), tags == int(Tag.AU)
-            if headline:
-                put("hl:IU", iu & ~short)
-                put("hl:IU:short", iu & short)
-                put("hl:AU", au)
-            if title:
-                put("tc:IU", iu & ~short)
-                put("tc:IU:short", iu & short)
-            # a source word capitalized by its position says nothing about case: look it up as the
-            # table knows it (the tables skip positional words too)
-            src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
-            cols = [idx.get(x) for x in ("cap_t1", "cap_tag_t1", "upper_translation")]
-            for i, cs in enumerate(cands):
-                if aligned[i]:
-                    values = self._bilingual(tuple(src_keys[k] for k in aligned[i]), target[i], tuple(cs))
-                    for col, v in zip(cols, values):
-                        if col is not None:
-                            unary[i, : len(cs), col] = v
+        bil = np.fromiter((s.src_keys is not None for s in sents), dtype=bool, count=len(sents))
+        if not bil.any():
+            return
+        on = bil[S]
+        s_list = S.tolist()
+        ident = on & not_an & np.fromiter(
+            (s is not None and x[5] in s for x, s in zip(info, (sents[k].src_words for k in s_list))),
+            dtype=bool, count=len(info))
+        put("src_identical", ident)
+        put("src_identical:rare", ident & (prior < RARE_PRIOR))
+        spans = [sp for s in sents for sp in s.spans]
+        if any(spans):
+            g_list = G.tolist()
+            put("src_span", np.fromiter((spans[g] == c for g, c in zip(g_list, flat)), dtype=bool, count=len(flat)))
+        hl = np.fromiter((s.headline for s in sents), dtype=bool, count=len(sents))[S]
+        tc = np.fromiter((s.title for s in sents), dtype=bool, count=len(sents))[S]
+        iu, au = tags == int(Tag.IU), tags == int(Tag.AU)
+        put("hl:IU", hl & iu & ~short)
+        put("hl:IU:short", hl & iu & short)
+        put("hl:AU", hl & au)
+        put("tc:IU", tc & iu & ~short)
+        put("tc:IU:short", tc & iu & short)
+        self._bilingual(U, sents, info, per_pos, tags)
+
+    def _bilingual(self, U: np.ndarray, sents: list[_Sentence], info: list[tuple], per_pos: np.ndarray,
+                   tags: np.ndarray) -> None:
+        """cap_t1 (eq. 7), cap_tag_t1 (eq. 8) and upper_translation of every candidate with aligned words."""
+        cols = [self.index.get(x) for x in ("cap_t1", "cap_tag_t1", "upper_translation")]
+        if all(c is None for c in cols):
+            return
+        cased, lower = self.tables.cased, self.tables.lower
+        # one row per (position, aligned source word)
+        pair_pos: list[int] = []
+        pair_keys: list[str] = []
+        g = 0
+        for s in sents:
+            if s.src_keys is not None:
+                keys = s.src_keys
+                for i, al in enumerate(s.aligned):
+                    for k in al:
+                        pair_pos.append(g + i)
+                        pair_keys.append(keys[k])
+            g += len(s.cands)
+        if not pair_pos:
+            return
+        targets = [t for s in sents for t in (s.target or [""] * len(s.cands))]
+        pp = np.array(pair_pos, dtype=np.int64)
+        src = [self._source_facts(f) for f in pair_keys]
+        f_cased = np.fromiter((x[0] for x in src), dtype=np.int64, count=len(src))
+        f_lower = np.fromiter((x[1] for x in src), dtype=np.int64, count=len(src))
+        f_tag = np.fromiter((x[2] for x in src), dtype=np.int64, count=len(src))
+        f_cased_word = np.fromiter((x[3] for x in src), dtype=bool, count=len(src))
+        f_upper = np.fromiter((x[4] for x in src), dtype=bool, count=len(src))
+        e_lower = np.fromiter((lower.tgt_ids.get(targets[p], -1) for p in pair_pos), dtype=np.int64, count=len(pp))
+        lex = lower.probs(f_lower, e_lower)
+        # upper_translation: every cased aligned word is upper, and at least one is cased
+        n_pos = len(per_pos)
+        any_cased = np.bincount(pp, weights=f_cased_word, minlength=n_pos) > 0
+        not_upper = np.bincount(pp, weights=f_cased_word & ~f_upper, minlength=n_pos) > 0
+        src_upper = any_cased & ~not_upper
+        # expand every pair over its position's candidates
+        cstart = np.cumsum(per_pos) - per_pos
+        reps = per_pos[pp]
+        pair = np.repeat(np.arange(len(pp)), reps)
+        cand = cstart[pp][pair] + (np.arange(len(pair)) - np.repeat(np.cumsum(reps) - reps, reps))
+        e_cased = np.fromiter((x[6] for x in info), dtype=np.int64, count=len(info))
+        p_cased = cased.probs(f_cased[pair], e_cased[cand])
+        p_tag = lex[pair] * self._tag_probs[f_tag[pair], tags[cand]]
+        has = np.zeros(len(info), dtype=bool)
+        has[cand] = True
+        with np.errstate(divide="ignore"):
+            if cols[0] is not None:
+                U[has, cols[0]] = np.log(np.bincount(cand, weights=p_cased, minlength=len(info))[has])
+            if cols[1] is not None:
+                U[has, cols[1]] = np.log(np.bincount(cand, weights=p_tag, minlength=len(info))[has])
+        if cols[2] is not None:
+            G = np.repeat(np.arange(n_pos), per_pos)
+            upper = np.fromiter((x[7] for x in info), dtype=bool, count=len(info))
+            U[has & upper & src_upper[G], cols[2]] = 1.0
 
     @lru_cache(maxsize=1 << 17)  # noqa: B019 - per extractor, kept for its life
-    def _candidate(self, c: str) -> tuple[bool, int, float, bool, bool, str]:
-        """Candidate-only facts: capitalized, tag, case prior, unseen, short, without diacritics."""
+    def _candidate(self, c: str) -> tuple[bool, int, float, bool, bool, str, int, bool]:
+        """Candidate-only facts: capitalized, tag, case prior, unseen, short, without diacritics,
+        id in the cased table's targets (-1: none), all upper."""
         prior = self._prior.log_prob(c) if self._prior is not None else 0.0
         return (casing.is_capitalized(c), int(casing.tag(c)), prior, c not in self.form_set,
-                sum(ch.isalpha() for ch in c) <= 3, casing.strip_diacritics(c))
+                len(c) <= 3 or sum(map(str.isalpha, c)) <= 3, casing.strip_diacritics(c),
+                self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c))
+
+    @lru_cache(maxsize=1 << 17)  # noqa: B019
+    def _source_facts(self, f: str) -> tuple[int, int, int, bool, bool]:
+        """Source-word facts: cased id, lowercase id (-1: none), tag, has case, all upper."""
+        t = casing.tag(f)
+        return (self.tables.cased.src_ids.get(f, -1), self.tables.lower.src_ids.get(casing.lower(f), -1), int(t),
+                t is not Tag.AN, is_upper_word(f))
 
     @lru_cache(maxsize=1 << 17)  # noqa: B019
     def _gen_source(self, tok: str, src_forms: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates))
-
-    @lru_cache(maxsize=1 << 17)  # noqa: B019
-    def _bilingual(self, src: tuple[str, ...], token: str, cs: tuple[str, ...]) -> tuple[np.ndarray, ...]:
-        """cap_t1 (eq. 7), cap_tag_t1 (eq. 8) and upper_translation of each candidate, given the source words."""
-        low_e = casing.lower(token)
-        lex = [self.tables.lower.prob(casing.lower(f), low_e) for f in src]
-        src_tags = [int(casing.tag(f)) for f in src]
-        cased = [casing.tag(f) is not Tag.AN for f in src]
-        src_upper = any(cased) and all(is_upper_word(f) for f, c in zip(src, cased) if c)
-        ct1 = np.array([math.log(sum(self.tables.cased.prob(f, c) for f in src)) for c in cs])
-        ctag = np.array([math.log(sum(p * self._tag_probs[st, int(casing.tag(c))] for p, st in zip(lex, src_tags)))
-                         for c in cs])
-        upper = np.array([1.0 if src_upper and is_upper_word(c) else 0.0 for c in cs])
-        return ct1, ctag, upper
 
     def _source_key(self, word: str) -> str:
         ids = self.tables.cased.src_ids
@@ -307,6 +409,13 @@ class FeatureExtractor:
             return word
         low = casing.lower_all(word)
         return low if low in ids else word
+
+    def _lm_batch(self, cands: list[list[list[str]]]) -> list[np.ndarray]:
+        from .lmquery import ArrayLM, batch_lattice_scores
+
+        if isinstance(self.lm, ArrayLM):
+            return batch_lattice_scores(self.lm, cands)
+        return [self.lm_scores(c, max((len(x) for x in c), default=1)) for c in cands]
 
     def lm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
         """lm[i, a, b, c] = log10 p(c_i | c_{i-2}, c_{i-1}) (see the Lattice): batched array queries when

@@ -178,3 +178,53 @@ def lattice_scores(lm: ArrayLM, cands: Sequence[Sequence[str]], K: int) -> np.nd
     out[np.concatenate(I), np.concatenate(J), np.concatenate(L), np.concatenate(M)] = lm.score(
         np.concatenate(A), np.concatenate(B), np.concatenate(C))
     return out
+
+
+def batch_lattice_scores(lm: ArrayLM, sentences: Sequence[Sequence[Sequence[str]]]) -> list[np.ndarray]:
+    """``lattice_scores`` for many sentences with one vectorized query (K per sentence: its widest
+    position)."""
+    out: list[np.ndarray] = []
+    if not sentences:
+        return out
+    # every sentence padded as <s> <s> w_1 .. w_n </s>, all positions of all sentences in one row
+    sizes: list[int] = []
+    words: list[str] = []
+    targets: list[int] = []  # padded index of each query position (i + 2 for i = 0..n)
+    start = 0
+    for cands in sentences:
+        sizes += [1, 1] + [len(c) for c in cands] + [1]
+        words += ["<s>", "<s>"] + [w for c in cands for w in c] + ["</s>"]
+        targets += range(start + 2, start + len(cands) + 3)
+        start += len(cands) + 3
+    k = np.array(sizes, dtype=np.int64)
+    off = np.cumsum(k) - k
+    wid = lm.word_ids(words)
+    t = np.array(targets, dtype=np.int64)
+    s2, s1, s0 = k[t - 2], k[t - 1], k[t]
+    count = s2 * s1 * s0
+    q = np.repeat(np.arange(len(t)), count)
+    r = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    s1q, s0q = s1[q], s0[q]
+    a_l, b_l, c_l = r // (s1q * s0q), (r // s0q) % s1q, r % s0q
+    tq = t[q]
+    first = np.zeros(len(t), dtype=bool)
+    qi = 0
+    for cands in sentences:
+        first[qi] = True  # i = 0: the only context is <s>
+        qi += len(cands) + 1
+    a = np.where(first[q], -1, wid[off[tq - 2] + a_l])
+    scores = lm.score(a, wid[off[tq - 1] + b_l], wid[off[tq] + c_l])
+    # split back into sentences
+    q_start = 0
+    c_start = 0
+    for cands in sentences:
+        n = len(cands)
+        K = max((len(c) for c in cands), default=1)
+        nq = int(count[q_start:q_start + n + 1].sum())
+        sl = slice(c_start, c_start + nq)
+        arr = np.zeros((n + 1, K, K, K))
+        arr[q[sl] - q_start, a_l[sl], b_l[sl], c_l[sl]] = scores[sl]
+        out.append(arr)
+        q_start += n + 1
+        c_start += nq
+    return out

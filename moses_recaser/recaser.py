@@ -120,7 +120,7 @@ class Recaser:
         return self.manifest.signature
 
     def lattices(self, triples: Sequence[Triple]) -> list[Lattice]:
-        return [self.extractor.lattice(lowered(t)) for t in triples]
+        return self.extractor.lattices([lowered(t) for t in triples])
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""

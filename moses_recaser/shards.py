@@ -26,7 +26,7 @@ from .tables import PairCounts, StatsCounts, count_triples
 from .textio import LineReader
 
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
-FORMAT = 1
+FORMAT = 2  # 2: punctuation counts
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -72,6 +72,7 @@ def count_shard(src: str, tgt: str, alignment: str, i: int, n: int, order: int, 
         "vocab": _text(lm.vocab), "tags": stats.tags,
         "forms": _text(list(stats.forms)), "forms_n": np.array(list(stats.forms.values()), dtype=np.int64),
         "initial": _text(list(stats.initial)), "initial_n": np.array(list(stats.initial.values()), dtype=np.int64),
+        "punct": _text(list(stats.punct)), "punct_n": np.array(list(stats.punct.values()), dtype=np.int64),
         "totals": np.array([stats.sentences, stats.target_tokens], dtype=np.int64),
     }
     arrays.update(_pairs_to_arrays("cased", stats.cased))
@@ -109,6 +110,7 @@ def merge_shards(paths: Sequence[str]) -> tuple[StatsCounts, NGramCounts]:
                            tags=z["tags"].astype(np.int64),
                            forms=Counter(dict(zip(_words(z["forms"]), z["forms_n"].tolist()))),
                            initial=Counter(dict(zip(_words(z["initial"]), z["initial_n"].tolist()))),
+                           punct=Counter(dict(zip(_words(z["punct"]), z["punct_n"].tolist()))),
                            sentences=int(z["totals"][0]), target_tokens=int(z["totals"][1]))
         stats.merge(part)
 

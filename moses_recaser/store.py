@@ -75,7 +75,9 @@ def tables_to_files(tables: Tables, directory: Path) -> None:
     arrays["tag_counts"] = tables.tags.counts
     arrays["forms_count"] = tables.forms.count
     arrays["forms_initial"] = tables.forms.initial
+    arrays["punct_count"] = np.array(list(tables.punct.values()), dtype=np.int64)
     write_vocab(directory / "forms.vocab", tables.forms.vocab)
+    write_vocab(directory / "punct.vocab", list(tables.punct))
     save_npz(directory / "tables.npz", arrays)
 
 
@@ -94,6 +96,9 @@ def tables_from_files(directory: Path) -> Tables:
         lower=tts["lower"],
         tags=TagTable(arrays["tag_counts"]),
         forms=Forms(read_vocab(directory / "forms.vocab"), arrays["forms_count"], arrays["forms_initial"]),
+        # models written before the punctuation counts were stored have none
+        punct=dict(zip(read_vocab(directory / "punct.vocab"), arrays["punct_count"].tolist()))
+        if (directory / "punct.vocab").is_file() else {},
     )
 
 
@@ -147,7 +152,8 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     if not path.is_file():
         raise RecaserError(f"not a moses-recaser model: {MANIFEST} is missing", str(d))
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # libyaml's loader when present: the manifest is read on every model load
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", -1) + 1
         raise RecaserError(f"the manifest is not valid YAML: {exc}", str(path), max(line, 0)) from None

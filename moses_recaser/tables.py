@@ -125,6 +125,23 @@ class TranslationTable:
             p = self._memo[key] = self._prob(f, e)
         return p
 
+    def probs(self, f: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """p(e|f) for arrays of ids (-1: not in the table), the same values as ``prob``."""
+        known_e = e >= 0
+        e0 = np.where(known_e, e, 0)
+        p0 = (1.0 + np.where(known_e, self.tgt_count[e0] if len(self.tgt_count) else 0, 0)) / self._p0_denominator
+        known_f = f >= 0
+        f0 = np.where(known_f, f, 0)
+        if not len(self.src_vocab):
+            return p0
+        key = f0 * len(self.tgt_vocab) + e0
+        pos = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1) if len(self.keys) else key * 0
+        found = known_e & known_f & (self.keys[pos] == key if len(self.keys) else False)
+        count = np.where(found, self.counts[pos] if len(self.counts) else 0, 0)
+        types = self.src_types[f0].astype(np.float64)
+        p = (count + types * p0) / (self.src_total[f0] + types)
+        return np.where(known_f, p, p0)
+
     def _prob(self, f: str, e: str) -> float:
         p0 = self.p0(e)
         fi = self.src_ids.get(f)
@@ -175,6 +192,8 @@ class StatsCounts:
     tags: np.ndarray = field(default_factory=lambda: np.zeros((N_TAGS, N_TAGS), dtype=np.int64))
     forms: Counter[str] = field(default_factory=Counter)
     initial: Counter[str] = field(default_factory=Counter)
+    # punctuation tokens followed by a word with a letter: the CRF's punct=P features come from these
+    punct: Counter[str] = field(default_factory=Counter)
     sentences: int = 0
     target_tokens: int = 0
 
@@ -182,6 +201,9 @@ class StatsCounts:
         self.sentences += 1
         self.target_tokens += len(target)
         self.forms.update(target)
+        for prev, tok in zip(target, target[1:]):
+            if casing.is_punctuation(prev) and casing.has_letter(tok):
+                self.punct[prev] += 1
         for tok in target:
             if casing.has_letter(tok):
                 self.initial[tok] += 1
@@ -201,6 +223,7 @@ class StatsCounts:
         self.tags += other.tags
         self.forms.update(other.forms)
         self.initial.update(other.initial)
+        self.punct.update(other.punct)
         self.sentences += other.sentences
         self.target_tokens += other.target_tokens
 
@@ -211,11 +234,13 @@ class Tables:
     lower: TranslationTable
     tags: TagTable
     forms: Forms
+    punct: dict[str, int] = field(default_factory=dict)  # see StatsCounts.punct
 
     @classmethod
     def from_counts(cls, counts: StatsCounts) -> Tables:
         vocab = sorted(counts.forms)
         return cls(
+            punct=dict(sorted(counts.punct.items())),
             cased=TranslationTable.from_counts(counts.cased),
             lower=TranslationTable.from_counts(counts.lower),
             tags=TagTable(counts.tags.copy()),

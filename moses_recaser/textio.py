@@ -64,7 +64,7 @@ class LineReader:
         self.allow_empty = allow_empty
         self._fh: BinaryIO | None = None
 
-    def __enter__(self) -> LineReader:
+    def __enter__(self) -> LineReader:  # noqa: PYI034 - no typing_extensions dependency for Self on 3.10
         return self
 
     def __exit__(self, *exc: object) -> None:

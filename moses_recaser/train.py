@@ -30,7 +30,7 @@ from .errors import RecaserError
 from .features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names, is_punctuation
 from .moses import read_aligned_bitext
 from .npa import length_distribution, phrase_align_triple
-from .recaser import Weights, load_lm
+from .recaser import Weights, chunks, load_lm
 from .stats import _is_arpa, estimate_lm
 from .store import write_model
 from .tables import Tables, count_triples
@@ -102,8 +102,11 @@ def _read_bitext(src: str, tgt: str, alignment: str | None) -> list[Triple]:
     return list(read_aligned_bitext(src, tgt, alignment))
 
 
-def punctuation_vocabulary(triples: Sequence[Triple], min_count: int) -> list[str]:
-    c: Counter[str] = Counter()
+def punctuation_vocabulary(triples: Sequence[Triple], min_count: int,
+                           counted: dict[str, int] | None = None) -> list[str]:
+    """Punctuation tokens followed by a word at least ``min_count`` times in ``triples`` plus the
+    counts already made (the training statistics' ``punct``)."""
+    c: Counter[str] = Counter(counted or {})
     for t in triples:
         for prev, tok in zip(t.target, t.target[1:]):
             if is_punctuation(prev) and casing.has_letter(tok):
@@ -113,14 +116,14 @@ def punctuation_vocabulary(triples: Sequence[Triple], min_count: int) -> list[st
 
 def build_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tuple[list[Lattice], int, int]:
     """Training lattices with the reference; returns them, and (words, words whose reference GEN has)."""
-    lats = []
+    lats: list[Lattice] = []
     words = hits = 0
-    for t in triples:
-        low = lowered(t)
-        plain = extractor.lattice(low)
-        words += len(t.target)
-        hits += sum(ref in cs for ref, cs in zip(t.target, plain.cands))
-        lats.append(extractor.lattice(low, reference=t.target))
+    for part in chunks(triples):
+        low = [lowered(t) for t in part]
+        for t, lt in zip(part, low):
+            words += len(t.target)
+            hits += sum(ref in cs for ref, cs in zip(t.target, extractor.candidates(lt)))
+        lats += extractor.lattices(low, [t.target for t in part])
     return lats, words, hits
 
 
@@ -136,6 +139,21 @@ def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> 
         lm.save(npz)
         files["lm.npz"] = str(npz)
     return lm
+
+
+def _stats_from_model(directory: str, settings: TrainSettings) -> tuple[Tables, Path]:
+    """Tables and LM of a statistics model (``stats``/``merge``); its LM order and LM are recorded."""
+    from .recaser import lm_file
+    from .store import read_manifest, resolve_model, tables_from_files
+
+    d = resolve_model(directory)
+    manifest = read_manifest(d)
+    if "punct.vocab" not in manifest.files:
+        raise RecaserError("the statistics model has no punctuation counts (made by an older moses-recaser); "
+                           "count it again", str(d))
+    settings.lm_order = int(manifest.settings.get("lm_order", settings.lm_order))
+    settings.lm = manifest.settings.get("lm")
+    return tables_from_files(d), lm_file(d, manifest)
 
 
 def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str) -> tuple[Tables, Path]:
@@ -158,14 +176,20 @@ def train(
     settings: TrainSettings,
     work: Path,
     lengths_trace: tuple[str, str] | None = None,
+    stats_model: str | None = None,
 ) -> TrainReport:
+    """Train a model; with ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the
+    LM come from it and ``src``/``tgt``/``alignment`` are not read (training at scale: count shards
+    on a cluster, merge, then fit the weights here)."""
     settings.check()
     report = TrainReport()
     t0 = time.perf_counter()
-    train_set = _read_bitext(src, tgt, alignment)
+    if stats_model is not None and settings.heldout_sentences:
+        raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
+    train_set = _read_bitext(src, tgt, alignment) if stats_model is None else []
     dev_set = _read_bitext(dev_src, dev_tgt, dev_alignment)
     files: dict[str, str] = {}
-    if alignment is None or dev_alignment is None:
+    if (alignment is None and stats_model is None) or dev_alignment is None:
         from .aligner import align
 
         both = [t for t in train_set] + [t for t in dev_set]
@@ -179,7 +203,10 @@ def train(
     report.seconds["align"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    tables, lm_path = _stats(train_set, settings, work, "all")
+    if stats_model is not None:
+        tables, lm_path = _stats_from_model(stats_model, settings)
+    else:
+        tables, lm_path = _stats(train_set, settings, work, "all")
     files["lm.arpa" if _is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     report.seconds["statistics"] = time.perf_counter() - t0
 
@@ -188,7 +215,7 @@ def train(
 
         settings.npa_lengths = length_distribution(read_trace(lengths_trace[1], lengths_trace[0]))
     dev = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
-    punct = punctuation_vocabulary(list(dev) + list(train_set), settings.punct_min_count)
+    punct = punctuation_vocabulary(dev, settings.punct_min_count, tables.punct)
     names = feature_names(settings.feature_set, punct)
 
     t0 = time.perf_counter()

@@ -41,14 +41,14 @@ def files(tmp_path):
 
 
 def test_line_count_mismatch_source_vs_trace(files, capsys):
-    d, src, trace, wa = files
+    d, _src, trace, _wa = files
     short = _write(d / "short", "Das ist gut .\nJa .\n")
     _fails(capsys, ["triples", "--source", short, "--trace", trace, "-o", str(d / "o")], trace, 3,
            "line-count mismatch", d / "o")
 
 
 def test_line_count_mismatch_trace_vs_alignment(files, capsys):
-    d, src, trace, wa = files
+    d, src, trace, _wa = files
     long_wa = _write(d / "long.wa", "0-0\n0-0\n0-0\n0-0\n")
     _fails(capsys, ["triples", "--source", src, "--trace", trace, "--alignment", long_wa, "-o", str(d / "o")],
            long_wa, 4, "line-count mismatch", d / "o")

@@ -22,7 +22,7 @@ def test_tiny_experiment_end_to_end(tmp_path, capsys):
     assert all("signature" in s for s in systems.values())
     assert (out / "results.md").read_text().startswith("# tico19-tiny")
     assert (out / "learning_curve.png").stat().st_size > 1000
-    assert [p["words"] for p in results["learning_curve"]][0] >= 3000
+    assert next(p["words"] for p in results["learning_curve"]) >= 3000
     for name in systems:
         lines = (out / f"test.{name}.en").read_text(encoding="utf-8").splitlines()
         assert len(lines) == 150

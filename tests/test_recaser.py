@@ -97,7 +97,7 @@ def test_triples_input_and_explain(tico, tmp_path):
     assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "--explain",
                  "-o", str(out)]) == 0
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x]
-    assert [r["chosen"] for r in rows][0] == "Canada"
+    assert next(r["chosen"] for r in rows) == "Canada"
     assert {"lm", "initial"} <= set(rows[0]["features"])
     assert rows[0]["runner_up"] in ("canada", "CANADA")
 

@@ -56,3 +56,32 @@ def test_shard_arithmetic():
     for bad in ("0/3", "4/3", "x", "1/0"):
         with pytest.raises(RecaserError, match="--shard must be i/N"):
             parse_shard(bad)
+
+
+def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, tico, tmp_path):
+    d = bitext
+    dev_src = (tico / "dev.fr").read_text(encoding="utf-8").splitlines()
+    dev_tgt = (tico / "dev.en").read_text(encoding="utf-8").splitlines()
+    (d / "dev.a").write_text("".join(format_links(a) + "\n" for a in align([x.split() for x in dev_src],
+                                                                            [x.split() for x in dev_tgt])),
+                             encoding="utf-8")
+    dev = ["--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--dev-alignment", str(d / "dev.a"),
+           "--max-iter", "30"]
+    args = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "train", *args, *dev, "--model", str(tmp_path / "direct")]) == 0
+    shards = []
+    for i in (1, 2):
+        shards.append(str(tmp_path / f"s{i}.npz"))
+        assert main(["-q", "count", *args, "--shard", f"{i}/2", "-o", shards[-1]]) == 0
+    assert main(["-q", "merge", *shards, "--model", str(tmp_path / "merged")]) == 0
+    assert main(["-q", "train", "--stats", str(tmp_path / "merged"), *dev, "--model", str(tmp_path / "scaled")]) == 0
+    direct, scaled = read_manifest(tmp_path / "direct"), read_manifest(tmp_path / "scaled")
+    assert direct.files == scaled.files  # tables, punctuation counts, LM: byte for byte
+    assert direct.extra["weights"] == scaled.extra["weights"]
+    assert direct.signature == scaled.signature
+
+
+def test_train_needs_a_bitext_or_statistics(tico, capsys):
+    assert main(["train", "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"),
+                 "--model", "never"]) == 2
+    assert "--stats" in capsys.readouterr().err

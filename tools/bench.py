@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Benchmark: recasing throughput against peers, model load and peak RSS, training time and memory.
 
-    python tools/bench.py --model MODEL --test-src SRC.tok --test-ref REF.tok --train-tgt TRAIN.tok \
-        [--runs 3] [--json runs/bench.json]
+    python tools/bench.py --model MODEL --test-src SRC.tok --test-ref REF.tok --test-align A.gdfa \
+        --train-tgt TRAIN.tok [--runs 5] [--json runs/bench.json]
 
-Recasing (3,000 newstest sentences): the CRF (with diagonal word links to the source), the
-trigram baseline and sacremoses' MosesTruecaser (truecase + detruecase) on the same tokens, each in
-its own process, alternated over --runs rounds; median, min and max wall time, sentences/s and
-words/s, and each one's ratio to sacremoses. Also the whole `moses-recaser recase` process (model
-load included) and the model's load time and peak RSS. Machines here are noisy: compare ratios
-measured in the same run, not absolute figures across runs.
+Recasing (3,000 newstest sentences): the CRF (source and word alignment given, as from a trace),
+the trigram baseline and sacremoses' MosesTruecaser (truecase + detruecase) on the same tokens, each
+in its own process, alternated over --runs rounds; median, min and max wall time, sentences/s and
+words/s, and each one's ratio to sacremoses. Also the whole `moses-recaser recase` process (start,
+imports, model load, reading, recasing, writing) with 1 and 2 worker processes, and the model's load
+time and peak RSS. Machines here are noisy: compare ratios measured in the same run, not absolute
+figures across runs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 
 
-def _child(kind: str, model: str, src: str, ref: str, train_tgt: str, q: mp.Queue) -> None:
+def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str, q: mp.Queue) -> None:
     from moses_recaser.moses import read_aligned_bitext
     from moses_recaser.triples import Triple, lowered
 
@@ -41,12 +42,14 @@ def _child(kind: str, model: str, src: str, ref: str, train_tgt: str, q: mp.Queu
     else:
         from moses_recaser.baselines import MosesTruecaserBaseline
 
-        system = MosesTruecaserBaseline(line.split() for line in open(train_tgt, encoding="utf-8"))
+        with open(train_tgt, encoding="utf-8") as fh:
+            system = MosesTruecaserBaseline(line.split() for line in fh)
     load = time.perf_counter() - t_load
-    triples = list(read_aligned_bitext(src, ref))
+    triples = list(read_aligned_bitext(src, ref, align))
     if kind == "crf":
         triples = [lowered(t) for t in triples]
-        triples = _with_links(triples)
+        if align is None:
+            triples = _with_links(triples)
     else:
         triples = [Triple(t.id, [], lowered(t).target) for t in triples]
     t0 = time.perf_counter()
@@ -65,10 +68,10 @@ def _with_links(triples):
     return triples
 
 
-def measure(kind: str, model: str, src: str, ref: str, train_tgt: str) -> dict:
+def measure(kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str) -> dict:
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(kind, model, src, ref, train_tgt, q))
+    p = ctx.Process(target=_child, args=(kind, model, src, ref, align, train_tgt, q))
     p.start()
     p.join()
     if p.exitcode:
@@ -76,13 +79,19 @@ def measure(kind: str, model: str, src: str, ref: str, train_tgt: str) -> dict:
     return q.get()
 
 
-def whole_process(model: str, src: str, ref: str, tmp: Path) -> float:
+def whole_process(model: str, src: str, ref: str, align: str | None, tmp: Path, threads: int) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, largest process) of one `moses-recaser recase` run."""
     low = tmp / "bench.lc"
     low.write_text(Path(ref).read_text(encoding="utf-8").lower(), encoding="utf-8")
+    cmd = [sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--source", src,
+           "--input", str(low), "--threads", str(threads), "-o", str(tmp / "bench.out")]
+    if align:
+        cmd += ["--input-alignment", align]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--input", str(low),
-                    "-o", str(tmp / "bench.out")], check=True)
-    return time.perf_counter() - t0
+    subprocess.run(cmd, check=True)
+    wall = time.perf_counter() - t0
+    return wall, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
 
 
 def main() -> None:
@@ -90,18 +99,22 @@ def main() -> None:
     ap.add_argument("--model", required=True)
     ap.add_argument("--test-src", required=True)
     ap.add_argument("--test-ref", required=True)
+    ap.add_argument("--test-align", help="Pharaoh links test source -> reference (else diagonal links)")
     ap.add_argument("--train-tgt", required=True, help="the model's training target (sacremoses trains on it)")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", default="runs/bench.json")
     args = ap.parse_args()
     kinds = ["crf", "trigram", "sacremoses"]
     rows: dict[str, list[dict]] = {k: [] for k in kinds}
     for _ in range(args.runs):
         for k in kinds:
-            rows[k].append(measure(k, args.model, args.test_src, args.test_ref, args.train_tgt))
+            rows[k].append(measure(k, args.model, args.test_src, args.test_ref, args.test_align, args.train_tgt))
     tmp = Path(args.json).parent
     tmp.mkdir(parents=True, exist_ok=True)
-    procs = [whole_process(args.model, args.test_src, args.test_ref, tmp) for _ in range(args.runs)]
+    procs: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    for _ in range(args.runs):
+        for th, runs in procs.items():
+            runs.append(whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, th))
     sac = statistics.median(r["recase_s"] for r in rows["sacremoses"])
     print(f"{'system':<11} {'median s':>9} {'min':>7} {'max':>7} {'sent/s':>8} {'words/s':>9} {'x sacremoses':>12} "
           f"{'load s':>7} {'RSS MiB':>8}")
@@ -117,9 +130,15 @@ def main() -> None:
         s = summary[k]
         print(f"{k:<11} {med:>9.2f} {min(t):>7.2f} {max(t):>7.2f} {n / med:>8.0f} {w / med:>9.0f} "
               f"{s['ratio_to_sacremoses']:>12.2f} {s['load_s']:>7.2f} {s['peak_rss_mib']:>8.0f}")
-    print(f"whole process (load + recase {rows['crf'][0]['sentences']} sentences, monolingual): "
-          f"median {statistics.median(procs):.2f} s (min {min(procs):.2f}, max {max(procs):.2f})")
-    Path(args.json).write_text(json.dumps({"summary": summary, "runs": rows, "whole_process_s": procs}, indent=1))
+    whole = {}
+    for th, runs in procs.items():
+        t = [w for w, _ in runs]
+        whole[th] = {"median_s": statistics.median(t), "min_s": min(t), "max_s": max(t),
+                     "peak_rss_mib": max(r for _, r in runs)}
+        print(f"whole process, --threads {th} (start + load + recase {rows['crf'][0]['sentences']} sentences "
+              f"with source and alignment + write): median {statistics.median(t):.2f} s "
+              f"(min {min(t):.2f}, max {max(t):.2f}), peak RSS {whole[th]['peak_rss_mib']:.0f} MiB")
+    Path(args.json).write_text(json.dumps({"summary": summary, "runs": rows, "whole_process": whole}, indent=1))
 
 
 if __name__ == "__main__":

@@ -62,8 +62,10 @@ def main() -> None:
 
     cache = cache_dir()
     src, tgt = newstest_pair(data_root(args.data_root), "fr-en", TRAIN, "fr", "en", cache, "fr-en.train")
-    words = sum(len(line.split()) for line in open(tgt, encoding="utf-8"))
-    swords = sum(len(line.split()) for line in open(src, encoding="utf-8"))
+    with open(tgt, encoding="utf-8") as fh:
+        words = sum(len(line.split()) for line in fh)
+    with open(src, encoding="utf-8") as fh:
+        swords = sum(len(line.split()) for line in fh)
     align = str(cache / "sets" / "fr-en.train.gdfa")
     rows = [run("align", str(src), str(tgt), align, "")]
     rows.append(run("tables", str(src), str(tgt), align, ""))

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Benchmark: training time and peak memory at 0.1M, 0.3M and 1M target words, with a linear fit.
+
+Each size trains a full model (tables + LM = "statistics", then dev lattices and CRF weights) in a
+fresh child process from the first lines of the concatenated word-aligned bitexts given with
+--part (cased, tokenized source, target and Pharaoh alignment). The dev set, and so the CRF cost,
+is the same for every size. Prints wall time per stage and peak RSS, fits time = a + b * words by
+least squares, states the extrapolation to 70M words (the paper's training size) and writes JSON.
+
+The exact command behind README's Performance table (the files come from running the fr-en and
+de-en experiments, which tokenize and align them into the cache):
+
+    python tools/bench_train.py \\
+        --part runs/cache/sets/fr-en.train.fr runs/cache/sets/fr-en.train.en runs/cache/sets/fr-en.train.gdfa \\
+        --part runs/cache/sets/de-en.train.de runs/cache/sets/de-en.train.en runs/cache/align/de-en.train.* \\
+        --part runs/cache/sets/de-en.dev.de runs/cache/sets/de-en.dev.en runs/cache/align/de-en.dev.* \\
+        --dev runs/cache/sets/fr-en.dev.fr runs/cache/sets/fr-en.dev.en runs/cache/sets/fr-en.dev.gdfa
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES = [100_000, 300_000, 1_000_000]
+PAPER_WORDS = 70_000_000
+
+
+def subset(parts: list[list[str]], words: int, out: Path) -> int:
+    """The first lines of the concatenated parts holding >= ``words`` target words; returns the count."""
+    out.mkdir(parents=True, exist_ok=True)
+    total = 0
+    with open(out / "src", "w", encoding="utf-8") as fs, open(out / "tgt", "w", encoding="utf-8") as ft, \
+            open(out / "align", "w", encoding="utf-8") as fa:
+        for src, tgt, align in parts:
+            with open(src, encoding="utf-8") as s, open(tgt, encoding="utf-8") as t, open(align, encoding="utf-8") as a:
+                for ls, lt, la in zip(s, t, a):
+                    if total >= words:
+                        return total
+                    fs.write(ls)
+                    ft.write(lt)
+                    fa.write(la)
+                    total += len(lt.split())
+    if total < words:
+        sys.exit(f"the parts hold only {total:,} target words, fewer than {words:,}")
+    return total
+
+
+def _child(work: str, dev: list[str], q: mp.Queue) -> None:
+    from moses_recaser.train import TrainSettings, train
+
+    w = Path(work)
+    t0 = time.perf_counter()
+    report = train(str(w / "src"), str(w / "tgt"), str(w / "align"), dev[0], dev[1], dev[2], str(w / "model"),
+                   TrainSettings(), w)
+    q.put({"wall_s": time.perf_counter() - t0, "stages_s": report.seconds,
+           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def measure(work: Path, dev: list[str]) -> dict:
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(str(work), dev, q))
+    p.start()
+    p.join()
+    if p.exitcode:
+        sys.exit("training failed")
+    return q.get()
+
+
+def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
+    n = len(x)
+    mx, my = sum(x) / n, sum(y) / n
+    b = sum((a - mx) * (c - my) for a, c in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+    return my - b * mx, b
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", nargs=3, action="append", required=True, metavar=("SRC", "TGT", "ALIGN"))
+    ap.add_argument("--dev", nargs=3, required=True, metavar=("SRC", "TGT", "ALIGN"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    ap.add_argument("--json", default="runs/bench_train.json")
+    args = ap.parse_args()
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-train.") as tmp:
+        for size in args.sizes:
+            work = Path(tmp) / str(size)
+            words = subset(args.part, size, work)
+            r = measure(work, args.dev)
+            r["words"] = words
+            rows.append(r)
+    print(f"{'target words':>12} {'statistics s':>12} {'lattices s':>10} {'CRF s':>7} {'total s':>8} {'peak RSS MiB':>12}")
+    for r in rows:
+        s = r["stages_s"]
+        print(f"{r['words']:>12,} {s['statistics']:>12.1f} {s['lattices']:>10.1f} {s['crf']:>7.1f} "
+              f"{r['wall_s']:>8.1f} {r['peak_rss_mib']:>12.0f}")
+    x = [r["words"] / 1e6 for r in rows]
+    fits = {}
+    for key, ys in (("statistics_s", [r["stages_s"]["statistics"] for r in rows]),
+                    ("total_s", [r["wall_s"] for r in rows]),
+                    ("peak_rss_mib", [r["peak_rss_mib"] for r in rows])):
+        a, b = fit_line(x, ys)
+        fits[key] = {"intercept": a, "per_million_words": b, "at_70M": a + b * PAPER_WORDS / 1e6}
+        print(f"fit {key}: {a:.2f} + {b:.2f} per 1M words -> {a + b * PAPER_WORDS / 1e6:,.0f} at 70M words")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"runs": rows, "fits": fits}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
