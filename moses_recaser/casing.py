@@ -85,6 +85,8 @@ def _upper_char(c: str) -> str:
 
 def upper_all(token: str) -> str:
     """AU(w): every character upper-cased where that keeps the length and the lowercase."""
+    if token.isascii() and "&" not in token:
+        return token.upper()  # the common case, and always length- and lowercase-preserving
     mask = _masked(token)
     # whole-token check first: Greek final sigma only round-trips in context (ΟΔΟΣ -> οδος)
     out = "".join(c if m == "\0" or len(u := c.upper()) != 1 else u for c, m in zip(token, mask))
@@ -96,6 +98,12 @@ def upper_all(token: str) -> str:
 
 def upper_first(token: str) -> str:
     """IU(w): the first cased character upper-cased, the rest as in lower(w)."""
+    if token.isascii() and "&" not in token:  # the common case: ASCII cased characters are the letters
+        low = token.lower()
+        for i, c in enumerate(low):
+            if c.isalpha():
+                return low[:i] + c.upper() + low[i + 1 :]
+        return token
     low = lower(token)
     if len(low) != len(token):
         low = token  # a length-changing lowercase (e.g. 'İ'): work on the token as given

@@ -95,10 +95,6 @@ def cmd_phrase_align(args: argparse.Namespace) -> int:
     from .moses import read_aligned_bitext
     from .npa import length_distribution, phrase_align_triple
 
-    if args.stats is None and (args.src is None or args.tgt is None):
-        raise RecaserError("give the training bitext (--src and --tgt) or a statistics model (--stats)")
-    if args.stats is not None and (args.src or args.tgt or args.alignment or args.lm):
-        raise RecaserError("--stats replaces --src, --tgt, --alignment and --lm; give one or the other")
     lengths = None
     if args.lengths_trace is not None:
         if args.lengths_source is None:
@@ -223,6 +219,9 @@ _WORKER: dict = {}
 
 def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and cleans up
+    # the parent ends the pool with SIGTERM: die at once (the inherited handler raises an exception
+    # wherever the worker happens to be, which can leave it blocked on the pool's queue lock)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _worker_recase(chunk):  # type: ignore[no-untyped-def]

@@ -74,6 +74,8 @@ _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", "
 
 def is_upper_word(token: str) -> bool:
     """Every cased character upper, and at least one."""
+    if token.isascii():
+        return token.isupper()  # the same test for ASCII
     cased = [c for c in token if c.isupper() or c.islower()]
     return bool(cased) and all(c.isupper() for c in cased)
 

@@ -24,6 +24,7 @@ Tables are numpy arrays plus vocabularies (no pickle): a pair (F, E) is the int6
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -201,7 +202,7 @@ class StatsCounts:
         self.sentences += 1
         self.target_tokens += len(target)
         self.forms.update(target)
-        for prev, tok in zip(target, target[1:]):
+        for prev, tok in itertools.pairwise(target):
             if casing.is_punctuation(prev) and casing.has_letter(tok):
                 self.punct[prev] += 1
         for tok in target:

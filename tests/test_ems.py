@@ -126,7 +126,7 @@ def test_meta_command(tmp_path):
     subprocess.run([EMS, "meta", "--moses-meta", str(src), "-o", str(out)], check=True)
     assert "-trace IN2 -source IN3" in out.read_text(encoding="utf-8")
     bad = subprocess.run([EMS, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out)],
-                         capture_output=True, text=True)
+                         check=False, capture_output=True, text=True)
     assert bad.returncode == 2 and "error" in bad.stderr and "experiment.meta not found" in bad.stderr
 
 
@@ -213,7 +213,7 @@ def test_recase_step_without_the_wa_file(ems_work, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1",
                            "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1",
-                           "-alignment", f"{w}/evaluation/missing.wa", "-o", str(out)], capture_output=True, text=True)
+                           "-alignment", f"{w}/evaluation/missing.wa", "-o", str(out)], check=False, capture_output=True, text=True)
     assert proc.returncode == 0 and "does not exist" in proc.stderr
     assert len(out.read_text().splitlines()) == 150
 
@@ -240,11 +240,11 @@ def test_recase_errors_exit_non_zero(ems_work, tmp_path):
     short = _write(tmp_path / "short", ["one line"])
     proc = subprocess.run([EMS, "recase", "-in", str(short), "-model", f"{w}/recasing/moses.ini.1",
                            "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "moses-recaser-ems: error:" in proc.stderr and proc.stdout == ""
     proc = subprocess.run([EMS, "recase", "-in", str(short), "-model", str(tmp_path / "nope")],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     assert proc.returncode == 2 and "model not found" in proc.stderr
 
 

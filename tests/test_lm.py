@@ -46,7 +46,8 @@ def _our_arpa(corpus, order: int) -> str:
 @pytest.mark.parametrize("order", [3, 5])
 def test_every_ngram_prob_and_backoff_match_lmplz(corpus, order):
     ours = _load_arpa(_our_arpa(corpus, order))
-    gold = _load_arpa(lzma.open(LMPLZ / f"order{order}.arpa.xz", "rt", encoding="utf-8").read())
+    with lzma.open(LMPLZ / f"order{order}.arpa.xz", "rt", encoding="utf-8") as fh:
+        gold = _load_arpa(fh.read())
     assert set(ours) == set(gold)
     for ngram, (lp, bo) in gold.items():
         our_lp, our_bo = ours[ngram]

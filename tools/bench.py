@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,17 +81,20 @@ def measure(kind: str, model: str, src: str, ref: str, align: str | None, train_
     return q.get()
 
 
-def whole_process(model: str, src: str, ref: str, align: str | None, tmp: Path, threads: int) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB, largest process) of one `moses-recaser recase` run."""
+def whole_process(model: str, src: str, ref: str, align: str | None, tmp: Path, threads: int,
+                  code: str | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, largest process) of one `moses-recaser recase` run (with the
+    package from directory ``code`` when given: an older revision, for before/after figures)."""
     low = tmp / "bench.lc"
     low.write_text(Path(ref).read_text(encoding="utf-8").lower(), encoding="utf-8")
     cmd = [sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--source", src,
            "--input", str(low), "--threads", str(threads), "-o", str(tmp / "bench.out")]
     if align:
         cmd += ["--input-alignment", align]
+    env = dict(os.environ, PYTHONPATH=code) if code else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, env=env, cwd=code)
     wall = time.perf_counter() - t0
     return wall, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
 
@@ -102,6 +107,7 @@ def main() -> None:
     ap.add_argument("--test-align", help="Pharaoh links test source -> reference (else diagonal links)")
     ap.add_argument("--train-tgt", required=True, help="the model's training target (sacremoses trains on it)")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--before", metavar="REV", help="also time the whole process at this git revision (before/after)")
     ap.add_argument("--json", default="runs/bench.json")
     args = ap.parse_args()
     kinds = ["crf", "trigram", "sacremoses"]
@@ -112,9 +118,22 @@ def main() -> None:
     tmp = Path(args.json).parent
     tmp.mkdir(parents=True, exist_ok=True)
     procs: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
-    for _ in range(args.runs):
-        for th, runs in procs.items():
-            runs.append(whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, th))
+    old: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-before.") as wt:
+        if args.before:
+            subprocess.run(["git", "worktree", "add", "--detach", wt, args.before], check=True, capture_output=True)
+        try:
+            for _ in range(args.runs):
+                for th, runs in procs.items():
+                    runs.append(whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, th))
+                if args.before:
+                    old.append(whole_process(str(Path(args.model).resolve()), str(Path(args.test_src).resolve()),
+                                             str(Path(args.test_ref).resolve()),
+                                             str(Path(args.test_align).resolve()) if args.test_align else None,
+                                             tmp.resolve(), 1, code=wt))
+        finally:
+            if args.before:
+                subprocess.run(["git", "worktree", "remove", "--force", wt], check=False, capture_output=True)
     sac = statistics.median(r["recase_s"] for r in rows["sacremoses"])
     print(f"{'system':<11} {'median s':>9} {'min':>7} {'max':>7} {'sent/s':>8} {'words/s':>9} {'x sacremoses':>12} "
           f"{'load s':>7} {'RSS MiB':>8}")
@@ -138,6 +157,11 @@ def main() -> None:
         print(f"whole process, --threads {th} (start + load + recase {rows['crf'][0]['sentences']} sentences "
               f"with source and alignment + write): median {statistics.median(t):.2f} s "
               f"(min {min(t):.2f}, max {max(t):.2f}), peak RSS {whole[th]['peak_rss_mib']:.0f} MiB")
+    if old:
+        t = [w for w, _ in old]
+        whole["before"] = {"revision": args.before, "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t)}
+        print(f"whole process at {args.before} (before), --threads 1: median {statistics.median(t):.2f} s "
+              f"(min {min(t):.2f}, max {max(t):.2f})")
     Path(args.json).write_text(json.dumps({"summary": summary, "runs": rows, "whole_process": whole}, indent=1))
 
 
