@@ -104,3 +104,28 @@ class MosesTruecaserBaseline:
             _check_case_only(t.target, toks)
             out.append(toks)
         return out
+
+
+class CopySourceBaseline:
+    """The ten-line rule of issue #4: sacremoses truecase+detruecase, then every word that equals, up to
+    case, a source word not capitalized by its position takes that word's case (the first such word)."""
+
+    signature_name = "sacremoses+copy-source"
+
+    def __init__(self, base: MosesTruecaserBaseline) -> None:
+        self.base = base
+        self.signature = f"{base.signature}|copy-source"
+
+    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+        out = []
+        for t, toks in zip(triples, self.base.recase_batch(triples)):
+            pos = casing.positional(t.source)
+            forms: dict[str, str] = {}
+            for k, w in enumerate(t.source):
+                if k not in pos:
+                    forms.setdefault(casing.lower(w), w)
+            toks = [f if (f := forms.get(casing.lower(w))) is not None and casing.is_recasing_of(f, w) else w
+                    for w in toks]
+            _check_case_only(t.target, toks)
+            out.append(toks)
+        return out

@@ -168,7 +168,7 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
 
 
 def systems_for(cfg: ExperimentConfig, model: Path, train_target: Path) -> dict[str, object]:
-    from .baselines import MosesTruecaserBaseline, TrigramRecaser, UnigramRecaser
+    from .baselines import CopySourceBaseline, MosesTruecaserBaseline, TrigramRecaser, UnigramRecaser
     from .recaser import Recaser
 
     out: dict[str, object] = {}
@@ -179,10 +179,14 @@ def systems_for(cfg: ExperimentConfig, model: Path, train_target: Path) -> dict[
             out[name] = TrigramRecaser(model)
         elif name == "sacremoses":
             out[name] = MosesTruecaserBaseline(x.split() for x in read_lines(train_target))
+        elif name == "sacremoses+copy":
+            base = out.get("sacremoses") or MosesTruecaserBaseline(x.split() for x in read_lines(train_target))
+            out[name] = CopySourceBaseline(base)  # type: ignore[arg-type]
         elif name in ("crf", "crf-monolingual"):
             out[name] = out.get("crf") or Recaser(model)
         else:
-            raise RecaserError(f"unknown system {name!r}; choose from unigram, trigram, sacremoses, crf, crf-monolingual")
+            raise RecaserError(f"unknown system {name!r}; choose from unigram, trigram, sacremoses, "
+                                 "sacremoses+copy, crf, crf-monolingual")
     return out
 
 

@@ -106,7 +106,7 @@ def source_spans(source: Sequence[str], target: Sequence[str]) -> list[str | Non
             n = 0
             while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
                 n += 1
-            if sum(casing.has_letter(t) for t in tgt[i:i + n]) < 2:
+            if n < 2 or sum(casing.has_letter(t) for t in tgt[i:i + n]) < 2:
                 continue
             for d in range(n):
                 if n > best[i + d]:

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-ORDER = ["unigram", "trigram", "sacremoses", "crf-monolingual", "crf"]
+ORDER = ["unigram", "trigram", "sacremoses", "sacremoses+copy", "crf-monolingual", "crf"]
 
 
 def main(dirs: list[str]) -> None:
