@@ -1,4 +1,8 @@
-"""Feature functions (paper section 4.3) over the candidate lattice of one triple.
+"""Feature functions (paper section 4.3) over the candidate lattices of triples.
+
+``FeatureExtractor.lattices`` builds a batch at once: GEN and the sentence-level facts are per token
+(cached by token), while the feature values, the table lookups and the LM queries are numpy over
+every candidate of the batch; ``lattice`` is the one-triple case of the same code.
 
 Every feature is defined per target word E_i and summed over the sentence. A target word is
 aligned to every word of its aligned source phrase (``alignment="phrase"``, the paper's
@@ -6,7 +10,8 @@ choice) or, beyond the paper (``alignment="links"``), to the source words it is 
 it has links, else to its phrase.
 
 Paper features:
-- ``lm`` (eq. 6): log10 p(E_i | E_{i-2}, E_{i-1}) from the cased LM through kenlm states, with
+- ``lm`` (eq. 6): log10 p(E_i | E_{i-2}, E_{i-1}) from the cased LM (the model's query arrays, equal to
+  kenlm's scores; kenlm states for a binary LM given with ``--lm``), with
   ``<s>`` and ``</s>``; the only transition feature (it lives in ``Lattice.lm``);
 - ``cap_t1`` (eq. 7): log sum_k p(E_i | F_k) over the aligned source words;
 - ``cap_tag_t1`` (eq. 8): log sum_k p(e_i | f_k) p(tag(E_i) | tag(F_k));

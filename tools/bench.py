@@ -54,8 +54,10 @@ def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_t
             triples = _with_links(triples)
     else:
         triples = [Triple(t.id, [], lowered(t).target) for t in triples]
+    from moses_recaser.recaser import chunks
+
     t0 = time.perf_counter()
-    out = system.recase_batch(triples)
+    out = [x for part in chunks(triples) for x in system.recase_batch(part)]  # streamed as the CLI does
     wall = time.perf_counter() - t0
     q.put({"kind": kind, "load_s": load, "recase_s": wall, "sentences": len(out),
            "words": sum(len(x) for x in out), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
@@ -92,11 +94,14 @@ def whole_process(model: str, src: str, ref: str, align: str | None, tmp: Path, 
     if align:
         cmd += ["--input-alignment", align]
     env = dict(os.environ, PYTHONPATH=code) if code else None
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, cwd=code)
+    proc = subprocess.Popen(cmd, env=env, cwd=code)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS (its workers are reaped by it)
     wall = time.perf_counter() - t0
-    return wall, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        sys.exit(f"recasing failed: {cmd}")
+    return wall, usage.ru_maxrss / 1024
 
 
 def main() -> None:
