@@ -186,6 +186,8 @@ def train(
     t0 = time.perf_counter()
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
+    # a statistics model is checked before any corpus is read
+    preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
     train_set = _read_bitext(src, tgt, alignment) if stats_model is None else []
     dev_set = _read_bitext(dev_src, dev_tgt, dev_alignment)
     files: dict[str, str] = {}
@@ -203,8 +205,8 @@ def train(
     report.seconds["align"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    if stats_model is not None:
-        tables, lm_path = _stats_from_model(stats_model, settings)
+    if preloaded is not None:
+        tables, lm_path = preloaded
     else:
         tables, lm_path = _stats(train_set, settings, work, "all")
     files["lm.arpa" if _is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)

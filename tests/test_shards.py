@@ -85,3 +85,24 @@ def test_train_needs_a_bitext_or_statistics(tico, capsys):
     assert main(["train", "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"),
                  "--model", "never"]) == 2
     assert "--stats" in capsys.readouterr().err
+
+
+def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp_path, capsys):
+    import yaml
+
+    d = bitext
+    args = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "stats", *args, "--model", str(tmp_path / "stats")]) == 0
+    dev = ["--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en")]
+    assert main(["train", "--stats", str(tmp_path / "stats"), *args, *dev, "--model", str(tmp_path / "m")]) == 2
+    assert "--stats replaces" in capsys.readouterr().err
+    # a statistics model from before the punctuation counts were stored
+    manifest = tmp_path / "stats" / "manifest.yaml"
+    doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    del doc["files"]["punct.vocab"]
+    (tmp_path / "stats" / "punct.vocab").unlink()
+    manifest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    assert main(["train", "--stats", str(tmp_path / "stats"), *dev, "--dev-alignment", str(d / "a"),
+                 "--model", str(tmp_path / "m")]) == 2
+    assert "no punctuation counts" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
