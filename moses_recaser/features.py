@@ -225,20 +225,19 @@ class FeatureExtractor:
         if flat:
             self._features(U, sents, flat, per_pos, n_pos)
         lms = self._lm_batch([s.cands for s in sents])
+        # each candidate's (position in its sentence, index at its position)
+        P = np.repeat(np.arange(len(per_pos)) - np.repeat(np.cumsum(n_pos) - n_pos, n_pos), per_pos)
+        J = np.arange(len(flat)) - np.repeat(np.cumsum(per_pos) - per_pos, per_pos)
         out = []
         c0 = 0
         for s, lm in zip(sents, lms):
-            n = len(s.cands)
             K = max((len(c) for c in s.cands), default=1)
-            m = sum(len(c) for c in s.cands)
-            I = np.repeat(np.arange(n), [len(c) for c in s.cands])
-            J = np.arange(m) - np.repeat(np.cumsum([0] + [len(c) for c in s.cands[:-1]]), [len(c) for c in s.cands]) \
-                if n else np.zeros(0, dtype=np.int64)
-            unary = np.zeros((n, K, len(self.names)))
-            valid = np.zeros((n, K), dtype=bool)
-            unary[I, J] = U[c0:c0 + m]
-            valid[I, J] = True
-            c0 += m
+            sl = slice(c0, c0 + sum(len(c) for c in s.cands))
+            unary = np.zeros((len(s.cands), K, len(self.names)))
+            valid = np.zeros((len(s.cands), K), dtype=bool)
+            unary[P[sl], J[sl]] = U[sl]
+            valid[P[sl], J[sl]] = True
+            c0 = sl.stop
             out.append(Lattice(cands=s.cands, unary=unary, lm=lm, valid=valid, gold=s.gold))
         return out
 
@@ -422,15 +421,11 @@ class FeatureExtractor:
 
         if isinstance(self.lm, ArrayLM):
             return batch_lattice_scores(self.lm, cands)
-        return [self.lm_scores(c, max((len(x) for x in c), default=1)) for c in cands]
+        return [self._kenlm_scores(c, max((len(x) for x in c), default=1)) for c in cands]
 
-    def lm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
-        """lm[i, a, b, c] = log10 p(c_i | c_{i-2}, c_{i-1}) (see the Lattice): batched array queries when
-        the model has them (lm.npz), else one kenlm query per triple through kenlm states."""
-        from .lmquery import ArrayLM, lattice_scores
-
-        if isinstance(self.lm, ArrayLM):
-            return lattice_scores(self.lm, cands, K)
+    def _kenlm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
+        """The LM scores of one lattice through kenlm states, one query per triple (a binary LM given
+        with ``--lm`` has no query arrays)."""
         import kenlm
 
         model = self.lm

@@ -21,7 +21,6 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -151,38 +150,10 @@ class ArrayLM:
                    tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
 
 
-@lru_cache(maxsize=1024)
-def _grid(x: int, y: int, z: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ga, gb, gc = np.meshgrid(np.arange(x), np.arange(y), np.arange(z), indexing="ij")
-    return ga.ravel(), gb.ravel(), gc.ravel()
-
-
-def lattice_scores(lm: ArrayLM, cands: Sequence[Sequence[str]], K: int) -> np.ndarray:
-    """lm[i, a, b, c] = log10 p(c_i | c_{i-2}=a, c_{i-1}=b) for one sentence (see features.Lattice)."""
-    n = len(cands)
-    padded = [["<s>"], ["<s>"]] + [list(c) for c in cands] + [["</s>"]]
-    ids = [lm.word_ids(c) for c in padded]
-    A, B, C, I, J, L, M = [], [], [], [], [], [], []
-    for i in range(n + 1):
-        h2, h1, w = ids[i], ids[i + 1], ids[i + 2]
-        ga, gb, gc = _grid(len(h2), len(h1), len(w))
-        a = h2[ga] if i >= 1 else np.full(len(ga), -1)  # at i = 0 the only context is <s>
-        A.append(a)
-        B.append(h1[gb])
-        C.append(w[gc])
-        I.append(np.full(len(ga), i))
-        J.append(ga)
-        L.append(gb)
-        M.append(gc)
-    out = np.zeros((n + 1, K, K, K))
-    out[np.concatenate(I), np.concatenate(J), np.concatenate(L), np.concatenate(M)] = lm.score(
-        np.concatenate(A), np.concatenate(B), np.concatenate(C))
-    return out
-
-
 def batch_lattice_scores(lm: ArrayLM, sentences: Sequence[Sequence[Sequence[str]]]) -> list[np.ndarray]:
-    """``lattice_scores`` for many sentences with one vectorized query (K per sentence: its widest
-    position)."""
+    """lm[i, a, b, c] = log10 p(c_i | c_{i-2}=a, c_{i-1}=b) of each sentence's lattice (see
+    features.Lattice; i = n is </s>, K per sentence is its widest position), for many sentences with
+    one vectorized query."""
     out: list[np.ndarray] = []
     if not sentences:
         return out

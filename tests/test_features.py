@@ -28,14 +28,18 @@ TOY = [
 
 
 @pytest.fixture(scope="module")
-def extractor(tmp_path_factory) -> FeatureExtractor:
-    tables = Tables.from_counts(count_triples(TOY))
+def arpa(tmp_path_factory):
     text = io.StringIO()
     write_arpa(estimate(count_ngrams([t.target for t in TOY], 3), discount_fallback=True), text)
-    arpa = tmp_path_factory.mktemp("lm") / "lm.arpa"
-    arpa.write_text(text.getvalue(), encoding="utf-8")
-    names = feature_names("full", [","])
-    return FeatureExtractor(tables, ArrayLM.from_arpa(arpa), names, alignment="links")
+    path = tmp_path_factory.mktemp("lm") / "lm.arpa"
+    path.write_text(text.getvalue(), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def extractor(arpa) -> FeatureExtractor:
+    tables = Tables.from_counts(count_triples(TOY))
+    return FeatureExtractor(tables, ArrayLM.from_arpa(arpa), feature_names("full", [","]), alignment="links")
 
 
 def values(ex: FeatureExtractor, triple: Triple, position: int, name: str) -> dict[str, float]:
@@ -114,3 +118,22 @@ def test_lm_feature_is_the_trigram_log_probability(extractor):
     ids = lm.word_ids(["<s>", "He", "sees"])
     want = lm.score(np.array([ids[0]]), np.array([ids[1]]), np.array([ids[2]]))[0]
     assert lat.lm[1, 0, he, sees] == pytest.approx(want)
+
+
+def test_batched_array_lattices_equal_one_by_one_kenlm_lattices(extractor, arpa):
+    import kenlm
+
+    through_kenlm = FeatureExtractor(extractor.tables, kenlm.Model(str(arpa)), extractor.names, alignment="links")
+    triples = [
+        Triple(0, ["Le", "chat", "de", "Paris"], ["the", "cat", "of", "paris"], links=[(0, 0), (1, 1), (3, 3)]),
+        Triple(1, [], ["he", "sees", "the", "unknownword", ",", "a", "reason"]),
+        Triple(2, ["Il", "a"], ["he", "has"], links=[(0, 0), (1, 1)]),
+        Triple(3, [], []),
+    ]
+    batch = extractor.lattices(triples)
+    for t, lat in zip(triples, batch):
+        one = through_kenlm.lattice(t)
+        assert one.cands == lat.cands
+        np.testing.assert_allclose(one.unary, lat.unary)
+        np.testing.assert_allclose(one.lm, lat.lm, atol=1e-5)
+        assert (one.valid == lat.valid).all()
