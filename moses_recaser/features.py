@@ -139,6 +139,7 @@ class Lattice:
     lm: np.ndarray  # (n + 1, K, K, K): lm[i, a, b, c] = log10 p(c_i | c_{i-2}=a, c_{i-1}=b); i = n is </s>
     valid: np.ndarray  # (n, K) bool
     gold: np.ndarray | None = None  # (n,) index of the reference form, when training
+    gen_misses: int = 0  # positions whose reference form GEN did not give (then added, if a recasing), when training
 
     @property
     def n(self) -> int:
@@ -153,6 +154,7 @@ class _Sentence:
     aligned: list[list[int]]
     spans: list[str | None]
     gold: np.ndarray | None
+    gen_misses: int
     punct: list[int]  # feature column of the punctuation before each position (-1: none)
     first: int  # the first position with a letter
     src_words: set[str] | None = None  # source words whose case counts, without diacritics
@@ -238,12 +240,9 @@ class FeatureExtractor:
             unary[P[sl], J[sl]] = U[sl]
             valid[P[sl], J[sl]] = True
             c0 = sl.stop
-            out.append(Lattice(cands=s.cands, unary=unary, lm=lm, valid=valid, gold=s.gold))
+            out.append(Lattice(cands=s.cands, unary=unary, lm=lm, valid=valid, gold=s.gold,
+                               gen_misses=s.gen_misses))
         return out
-
-    def candidates(self, triple: Triple) -> list[list[str]]:
-        """GEN of every target word (what the lattice holds without a reference)."""
-        return self._sentence(triple, None).cands
 
     def _sentence(self, triple: Triple, reference: Sequence[str] | None) -> _Sentence:
         """Per-sentence work: alignment, GEN, and the sentence-level facts the features need."""
@@ -252,14 +251,17 @@ class FeatureExtractor:
         aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
         spans = source_spans(source, target) if source and "src_span" in self.index else [None] * n
         cands: list[list[str]] = []
+        misses = 0
         for i, tok in enumerate(target):
             if aligned[i] or spans[i]:
                 forms = tuple(source[k] for k in aligned[i]) + ((spans[i],) if spans[i] else ())
                 c = list(self._gen_source(tok, forms))
             else:
                 c = list(self._gen_plain(tok))
-            if reference is not None and reference[i] not in c and casing.is_recasing_of(reference[i], tok):
-                c.append(reference[i])
+            if reference is not None and reference[i] not in c:
+                misses += 1
+                if casing.is_recasing_of(reference[i], tok):
+                    c.append(reference[i])
             cands.append(c)
         gold = None
         if reference is not None:
@@ -269,7 +271,7 @@ class FeatureExtractor:
             if is_punctuation(target[i - 1]):
                 punct[i] = self.index.get("punct=" + target[i - 1], self.index.get(OTHER_PUNCT, -1))
         sent = _Sentence(cands=cands, aligned=aligned, spans=spans, gold=gold, punct=punct,
-                         first=first_letter_position(target))
+                         first=first_letter_position(target), gen_misses=misses)
         if source:
             src_pos = casing.positional(source)
             sent.src_words = {casing.strip_diacritics(w) for k, w in enumerate(source)

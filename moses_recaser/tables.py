@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,7 +73,6 @@ class TranslationTable:
             self.tgt_ids = {w: i for i, w in enumerate(self.tgt_vocab)}
         n_links = float(self.tgt_count.sum())
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
-        self._memo: dict[tuple[str, str], float] = {}
 
     @classmethod
     def from_counts(cls, pc: PairCounts) -> TranslationTable:
@@ -105,26 +104,11 @@ class TranslationTable:
         )
 
     def p0(self, e: str) -> float:
-        i = self.tgt_ids.get(e)
-        return (1.0 + (float(self.tgt_count[i]) if i is not None else 0.0)) / self._p0_denominator
-
-    def count(self, f: str, e: str) -> int:
-        fi, ei = self.src_ids.get(f), self.tgt_ids.get(e)
-        if fi is None or ei is None:
-            return 0
-        key = fi * len(self.tgt_vocab) + ei
-        pos = int(np.searchsorted(self.keys, key))
-        return int(self.counts[pos]) if pos < len(self.keys) and self.keys[pos] == key else 0
+        return float(self.probs(np.array([-1]), np.array([self.tgt_ids.get(e, -1)]))[0])
 
     def prob(self, f: str, e: str) -> float:
-        """p(e|f), smoothed (memoized: recasing asks for the same pairs again and again)."""
-        key = (f, e)
-        p = self._memo.get(key)
-        if p is None:
-            if len(self._memo) > 1 << 20:
-                self._memo.clear()
-            p = self._memo[key] = self._prob(f, e)
-        return p
+        """p(e|f), smoothed (one pair; recasing asks ``probs`` for arrays of pairs)."""
+        return float(self.probs(np.array([self.src_ids.get(f, -1)]), np.array([self.tgt_ids.get(e, -1)]))[0])
 
     def probs(self, f: np.ndarray, e: np.ndarray) -> np.ndarray:
         """p(e|f) for arrays of ids (-1: not in the table), the same values as ``prob``."""
@@ -142,14 +126,6 @@ class TranslationTable:
         types = self.src_types[f0].astype(np.float64)
         p = (count + types * p0) / (self.src_total[f0] + types)
         return np.where(known_f, p, p0)
-
-    def _prob(self, f: str, e: str) -> float:
-        p0 = self.p0(e)
-        fi = self.src_ids.get(f)
-        if fi is None:
-            return p0
-        types = float(self.src_types[fi])
-        return (self.count(f, e) + types * p0) / (float(self.src_total[fi]) + types)
 
 
 @dataclass
@@ -184,6 +160,14 @@ class Forms:
         return groups
 
 
+def punctuation_before_words(target: Sequence[str]) -> Iterator[str]:
+    """The punctuation tokens followed by a word with a letter (each occurrence): the CRF's punct=P
+    features fire on such words."""
+    for prev, tok in itertools.pairwise(target):
+        if casing.is_punctuation(prev) and casing.has_letter(tok):
+            yield prev
+
+
 @dataclass
 class StatsCounts:
     """Everything counted from the bitext; mergeable, so shards can be counted apart."""
@@ -202,9 +186,7 @@ class StatsCounts:
         self.sentences += 1
         self.target_tokens += len(target)
         self.forms.update(target)
-        for prev, tok in itertools.pairwise(target):
-            if casing.is_punctuation(prev) and casing.has_letter(tok):
-                self.punct[prev] += 1
+        self.punct.update(punctuation_before_words(target))
         for tok in target:
             if casing.has_letter(tok):
                 self.initial[tok] += 1

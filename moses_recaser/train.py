@@ -24,16 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, casing
+from . import __version__
 from .crf import fit
 from .errors import RecaserError
-from .features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names, is_punctuation
+from .features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names
 from .moses import read_aligned_bitext
 from .npa import length_distribution, phrase_align_triple
 from .recaser import Weights, chunks, load_lm
 from .stats import _is_arpa, estimate_lm
 from .store import write_model
-from .tables import Tables, count_triples
+from .tables import Tables, count_triples, punctuation_before_words
 from .triples import Triple, lowered
 
 log = logging.getLogger(__name__)
@@ -108,9 +108,7 @@ def punctuation_vocabulary(triples: Sequence[Triple], min_count: int,
     counts already made (the training statistics' ``punct``)."""
     c: Counter[str] = Counter(counted or {})
     for t in triples:
-        for prev, tok in zip(t.target, t.target[1:]):
-            if is_punctuation(prev) and casing.has_letter(tok):
-                c[prev] += 1
+        c.update(punctuation_before_words(t.target))
     return sorted(p for p, n in c.items() if n >= min_count)
 
 
@@ -119,11 +117,10 @@ def build_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tu
     lats: list[Lattice] = []
     words = hits = 0
     for part in chunks(triples):
-        low = [lowered(t) for t in part]
-        for t, lt in zip(part, low):
-            words += len(t.target)
-            hits += sum(ref in cs for ref, cs in zip(t.target, extractor.candidates(lt)))
-        lats += extractor.lattices(low, [t.target for t in part])
+        part_lats = extractor.lattices([lowered(t) for t in part], [t.target for t in part])
+        words += sum(len(t.target) for t in part)
+        hits += sum(lat.n - lat.gen_misses for lat in part_lats)
+        lats += part_lats
     return lats, words, hits
 
 

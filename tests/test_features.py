@@ -137,3 +137,11 @@ def test_batched_array_lattices_equal_one_by_one_kenlm_lattices(extractor, arpa)
         np.testing.assert_allclose(one.unary, lat.unary)
         np.testing.assert_allclose(one.lm, lat.lm, atol=1e-5)
         assert (one.valid == lat.valid).all()
+
+
+def test_reference_missing_from_gen_is_added_and_counted(extractor):
+    t = Triple(0, [], ["the", "iphone", "cat"])
+    lat = extractor.lattice(t, reference=["The", "iPhone", "cat"])
+    assert "iPhone" not in extractor.lattice(t).cands[1]  # GEN has no mixed-case form of an unseen word
+    assert lat.cands[1][lat.gold[1]] == "iPhone"
+    assert lat.gen_misses == 1
