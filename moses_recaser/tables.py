@@ -106,6 +106,14 @@ class TranslationTable:
     def p0(self, e: str) -> float:
         return float(self.probs(np.array([-1]), np.array([self.tgt_ids.get(e, -1)]))[0])
 
+    def count(self, f: str, e: str) -> int:
+        fi, ei = self.src_ids.get(f), self.tgt_ids.get(e)
+        if fi is None or ei is None:
+            return 0
+        key = fi * len(self.tgt_vocab) + ei
+        pos = int(np.searchsorted(self.keys, key))
+        return int(self.counts[pos]) if pos < len(self.keys) and self.keys[pos] == key else 0
+
     def prob(self, f: str, e: str) -> float:
         """p(e|f), smoothed (one pair; recasing asks ``probs`` for arrays of pairs)."""
         return float(self.probs(np.array([self.src_ids.get(f, -1)]), np.array([self.tgt_ids.get(e, -1)]))[0])
