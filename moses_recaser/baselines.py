@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import casing
-from .crf import make_batches, viterbi
+from .crf import viterbi_flat
 from .features import FeatureExtractor, first_letter_position
 from .recaser import _check_case_only, load_model_lm
 from .store import read_manifest, tables_from_files
@@ -69,12 +69,9 @@ class TrigramRecaser:
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
-        lats = self.extractor.lattices([Triple(t.id, [], lowered(t).target) for t in triples])
-        out: list[list[str]] = [[] for _ in triples]
-        for batch in make_batches(lats):
-            paths, _ = viterbi(batch, self.weights)
-            for row, k in enumerate(batch.members):
-                out[k] = _initial_rule([lats[k].cands[i][j] for i, j in enumerate(paths[row])])
+        flat = self.extractor.flat([Triple(t.id, [], lowered(t).target) for t in triples])
+        paths = viterbi_flat(np.zeros(len(flat.ids)), self.weights[0] * flat.lm, flat)
+        out = [_initial_rule(toks) for toks in flat.words(paths, self.extractor.candidates.strings)]
         for t, toks in zip(triples, out):
             _check_case_only(t.target, toks)
         return out

@@ -171,6 +171,8 @@ def positional(tokens: Sequence[str]) -> set[int]:
 @lru_cache(maxsize=1 << 18)
 def strip_diacritics(token: str) -> str:
     """The token without combining marks (NFD), for matching names across languages (Montréal ~ Montreal)."""
+    if token.isascii():
+        return token  # nothing to decompose
     decomposed = unicodedata.normalize("NFD", token)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

@@ -50,15 +50,18 @@ Beyond the paper (feature set ``full``):
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
 from . import casing
+from .candidates import Candidates, CasePrior, load_candidates
 from .casing import Tag, is_punctuation
-from .gen import MAX_CANDIDATES, gen
+from .gen import MAX_CANDIDATES
+from .lmquery import ArrayLM, LatticeQueries
 from .tables import Tables
 from .triples import Triple
 
@@ -77,14 +80,6 @@ RARE_PRIOR = math.log(0.5)
 _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
 
 
-def is_upper_word(token: str) -> bool:
-    """Every cased character upper, and at least one."""
-    if token.isascii():
-        return token.isupper()  # the same test for ASCII
-    cased = [c for c in token if c.isupper() or c.islower()]
-    return bool(cased) and all(c.isupper() for c in cased)
-
-
 def first_letter_position(tokens: Sequence[str]) -> int:
     for i, tok in enumerate(tokens):
         if casing.has_letter(tok):
@@ -95,13 +90,15 @@ def first_letter_position(tokens: Sequence[str]) -> int:
 def source_spans(source: Sequence[str], target: Sequence[str]) -> list[str | None]:
     """For each target position, the source form when the word lies in a run of >= 2 words with a
     letter that the source repeats verbatim up to case (the longest run wins, then the first)."""
-    src = [w.lower() for w in source]  # casing.lower, inlined: this runs on every sentence
-    tgt = [w.lower() for w in target]
-    if len(set(src).intersection(tgt)) < 2:
+    src = list(map(str.lower, source))  # casing.lower, mapped in C: this runs on every sentence
+    tgt = list(map(str.lower, target))
+    common = set(src).intersection(tgt)
+    if len(common) < 2:
         return [None] * len(tgt)
     where: dict[str, list[int]] = {}
     for k, w in enumerate(src):
-        where.setdefault(w, []).append(k)
+        if w in common:
+            where.setdefault(w, []).append(k)
     out: list[str | None] = [None] * len(tgt)
     best = [0] * len(tgt)
     for i, w in enumerate(tgt):
@@ -147,21 +144,76 @@ class Lattice:
 
 
 @dataclass
+class Flat:
+    """A batch of lattices in flat form: every candidate of every position of every sentence, in order.
+    Recasing decodes it directly (crf.viterbi_flat); ``lattices`` splits it into per-sentence lattices."""
+
+    ids: np.ndarray  # (C,) candidate ids (FeatureExtractor.candidates)
+    per_pos: np.ndarray  # (N,) candidates per position
+    n_pos: np.ndarray  # (S,) positions per sentence
+    unary: np.ndarray  # (C, D) unary feature values
+    queries: LatticeQueries
+    lm: np.ndarray  # (Q,) log10 p of each LM query
+    bilingual: np.ndarray  # (S,) bool: the sentence has a source
+    gold: list[np.ndarray | None]
+    gen_misses: list[int]
+
+    def words(self, paths: Sequence[np.ndarray], strings: Sequence[str]) -> list[list[str]]:
+        """Per sentence, the candidates that ``paths`` choose (an index per position)."""
+        if not len(self.per_pos):
+            return [[] for _ in paths]
+        chosen = self.ids[np.cumsum(self.per_pos) - self.per_pos + np.concatenate(paths)].tolist()
+        out, p0 = [], 0
+        for n in self.n_pos.tolist():
+            out.append([strings[i] for i in chosen[p0:p0 + n]])
+            p0 += n
+        return out
+
+    def lattices(self, strings: Sequence[str]) -> list[Lattice]:
+        dense = self.queries.dense(self.lm, self.per_pos, self.n_pos)
+        ids = self.ids.tolist()
+        per_pos = self.per_pos.tolist()
+        # each candidate's (position in its sentence, index at its position)
+        P = np.repeat(np.arange(len(self.per_pos)) - np.repeat(np.cumsum(self.n_pos) - self.n_pos, self.n_pos),
+                      self.per_pos)
+        J = np.arange(len(self.ids)) - np.repeat(np.cumsum(self.per_pos) - self.per_pos, self.per_pos)
+        out = []
+        c0 = p0 = 0
+        for s, n in enumerate(self.n_pos.tolist()):
+            sizes = per_pos[p0:p0 + n]
+            cands = []
+            for k in sizes:
+                cands.append([strings[i] for i in ids[c0:c0 + k]])
+                c0 += k
+            K = max(sizes, default=1)
+            sl = slice(c0 - sum(sizes), c0)
+            unary = np.zeros((n, K, self.unary.shape[1]))
+            valid = np.zeros((n, K), dtype=bool)
+            unary[P[sl], J[sl]] = self.unary[sl]
+            valid[P[sl], J[sl]] = True
+            p0 += n
+            out.append(Lattice(cands=cands, unary=unary, lm=dense[s], valid=valid, gold=self.gold[s],
+                               gen_misses=self.gen_misses[s]))
+        return out
+
+
+@dataclass
 class _Sentence:
     """What the batch feature computation needs from one sentence."""
 
-    cands: list[list[str]]
-    aligned: list[list[int]]
-    spans: list[str | None]
-    gold: np.ndarray | None
-    gen_misses: int
-    punct: list[int]  # feature column of the punctuation before each position (-1: none)
+    ids: list[tuple[int, ...]]  # candidate ids per position
     first: int  # the first position with a letter
-    src_words: set[str] | None = None  # source words whose case counts, without diacritics
-    src_keys: list[str] | None = None  # source words as the tables know them (None: no source)
+    punct: list[int]  # feature column of the punctuation before each position (-1: none)
+    gold: np.ndarray | None = None
+    gen_misses: int = 0
+    bilingual: bool = False
+    src_strip: list[int] | None = None  # source words whose case counts (Candidates.strip_id)
+    spans: list[int] | None = None  # candidate id of each position's source span form (-1: none)
+    pair_pos: list[int] | None = None  # (position, aligned source word) pairs: the position ...
+    pair_src: list[int] | None = None  # ... and the source word as the tables know it (Candidates.source_id)
+    e_lower: list[int] | None = None  # each word's id among the lowercase table's targets
     headline: bool = False
     title: bool = False
-    target: list[str] | None = None  # lowercased target words (with a source only)
 
 
 class FeatureExtractor:
@@ -174,22 +226,28 @@ class FeatureExtractor:
         feature_names: Sequence[str],
         alignment: str = "phrase",
         max_candidates: int = MAX_CANDIDATES,
+        candidates_file: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``candidates_file``: a registry stored by training (candidates.save_candidates), used when
+        it was made with the same settings."""
         self.tables = tables
         self.lm = lm
         self.names = list(feature_names)
         self.index = {name: i for i, name in enumerate(self.names)}
         self.alignment = alignment
         self.max_candidates = max_candidates
-        self.forms = {k: [tables.forms.vocab[i] for i in ids] for k, ids in tables.forms.by_lower().items()}
-        self.form_set = set(tables.forms.vocab)
         self._tag_probs = tables.tags.probs()
         self._lm_cache: dict[tuple[str, str, str], float] = {}
-        self._prior = CasePrior(tables) if "case_prior" in self.index else None
-
-    @lru_cache(maxsize=1 << 17)  # noqa: B019 - per extractor, kept for its life
-    def _gen_plain(self, tok: str) -> tuple[str, ...]:
-        return tuple(gen(tok, self.forms.get(casing.lower(tok), ()), (), self.max_candidates))
+        prior = CasePrior(tables) if "case_prior" in self.index else None
+        lm_id, lm_vocab = None, -1
+        if isinstance(lm, ArrayLM):
+            ids, unk, lm_vocab = lm.ids, lm.unk, lm.V
+            lm_id = lambda w: ids.get(w, unk)
+        self.candidates = Candidates(tables, prior, lm_id, max_candidates, lm_vocab)
+        if candidates_file is not None:
+            load_candidates(self.candidates, candidates_file)
+        self._tokens: dict[str, tuple[int, bool, int]] = {}
+        self._keys: dict[tuple[str, bool], int] = {}
 
     # --- alignment -----------------------------------------------------------------------
     def aligned_sources(self, triple: Triple) -> list[list[int]]:
@@ -216,86 +274,93 @@ class FeatureExtractor:
 
     def lattices(self, triples: Sequence[Triple],
                  references: Sequence[Sequence[str] | None] | None = None) -> list[Lattice]:
-        """Lattices of many triples at once: the Python work is per token (GEN, cached), the feature
-        values are computed with numpy over every candidate of the batch together."""
+        return self.flat(triples, references).lattices(self.candidates.strings)
+
+    def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None = None) -> Flat:
+        """The lattices of many triples at once: the Python work is per word type (GEN and the
+        candidates' facts, kept in ``self.candidates``); the feature values are numpy over every
+        candidate of the batch together."""
         refs = references if references is not None else [None] * len(triples)
         sents = [self._sentence(t, r) for t, r in zip(triples, refs)]
-        flat = [c for s in sents for cs in s.cands for c in cs]
-        per_pos = np.fromiter((len(cs) for s in sents for cs in s.cands), dtype=np.int64)
-        n_pos = np.fromiter((len(s.cands) for s in sents), dtype=np.int64, count=len(sents))
-        U = np.zeros((len(flat), len(self.names)))
-        if flat:
-            self._features(U, sents, flat, per_pos, n_pos)
-        lms = self._lm_batch([s.cands for s in sents])
-        # each candidate's (position in its sentence, index at its position)
-        P = np.repeat(np.arange(len(per_pos)) - np.repeat(np.cumsum(n_pos) - n_pos, n_pos), per_pos)
-        J = np.arange(len(flat)) - np.repeat(np.cumsum(per_pos) - per_pos, per_pos)
-        out = []
-        c0 = 0
-        for s, lm in zip(sents, lms):
-            K = max((len(c) for c in s.cands), default=1)
-            sl = slice(c0, c0 + sum(len(c) for c in s.cands))
-            unary = np.zeros((len(s.cands), K, len(self.names)))
-            valid = np.zeros((len(s.cands), K), dtype=bool)
-            unary[P[sl], J[sl]] = U[sl]
-            valid[P[sl], J[sl]] = True
-            c0 = sl.stop
-            out.append(Lattice(cands=s.cands, unary=unary, lm=lm, valid=valid, gold=s.gold,
-                               gen_misses=s.gen_misses))
-        return out
+        per_pos = np.fromiter((len(c) for s in sents for c in s.ids), dtype=np.int64)
+        n_pos = np.fromiter((len(s.ids) for s in sents), dtype=np.int64, count=len(sents))
+        ids = np.fromiter(chain.from_iterable(c for s in sents for c in s.ids), dtype=np.int64,
+                          count=int(per_pos.sum()))
+        U = np.zeros((len(ids), len(self.names)))
+        if len(ids):
+            self._features(U, sents, ids, per_pos, n_pos)
+        queries = LatticeQueries.of(per_pos, n_pos)
+        if isinstance(self.lm, ArrayLM):
+            lm = queries.scores(self.lm, self.candidates.facts().lm[ids])
+        else:
+            lm = self._kenlm_flat(queries, ids, per_pos, n_pos)
+        return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, queries=queries, lm=lm,
+                    bilingual=np.fromiter((s.bilingual for s in sents), dtype=bool, count=len(sents)),
+                    gold=[s.gold for s in sents], gen_misses=[s.gen_misses for s in sents])
+
+    def _token(self, tok: str) -> tuple[int, bool, int]:
+        """(feature column of tok as the punctuation before a word (-1: none), has a letter, id of
+        lower(tok) among the lowercase table's targets)."""
+        x = self._tokens.get(tok)
+        if x is None:
+            col = -1
+            if is_punctuation(tok):
+                col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
+            x = self._tokens[tok] = (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(casing.lower(tok), -1))
+        return x
 
     def _sentence(self, triple: Triple, reference: Sequence[str] | None) -> _Sentence:
         """Per-sentence work: alignment, GEN, and the sentence-level facts the features need."""
         target, source = triple.target, triple.source
-        n = len(target)
-        aligned = self.aligned_sources(triple) if source else [[] for _ in range(n)]
-        spans = source_spans(source, target) if source and "src_span" in self.index else [None] * n
-        cands: list[list[str]] = []
-        misses = 0
-        for i, tok in enumerate(target):
-            if aligned[i] or spans[i]:
-                forms = tuple(source[k] for k in aligned[i]) + ((spans[i],) if spans[i] else ())
-                c = list(self._gen_source(tok, forms))
-            else:
-                c = list(self._gen_plain(tok))
-            if reference is not None and reference[i] not in c:
-                misses += 1
-                if casing.is_recasing_of(reference[i], tok):
-                    c.append(reference[i])
-            cands.append(c)
-        gold = None
-        if reference is not None:
-            gold = np.array([cs.index(r) if r in cs else 0 for cs, r in zip(cands, reference)], dtype=np.int64)
-        punct = [-1] * n
-        for i in range(1, n):
-            if is_punctuation(target[i - 1]):
-                punct[i] = self.index.get("punct=" + target[i - 1], self.index.get(OTHER_PUNCT, -1))
-        sent = _Sentence(cands=cands, aligned=aligned, spans=spans, gold=gold, punct=punct,
-                         first=first_letter_position(target), gen_misses=misses)
-        if source:
+        C = self.candidates
+        info = [self._token(t) for t in target]
+        first = next((i for i, x in enumerate(info) if x[1]), -1)
+        sent = _Sentence(ids=[], first=first, punct=[-1] + [x[0] for x in info[:-1]] if info else [])
+        if not source:
+            sent.ids = [C.plain(t) for t in target]
+        else:
+            aligned = self.aligned_sources(triple)
+            spans = source_spans(source, target) if "src_span" in self.index else [None] * len(target)
+            for i, tok in enumerate(target):
+                n = len(tok)  # only source words of the token's length can join GEN
+                forms = [source[k] for k in aligned[i] if len(source[k]) == n]
+                if spans[i] is not None and len(spans[i]) == n:  # type: ignore[arg-type]
+                    forms.append(spans[i])  # type: ignore[arg-type]
+                sent.ids.append(C.sourced(tok, tuple(forms)) if forms else C.plain(tok))
             src_pos = casing.positional(source)
-            sent.src_words = {casing.strip_diacritics(w) for k, w in enumerate(source)
-                              if k not in src_pos or _telling_case(w)}
+            sent.bilingual = True
+            sent.src_strip = [C.strip_id(w) for k, w in enumerate(source) if k not in src_pos or _telling_case(w)]
             sent.headline, sent.title = source_flags(source)
             # a source word capitalized by its position says nothing about case: look it up as the
             # table knows it (the tables skip positional words too)
-            sent.src_keys = [self._source_key(w) if k in src_pos else w for k, w in enumerate(source)]
-            sent.target = [casing.lower(t) for t in target]
+            keys = [self._source_id(w, k in src_pos) for k, w in enumerate(source)]
+            sent.pair_pos = [i for i, al in enumerate(aligned) for _ in al]
+            sent.pair_src = [keys[k] for al in aligned for k in al]
+            sent.e_lower = [x[2] for x in info]
+            if any(sp is not None for sp in spans):
+                sent.spans = [-1 if sp is None else C.id(sp) for sp in spans]
+        if reference is not None:
+            gold = []
+            for i, r in enumerate(reference):
+                rid, c = C.id(r), sent.ids[i]
+                if rid not in c:
+                    sent.gen_misses += 1
+                    if casing.is_recasing_of(r, target[i]):
+                        c = sent.ids[i] = c + (rid,)
+                gold.append(c.index(rid) if rid in c else 0)
+            sent.gold = np.array(gold, dtype=np.int64)
         return sent
 
-    def _features(self, U: np.ndarray, sents: list[_Sentence], flat: list[str], per_pos: np.ndarray,
+    def _features(self, U: np.ndarray, sents: list[_Sentence], ids: np.ndarray, per_pos: np.ndarray,
                   n_pos: np.ndarray) -> None:
         """Unary feature values of every candidate of the batch (rows of U, in order)."""
         idx = self.index
+        F = self.candidates.facts()
         G = np.repeat(np.arange(len(per_pos)), per_pos)  # global position of each candidate
         S = np.repeat(np.arange(len(sents)), n_pos)[G]  # sentence of each candidate
         pos_start = np.cumsum(n_pos) - n_pos
         P = G - pos_start[S]  # position within its sentence
-        info = [self._candidate(c) for c in flat]
-        cap = np.fromiter((x[0] for x in info), dtype=bool, count=len(info))
-        tags = np.fromiter((x[1] for x in info), dtype=np.int64, count=len(info))
-        prior = np.fromiter((x[2] for x in info), dtype=np.float64, count=len(info))
-        short = np.fromiter((x[4] for x in info), dtype=bool, count=len(info))
+        cap, tags, prior, short = F.cap[ids], F.tag[ids], F.prior[ids], F.short[ids]
         not_an = tags != int(Tag.AN)
 
         def put(name: str, mask: np.ndarray, value: np.ndarray | float = 1.0) -> None:
@@ -303,28 +368,27 @@ class FeatureExtractor:
             if col is not None and mask.any():
                 U[mask, col] = value if np.isscalar(value) else value[mask]  # type: ignore[index]
 
-        if self._prior is not None:
-            put("case_prior", np.ones(len(info), dtype=bool), prior)
+        if self.candidates.prior is not None:
+            put("case_prior", np.ones(len(ids), dtype=bool), prior)
         first = np.fromiter((s.first for s in sents), dtype=np.int64, count=len(sents))
         put("initial", cap & (P == first[S]))
-        pc = np.fromiter((p for s in sents for p in s.punct), dtype=np.int64, count=len(per_pos))[G]
+        pc = np.fromiter(chain.from_iterable(s.punct for s in sents), dtype=np.int64, count=len(per_pos))[G]
         m = cap & (pc >= 0)
         U[np.nonzero(m)[0], pc[m]] = 1.0
-        put("unseen_form", not_an & np.fromiter((x[3] for x in info), dtype=bool, count=len(info)))
-        bil = np.fromiter((s.src_keys is not None for s in sents), dtype=bool, count=len(sents))
+        put("unseen_form", not_an & F.unseen[ids])
+        bil = np.fromiter((s.bilingual for s in sents), dtype=bool, count=len(sents))
         if not bil.any():
             return
-        on = bil[S]
-        s_list = S.tolist()
-        ident = on & not_an & np.fromiter(
-            (s is not None and x[5] in s for x, s in zip(info, (sents[k].src_words for k in s_list))),
-            dtype=bool, count=len(info))
+        # src_identical: (sentence, word without diacritics) of the candidate among the source's
+        src_keys = np.fromiter(chain.from_iterable(((k << 32) + w for w in s.src_strip or ())
+                                                   for k, s in enumerate(sents)), dtype=np.int64)
+        ident = bil[S] & not_an & np.isin((S << 32) + F.strip[ids], src_keys)
         put("src_identical", ident)
         put("src_identical:rare", ident & (prior < RARE_PRIOR))
-        spans = [sp for s in sents for sp in s.spans]
-        if any(spans):
-            g_list = G.tolist()
-            put("src_span", np.fromiter((spans[g] == c for g, c in zip(g_list, flat)), dtype=bool, count=len(flat)))
+        if any(s.spans for s in sents):
+            spans = np.fromiter(chain.from_iterable(s.spans or [-1] * len(s.ids) for s in sents), dtype=np.int64,
+                                count=len(per_pos))
+            put("src_span", spans[G] == ids)
         hl = np.fromiter((s.headline for s in sents), dtype=bool, count=len(sents))[S]
         tc = np.fromiter((s.title for s in sents), dtype=bool, count=len(sents))[S]
         iu, au = tags == int(Tag.IU), tags == int(Tag.AU)
@@ -333,97 +397,81 @@ class FeatureExtractor:
         put("hl:AU", hl & au)
         put("tc:IU", tc & iu & ~short)
         put("tc:IU:short", tc & iu & short)
-        self._bilingual(U, sents, info, per_pos, tags)
+        self._bilingual(U, sents, ids, per_pos, pos_start, tags)
 
-    def _bilingual(self, U: np.ndarray, sents: list[_Sentence], info: list[tuple], per_pos: np.ndarray,
-                   tags: np.ndarray) -> None:
+    def _bilingual(self, U: np.ndarray, sents: list[_Sentence], ids: np.ndarray, per_pos: np.ndarray,
+                   pos_start: np.ndarray, tags: np.ndarray) -> None:
         """cap_t1 (eq. 7), cap_tag_t1 (eq. 8) and upper_translation of every candidate with aligned words."""
         cols = [self.index.get(x) for x in ("cap_t1", "cap_tag_t1", "upper_translation")]
         if all(c is None for c in cols):
             return
-        cased, lower = self.tables.cased, self.tables.lower
         # one row per (position, aligned source word)
-        pair_pos: list[int] = []
-        pair_keys: list[str] = []
-        g = 0
-        for s in sents:
-            if s.src_keys is not None:
-                keys = s.src_keys
-                for i, al in enumerate(s.aligned):
-                    for k in al:
-                        pair_pos.append(g + i)
-                        pair_keys.append(keys[k])
-            g += len(s.cands)
-        if not pair_pos:
+        pp = np.fromiter(chain.from_iterable((g + i for i in s.pair_pos or ()) for g, s in zip(pos_start.tolist(), sents)),
+                         dtype=np.int64)
+        if not len(pp):
             return
-        targets = [t for s in sents for t in (s.target or [""] * len(s.cands))]
-        pp = np.array(pair_pos, dtype=np.int64)
-        src = [self._source_facts(f) for f in pair_keys]
-        f_cased = np.fromiter((x[0] for x in src), dtype=np.int64, count=len(src))
-        f_lower = np.fromiter((x[1] for x in src), dtype=np.int64, count=len(src))
-        f_tag = np.fromiter((x[2] for x in src), dtype=np.int64, count=len(src))
-        f_cased_word = np.fromiter((x[3] for x in src), dtype=bool, count=len(src))
-        f_upper = np.fromiter((x[4] for x in src), dtype=bool, count=len(src))
-        e_lower = np.fromiter((lower.tgt_ids.get(targets[p], -1) for p in pair_pos), dtype=np.int64, count=len(pp))
-        lex = lower.probs(f_lower, e_lower)
+        fk = np.fromiter(chain.from_iterable(s.pair_src or () for s in sents), dtype=np.int64, count=len(pp))
+        e_low = np.fromiter(chain.from_iterable(s.e_lower or [-1] * len(s.ids) for s in sents), dtype=np.int64,
+                            count=len(per_pos))
+        SF, F = self.candidates.source_facts(), self.candidates.facts()
+        cased, lower = self.tables.cased, self.tables.lower
+        f_cased, f_tag, f_cased_word = SF.cased[fk], SF.tag[fk], SF.has_case[fk]
+        lex = lower.probs(SF.lower[fk], e_low[pp])
         # upper_translation: every cased aligned word is upper, and at least one is cased
         n_pos = len(per_pos)
         any_cased = np.bincount(pp, weights=f_cased_word, minlength=n_pos) > 0
-        not_upper = np.bincount(pp, weights=f_cased_word & ~f_upper, minlength=n_pos) > 0
+        not_upper = np.bincount(pp, weights=f_cased_word & ~SF.upper[fk], minlength=n_pos) > 0
         src_upper = any_cased & ~not_upper
         # expand every pair over its position's candidates
         cstart = np.cumsum(per_pos) - per_pos
         reps = per_pos[pp]
         pair = np.repeat(np.arange(len(pp)), reps)
         cand = cstart[pp][pair] + (np.arange(len(pair)) - np.repeat(np.cumsum(reps) - reps, reps))
-        e_cased = np.fromiter((x[6] for x in info), dtype=np.int64, count=len(info))
-        p_cased = cased.probs(f_cased[pair], e_cased[cand])
+        p_cased = cased.probs(f_cased[pair], F.cased[ids][cand])
         p_tag = lex[pair] * self._tag_probs[f_tag[pair], tags[cand]]
-        has = np.zeros(len(info), dtype=bool)
+        has = np.zeros(len(ids), dtype=bool)
         has[cand] = True
         with np.errstate(divide="ignore"):
             if cols[0] is not None:
-                U[has, cols[0]] = np.log(np.bincount(cand, weights=p_cased, minlength=len(info))[has])
+                U[has, cols[0]] = np.log(np.bincount(cand, weights=p_cased, minlength=len(ids))[has])
             if cols[1] is not None:
-                U[has, cols[1]] = np.log(np.bincount(cand, weights=p_tag, minlength=len(info))[has])
+                U[has, cols[1]] = np.log(np.bincount(cand, weights=p_tag, minlength=len(ids))[has])
         if cols[2] is not None:
             G = np.repeat(np.arange(n_pos), per_pos)
-            upper = np.fromiter((x[7] for x in info), dtype=bool, count=len(info))
-            U[has & upper & src_upper[G], cols[2]] = 1.0
+            U[has & F.upper[ids] & src_upper[G], cols[2]] = 1.0
 
-    @lru_cache(maxsize=1 << 17)  # noqa: B019 - per extractor, kept for its life
-    def _candidate(self, c: str) -> tuple[bool, int, float, bool, bool, str, int, bool]:
-        """Candidate-only facts: capitalized, tag, case prior, unseen, short, without diacritics,
-        id in the cased table's targets (-1: none), all upper."""
-        prior = self._prior.log_prob(c) if self._prior is not None else 0.0
-        return (casing.is_capitalized(c), int(casing.tag(c)), prior, c not in self.form_set,
-                len(c) <= 3 or sum(map(str.isalpha, c)) <= 3, casing.strip_diacritics(c),
-                self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c))
+    def _source_id(self, word: str, positional: bool) -> int:
+        """``Candidates.source_id`` of a source word as the tables know it: a word capitalized by its
+        position in lowercase, if the tables know it only that way."""
+        key = self._keys.get((word, positional))
+        if key is None:
+            w = word
+            if positional:
+                ids = self.tables.cased.src_ids
+                low = casing.lower_all(word)
+                w = word if word in ids or low not in ids else low
+            key = self._keys[(word, positional)] = self.candidates.source_id(w)
+        return key
 
-    @lru_cache(maxsize=1 << 17)  # noqa: B019
-    def _source_facts(self, f: str) -> tuple[int, int, int, bool, bool]:
-        """Source-word facts: cased id, lowercase id (-1: none), tag, has case, all upper."""
-        t = casing.tag(f)
-        return (self.tables.cased.src_ids.get(f, -1), self.tables.lower.src_ids.get(casing.lower(f), -1), int(t),
-                t is not Tag.AN, is_upper_word(f))
-
-    @lru_cache(maxsize=1 << 17)  # noqa: B019
-    def _gen_source(self, tok: str, src_forms: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates))
-
-    def _source_key(self, word: str) -> str:
-        ids = self.tables.cased.src_ids
-        if word in ids:
-            return word
-        low = casing.lower_all(word)
-        return low if low in ids else word
-
-    def _lm_batch(self, cands: list[list[list[str]]]) -> list[np.ndarray]:
-        from .lmquery import ArrayLM, batch_lattice_scores
-
-        if isinstance(self.lm, ArrayLM):
-            return batch_lattice_scores(self.lm, cands)
-        return [self._kenlm_scores(c, max((len(x) for x in c), default=1)) for c in cands]
+    def _kenlm_flat(self, queries: LatticeQueries, ids: np.ndarray, per_pos: np.ndarray,
+                    n_pos: np.ndarray) -> np.ndarray:
+        """The LM score of every query through kenlm states (a binary LM given with ``--lm`` has no
+        query arrays), one lattice at a time."""
+        strings = self.candidates.strings
+        words = [strings[i] for i in ids.tolist()]
+        scores = np.zeros(len(queries.q))
+        q0 = c0 = p0 = w0 = 0
+        for n, nq in zip(n_pos.tolist(), queries.n_queries.tolist()):
+            cands = []
+            for k in per_pos[p0:p0 + n].tolist():
+                cands.append(words[w0:w0 + k])
+                w0 += k
+            K = max((len(c) for c in cands), default=1)
+            dense = self._kenlm_scores(cands, K)
+            sl = slice(c0, c0 + nq)
+            scores[sl] = dense[queries.q[sl] - q0, queries.a[sl], queries.b[sl], queries.c[sl]]
+            q0, c0, p0 = q0 + n + 1, c0 + nq, p0 + n
+        return scores
 
     def _kenlm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
         """The LM scores of one lattice through kenlm states, one query per triple (a binary LM given
@@ -477,32 +525,6 @@ def _telling_case(word: str) -> bool:
     """Case that position does not explain: mixed (``Hans-Peter``) or all upper with >= 2 letters."""
     t = casing.tag(word)
     return t is Tag.MX or (t is Tag.AU and sum(c.isalpha() for c in word) >= 2)
-
-
-class CasePrior:
-    """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix)."""
-
-    BETA = 1.0
-
-    def __init__(self, tables: Tables) -> None:
-        f = tables.forms
-        counts = (f.count - f.initial).tolist()
-        self.form = dict(zip(f.vocab, counts))
-        self.lower: dict[str, int] = {}
-        suffix: dict[str, np.ndarray] = {}
-        for form, c in zip(f.vocab, counts):
-            low = casing.lower(form)
-            self.lower[low] = self.lower.get(low, 0) + c
-            if c and casing.has_letter(form):
-                suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(form))] += c
-        self.suffix = {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
-        self.uniform = np.full(len(Tag), 1.0 / len(Tag))
-
-    @lru_cache(maxsize=1 << 18)  # noqa: B019 - one prior per loaded model, kept for its life
-    def log_prob(self, form: str) -> float:
-        low = casing.lower(form)
-        q = float(self.suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
-        return math.log((self.form.get(form, 0) + self.BETA * q) / (self.lower.get(low, 0) + self.BETA))
 
 
 def feature_names(feature_set: str, punctuation: Sequence[str]) -> list[str]:

@@ -64,19 +64,27 @@ class ArrayLM:
 
     def score(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """log10 p(c | a b) for arrays of word ids (a may be -1: no second context word)."""
-        V = self.V
+        lp = self.bigram_scores(b, c)
+        if self.order < 3:
+            return lp
+        return self.trigram_scores(a, b, c, self.context_backoffs(a, b) + lp)
+
+    def bigram_scores(self, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """log10 p(c | b): the bigram (b, c), else backoff(b) + unigram."""
+        bpos, bfound = self._find(self.bi_keys, b * self.V + c)
+        return np.where(bfound, self.bi_lp[bpos] if len(self.bi_lp) else 0.0, self.uni_bo[b] + self.uni_lp[c])
+
+    def context_backoffs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """backoff(a b), 0 when absent or when a is -1."""
         has_a = a >= 0
-        lp = self.uni_lp[c].copy()
-        # bigram (b, c), else backoff(b) + unigram
-        bpos, bfound = self._find(self.bi_keys, b * V + c)
-        lp = np.where(bfound, self.bi_lp[bpos] if len(self.bi_lp) else 0.0, self.uni_bo[b] + lp)
-        if self.order >= 3:
-            tpos, tfound = self._find(self.tri_keys, (np.where(has_a, a, 0) * V + b) * V + c)
-            tfound &= has_a
-            abpos, abfound = self._find(self.bi_keys, np.where(has_a, a, 0) * V + b)
-            ab_bo = np.where(abfound & has_a, self.bi_bo[abpos] if len(self.bi_bo) else 0.0, 0.0)
-            lp = np.where(tfound, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, ab_bo + lp)
-        return lp
+        abpos, abfound = self._find(self.bi_keys, np.where(has_a, a, 0) * self.V + b)
+        return np.where(abfound & has_a, self.bi_bo[abpos] if len(self.bi_bo) else 0.0, 0.0)
+
+    def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
+        has_a = a >= 0
+        tpos, tfound = self._find(self.tri_keys, (np.where(has_a, a, 0) * self.V + b) * self.V + c)
+        return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         from .store import save_npz
@@ -150,52 +158,103 @@ class ArrayLM:
                    tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
 
 
+@dataclass
+class LatticeQueries:
+    """Every LM query of a batch of lattices (see features.Lattice): query ``q`` is position i of
+    sentence s (sentence-major, n + 1 per sentence, the last one </s>); ``a``, ``b``, ``c`` are the
+    candidate indices at positions i-2, i-1 and i (0 for <s> and </s>), and ``wa``, ``wb``, ``wc`` the
+    flat candidate numbers of those words (BOS, EOS for <s>, </s>; ``wa`` is NONE at i = 0, whose
+    only context is <s>)."""
+
+    BOS, EOS, NONE = -1, -2, -3
+    q: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    wa: np.ndarray
+    wb: np.ndarray
+    wc: np.ndarray
+    n_queries: np.ndarray  # (S,) queries per sentence
+    ab: np.ndarray  # the (position, a, b) cell of each query: backoff(a b) is looked up once per cell ...
+    ab_rep: np.ndarray  # ... on this query of the cell
+    bc: np.ndarray  # the (position, b, c) cell of each query: p(c | b) once per cell ...
+    bc_rep: np.ndarray  # ... on this query of the cell
+
+    @classmethod
+    def of(cls, per_pos: np.ndarray, n_pos: np.ndarray) -> LatticeQueries:
+        """The queries of sentences with ``n_pos`` positions of ``per_pos`` candidates each."""
+        S = len(n_pos)
+        # every sentence padded as <s> <s> w_1 .. w_n </s>
+        sent_of_pos = np.repeat(np.arange(S), n_pos)
+        pos_start = np.cumsum(n_pos) - n_pos
+        n_pad = len(per_pos) + 3 * S
+        real = np.arange(len(per_pos)) + 3 * sent_of_pos + 2  # padded index of each real position
+        k = np.ones(n_pad, dtype=np.int64)
+        k[real] = per_pos
+        eos = pos_start + 3 * np.arange(S) + 2 + n_pos  # padded index of each </s>
+        off = np.cumsum(k) - k
+        word = np.full(int(k.sum()), cls.BOS, dtype=np.int64)  # flat candidate number per padded slot
+        cand_start = np.cumsum(per_pos) - per_pos
+        slot = np.repeat(off[real] - cand_start, per_pos) + np.arange(int(per_pos.sum()))
+        word[slot] = np.arange(int(per_pos.sum()))
+        word[off[eos]] = cls.EOS
+        t = (np.repeat(pos_start + 3 * np.arange(S) + 2, n_pos + 1)
+             + np.arange(int((n_pos + 1).sum())) - np.repeat(np.cumsum(n_pos + 1) - n_pos - 1, n_pos + 1))
+        s2, s1, s0 = k[t - 2], k[t - 1], k[t]
+        count = s2 * s1 * s0
+        q = np.repeat(np.arange(len(t)), count)
+        r = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        s1q, s0q = s1[q], s0[q]
+        a, b, c = r // (s1q * s0q), (r // s0q) % s1q, r % s0q
+        tq = t[q]
+        first = np.zeros(len(t), dtype=bool)
+        first[np.cumsum(n_pos + 1) - n_pos - 1] = True  # i = 0 of each sentence
+        wa = np.where(first[q], cls.NONE, word[off[tq - 2] + a])
+        per_sentence = np.add.reduceat(count, np.cumsum(n_pos + 1) - n_pos - 1) if S else np.zeros(0, dtype=np.int64)
+        q_start = np.cumsum(count) - count
+        n_ab, n_bc = s2 * s1, s1 * s0
+        ab_start, bc_start = np.cumsum(n_ab) - n_ab, np.cumsum(n_bc) - n_bc
+        # query r of position q is ((a * s1) + b) * s0 + c
+        ab_cell = np.arange(int(n_ab.sum())) - np.repeat(ab_start, n_ab)
+        bc_cell = np.arange(int(n_bc.sum())) - np.repeat(bc_start, n_bc)
+        return cls(q=q, a=a, b=b, c=c, wa=wa, wb=word[off[tq - 1] + b], wc=word[off[tq] + c],
+                   n_queries=per_sentence, ab=ab_start[q] + r // s0q, ab_rep=np.repeat(q_start, n_ab) + ab_cell * np.repeat(s0, n_ab),
+                   bc=bc_start[q] + r % (s1q * s0q), bc_rep=np.repeat(q_start, n_bc) + bc_cell)
+
+    def scores(self, lm: ArrayLM, word_ids: np.ndarray) -> np.ndarray:
+        """log10 p(c | a b) of every query, ``word_ids`` giving the LM id of each flat candidate."""
+        bos, eos = lm.ids.get("<s>", lm.unk), lm.ids.get("</s>", lm.unk)
+
+        def ids(w: np.ndarray) -> np.ndarray:
+            return np.where(w >= 0, word_ids[np.maximum(w, 0)] if len(word_ids) else 0,
+                            np.where(w == self.BOS, bos, np.where(w == self.EOS, eos, -1)))
+
+        a, b, c = ids(self.wa), ids(self.wb), ids(self.wc)
+        lp = lm.bigram_scores(b[self.bc_rep], c[self.bc_rep])[self.bc]
+        if lm.order < 3:
+            return lp
+        return lm.trigram_scores(a, b, c, lm.context_backoffs(a[self.ab_rep], b[self.ab_rep])[self.ab] + lp)
+
+    def dense(self, scores: np.ndarray, per_pos: np.ndarray, n_pos: np.ndarray) -> list[np.ndarray]:
+        """Per sentence, lm[i, a, b, c] (features.Lattice.lm) from the flat scores."""
+        out = []
+        q0 = c0 = p0 = 0
+        for n, nq in zip(n_pos.tolist(), self.n_queries.tolist()):
+            K = int(per_pos[p0:p0 + n].max()) if n else 1
+            arr = np.zeros((n + 1, K, K, K))
+            sl = slice(c0, c0 + nq)
+            arr[self.q[sl] - q0, self.a[sl], self.b[sl], self.c[sl]] = scores[sl]
+            out.append(arr)
+            q0, c0, p0 = q0 + n + 1, c0 + nq, p0 + n
+        return out
+
+
 def batch_lattice_scores(lm: ArrayLM, sentences: Sequence[Sequence[Sequence[str]]]) -> list[np.ndarray]:
     """lm[i, a, b, c] = log10 p(c_i | c_{i-2}=a, c_{i-1}=b) of each sentence's lattice (see
     features.Lattice; i = n is </s>, K per sentence is its widest position), for many sentences with
     one vectorized query."""
-    out: list[np.ndarray] = []
-    if not sentences:
-        return out
-    # every sentence padded as <s> <s> w_1 .. w_n </s>, all positions of all sentences in one row
-    sizes: list[int] = []
-    words: list[str] = []
-    targets: list[int] = []  # padded index of each query position (i + 2 for i = 0..n)
-    start = 0
-    for cands in sentences:
-        sizes += [1, 1] + [len(c) for c in cands] + [1]
-        words += ["<s>", "<s>"] + [w for c in cands for w in c] + ["</s>"]
-        targets += range(start + 2, start + len(cands) + 3)
-        start += len(cands) + 3
-    k = np.array(sizes, dtype=np.int64)
-    off = np.cumsum(k) - k
-    wid = lm.word_ids(words)
-    t = np.array(targets, dtype=np.int64)
-    s2, s1, s0 = k[t - 2], k[t - 1], k[t]
-    count = s2 * s1 * s0
-    q = np.repeat(np.arange(len(t)), count)
-    r = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    s1q, s0q = s1[q], s0[q]
-    a_l, b_l, c_l = r // (s1q * s0q), (r // s0q) % s1q, r % s0q
-    tq = t[q]
-    first = np.zeros(len(t), dtype=bool)
-    qi = 0
-    for cands in sentences:
-        first[qi] = True  # i = 0: the only context is <s>
-        qi += len(cands) + 1
-    a = np.where(first[q], -1, wid[off[tq - 2] + a_l])
-    scores = lm.score(a, wid[off[tq - 1] + b_l], wid[off[tq] + c_l])
-    # split back into sentences
-    q_start = 0
-    c_start = 0
-    for cands in sentences:
-        n = len(cands)
-        K = max((len(c) for c in cands), default=1)
-        nq = int(count[q_start:q_start + n + 1].sum())
-        sl = slice(c_start, c_start + nq)
-        arr = np.zeros((n + 1, K, K, K))
-        arr[q[sl] - q_start, a_l[sl], b_l[sl], c_l[sl]] = scores[sl]
-        out.append(arr)
-        q_start += n + 1
-        c_start += nq
-    return out
+    per_pos = np.array([len(c) for cands in sentences for c in cands], dtype=np.int64)
+    n_pos = np.array([len(cands) for cands in sentences], dtype=np.int64)
+    queries = LatticeQueries.of(per_pos, n_pos)
+    wid = lm.word_ids(w for cands in sentences for c in cands for w in c)
+    return queries.dense(queries.scores(lm, wid), per_pos, n_pos)

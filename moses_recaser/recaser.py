@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import casing
-from .crf import make_batches, viterbi
+from .crf import make_batches, viterbi, viterbi_flat
 from .errors import RecaserError
 from .features import FeatureExtractor, Lattice
 from .store import Manifest, read_manifest, tables_from_files
@@ -113,6 +112,7 @@ class Recaser:
             self.weights.names,
             alignment=self.alignment_mode,
             max_candidates=int(self.settings.get("max_candidates", 5)),
+            candidates_file=self.dir / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
         )
 
     @property
@@ -124,19 +124,13 @@ class Recaser:
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""
-        lats = self.lattices(triples)
-        out: list[list[str]] = [[] for _ in triples]
-        bilingual = [bool(t.source) for t in triples]
-        for mode in (True, False):
-            members = [k for k, b in enumerate(bilingual) if b == mode and lats[k].n]
-            if not members:
-                continue
-            w = self.weights.bilingual if mode else self.weights.monolingual
-            for batch in make_batches([lats[k] for k in members]):
-                paths, _ = viterbi(batch, w)
-                for row, local in enumerate(batch.members):
-                    k = members[local]
-                    out[k] = [lats[k].cands[i][j] for i, j in enumerate(paths[row])]
+        flat = self.extractor.flat([lowered(t) for t in triples])
+        wb, wm = self.weights.bilingual, self.weights.monolingual
+        # each sentence scored with the weights of its mode (with or without a source)
+        phi = np.where(np.repeat(flat.bilingual, flat.n_pos)[np.repeat(np.arange(len(flat.per_pos)), flat.per_pos)],
+                       flat.unary @ wb[1:], flat.unary @ wm[1:])
+        lm = np.where(np.repeat(flat.bilingual, flat.queries.n_queries), wb[0], wm[0]) * flat.lm
+        out = flat.words(viterbi_flat(phi, lm, flat), self.extractor.candidates.strings)
         for t, tokens in zip(triples, out):
             _check_case_only(t.target, tokens)
         return out
@@ -179,5 +173,6 @@ class Recaser:
 
 
 def _check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
-    if len(inp) != len(out) or not all(casing.is_recasing_of(o, i) for i, o in zip(inp, out)):
+    # casing.is_recasing_of on every token (same length, same lowercase), with the maps in C
+    if list(map(len, inp)) != list(map(len, out)) or list(map(str.lower, inp)) != list(map(str.lower, out)):
         raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

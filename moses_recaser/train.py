@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .candidates import save_candidates
 from .crf import fit
 from .errors import RecaserError
 from .features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names
@@ -244,6 +245,9 @@ def train(
         log.warning("L-BFGS stopped before convergence: %s", bi.message)
 
     weights = Weights(names=names, bilingual=bi.weights, monolingual=mono.weights)
+    # GEN and candidate facts of every training type, so that recasing starts warm
+    save_candidates(extractor.candidates, work / "candidates.npz")
+    files["candidates.npz"] = str(work / "candidates.npz")
     doc = asdict(settings)
     write_model(
         model_dir,

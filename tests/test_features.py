@@ -145,3 +145,29 @@ def test_reference_missing_from_gen_is_added_and_counted(extractor):
     assert "iPhone" not in extractor.lattice(t).cands[1]  # GEN has no mixed-case form of an unseen word
     assert lat.cands[1][lat.gold[1]] == "iPhone"
     assert lat.gen_misses == 1
+
+
+def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tmp_path):
+    from moses_recaser.candidates import save_candidates
+
+    tables, lm = extractor.tables, ArrayLM.from_arpa(arpa)
+    built = FeatureExtractor(tables, lm, extractor.names, alignment="links")
+    path = tmp_path / "candidates.npz"
+    save_candidates(built.candidates, path)
+    stored = FeatureExtractor(tables, lm, extractor.names, alignment="links", candidates_file=path)
+    assert "paris" in stored.candidates._stored[0]  # every lowercase training type is stored
+    fresh = FeatureExtractor(tables, lm, extractor.names, alignment="links")
+    triples = [
+        Triple(0, ["Le", "chat", "de", "Paris"], ["the", "cat", "of", "paris"], links=[(0, 0), (1, 1), (3, 3)]),
+        Triple(1, [], ["he", "sees", "the", "unknownword", ",", "a", "reason"]),
+        Triple(2, ["L'", "iPhone"], ["the", "iphone"], links=[(1, 1)]),
+    ]
+    refs = [["The", "cat", "of", "Paris"], ["He", "sees", "the", "unknownword", ",", "a", "reason"], ["The", "iPhone"]]
+    for got, want in zip(stored.lattices(triples, refs), fresh.lattices(triples, refs)):
+        assert got.cands == want.cands
+        assert (got.gold == want.gold).all()
+        np.testing.assert_array_equal(got.unary, want.unary)
+        np.testing.assert_array_equal(got.lm, want.lm)
+    # made with other settings (no case prior, another GEN size): not used
+    other = FeatureExtractor(tables, lm, feature_names("paper", [","]), max_candidates=3, candidates_file=path)
+    assert other.candidates.strings == []

@@ -1,0 +1,229 @@
+"""Candidates as integer ids: GEN's result per token and each candidate's facts, computed once per type.
+
+Recasing a test set meets each word type many times; the Python work on strings (GEN, tags, the case
+prior, table ids) is done the first time a type is met and kept as numpy columns, so that a batch's
+features are gathers over candidate ids (see ``features.FeatureExtractor.flat``).
+
+Training stores the registry for every lowercase type of the training target in the model
+(``candidates.npz``), so recasing starts warm: only types unseen in training, and tokens whose
+aligned source words join GEN, are worked out at recasing time. The stored registry is used only
+by an extractor with the same settings (case prior on or off, GEN size, LM vocabulary).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from . import casing
+from .casing import Tag
+from .gen import gen
+from .tables import Tables
+
+
+def is_upper_word(token: str) -> bool:
+    """Every cased character upper, and at least one."""
+    if token.isascii():
+        return token.isupper()  # the same test for ASCII
+    cased = [c for c in token if c.isupper() or c.islower()]
+    return bool(cased) and all(c.isupper() for c in cased)
+
+
+class CasePrior:
+    """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix)."""
+
+    BETA = 1.0
+
+    def __init__(self, tables: Tables) -> None:
+        f = tables.forms
+        counts = (f.count - f.initial).tolist()
+        self.form = dict(zip(f.vocab, counts))
+        self.lower: dict[str, int] = {}
+        suffix: dict[str, np.ndarray] = {}
+        for form, c in zip(f.vocab, counts):
+            low = casing.lower(form)
+            self.lower[low] = self.lower.get(low, 0) + c
+            if c and casing.has_letter(form):
+                suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(form))] += c
+        self.suffix = {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
+        self.uniform = np.full(len(Tag), 1.0 / len(Tag))
+
+    @lru_cache(maxsize=1 << 18)  # noqa: B019 - one prior per loaded model, kept for its life
+    def log_prob(self, form: str) -> float:
+        low = casing.lower(form)
+        q = float(self.suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
+        return math.log((self.form.get(form, 0) + self.BETA * q) / (self.lower.get(low, 0) + self.BETA))
+
+
+@dataclass
+class Facts:
+    """Per-candidate columns, indexed by candidate id."""
+
+    cap: np.ndarray  # bool: capitalized
+    tag: np.ndarray  # int64: casing.Tag
+    prior: np.ndarray  # float64: log case prior (0 without a prior)
+    unseen: np.ndarray  # bool: never in the training target
+    short: np.ndarray  # bool: <= 3 characters or <= 3 letters
+    strip: np.ndarray  # int64: id of the form without diacritics (``Candidates.strip_id``)
+    cased: np.ndarray  # int64: id among the cased table's targets (-1: none)
+    upper: np.ndarray  # bool: all upper
+    lm: np.ndarray  # int64: LM word id (-1 without array LM)
+
+
+_COLUMNS = [(name, dtype) for name, dtype in
+            (("cap", bool), ("tag", np.int64), ("prior", np.float64), ("unseen", bool), ("short", bool),
+             ("strip", np.int64), ("cased", np.int64), ("upper", bool), ("lm", np.int64))]
+
+
+@dataclass
+class SourceFacts:
+    """Per-source-key columns: cased-table id, lowercase-table id (-1: none), tag, has case, all upper."""
+
+    cased: np.ndarray
+    lower: np.ndarray
+    tag: np.ndarray
+    has_case: np.ndarray
+    upper: np.ndarray
+
+
+class Candidates:
+    """Registry of candidate strings and of GEN's result per token (both grow as types are met)."""
+
+    def __init__(self, tables: Tables, prior: CasePrior | None, lm_id: Callable[[str], int] | None,
+                 max_candidates: int, lm_vocab: int = -1) -> None:
+        self.tables = tables
+        self.prior = prior
+        self.lm_id = lm_id
+        self.lm_vocab = lm_vocab  # the LM's vocabulary size (-1: no LM ids), to tell stored registries apart
+        self.max_candidates = max_candidates
+        self.forms = {k: [tables.forms.vocab[i] for i in ids] for k, ids in tables.forms.by_lower().items()}
+        self.form_set = set(tables.forms.vocab)
+        self.strings: list[str] = []
+        self.ids: dict[str, int] = {}
+        self._strip: dict[str, int] = {}  # form without diacritics -> id
+        self._strip_of: dict[str, int] = {}  # word -> id of its form without diacritics
+        self._rows: list[tuple] = []
+        self._facts: Facts | None = None
+        self._plain: dict[str, tuple[int, ...]] = {}
+        # GEN stored in the model (load_candidates): token -> row, offsets, candidate ids
+        self._stored: tuple[dict[str, int], list[int], list[int]] = ({}, [0], [])
+        self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+        self.src_ids: dict[str, int] = {}
+        self._src_rows: list[tuple] = []
+        self._src_facts: SourceFacts | None = None
+
+    def id(self, form: str) -> int:
+        i = self.ids.get(form)
+        if i is None:
+            i = self.ids[form] = len(self.strings)
+            self.strings.append(form)
+            self._rows.append(self._describe(form))
+        return i
+
+    def strip_id(self, word: str) -> int:
+        """An id for ``word`` without diacritics (equal ids: equal up to diacritics)."""
+        i = self._strip_of.get(word)
+        if i is None:
+            s = casing.strip_diacritics(word)
+            i = self._strip_of[word] = self._strip.setdefault(s, len(self._strip))
+        return i
+
+    def _describe(self, c: str) -> tuple:
+        return (casing.is_capitalized(c), int(casing.tag(c)),
+                self.prior.log_prob(c) if self.prior is not None else 0.0, c not in self.form_set,
+                len(c) <= 3 or sum(map(str.isalpha, c)) <= 3, self.strip_id(c),
+                self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c),
+                self.lm_id(c) if self.lm_id is not None else -1)
+
+    def plain(self, tok: str) -> tuple[int, ...]:
+        """GEN(tok) without source words."""
+        ids = self._plain.get(tok)
+        if ids is None:
+            row = self._stored[0].get(tok)
+            if row is not None:
+                offsets, stored = self._stored[1], self._stored[2]
+                ids = tuple(stored[offsets[row]:offsets[row + 1]])
+            else:
+                forms = gen(tok, self.forms.get(casing.lower(tok), ()), (), self.max_candidates)
+                ids = tuple(self.id(f) for f in forms)
+            self._plain[tok] = ids
+        return ids
+
+    def sourced(self, tok: str, src_forms: tuple[str, ...]) -> tuple[int, ...]:
+        """GEN(tok) with source words; only words of the token's length can join GEN (see gen)."""
+        key = (tok, src_forms)
+        ids = self._sourced.get(key)
+        if ids is None:
+            forms = gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates)
+            ids = self._sourced[key] = tuple(self.id(f) for f in forms)
+        return ids
+
+    def facts(self) -> Facts:
+        self._facts = _grow(self._facts, self._rows, Facts, _COLUMNS)  # type: ignore[assignment]
+        self._rows = []
+        return self._facts  # type: ignore[return-value]
+
+    def source_id(self, key: str) -> int:
+        i = self.src_ids.get(key)
+        if i is None:
+            i = self.src_ids[key] = len(self.src_ids)
+            t = casing.tag(key)
+            self._src_rows.append((self.tables.cased.src_ids.get(key, -1),
+                                   self.tables.lower.src_ids.get(casing.lower(key), -1), int(t),
+                                   t is not Tag.AN, is_upper_word(key)))
+        return i
+
+    def source_facts(self) -> SourceFacts:
+        cols = [("cased", np.int64), ("lower", np.int64), ("tag", np.int64), ("has_case", bool), ("upper", bool)]
+        self._src_facts = _grow(self._src_facts, self._src_rows, SourceFacts, cols)  # type: ignore[assignment]
+        self._src_rows = []
+        return self._src_facts  # type: ignore[return-value]
+
+
+def save_candidates(c: Candidates, path: str | os.PathLike[str]) -> None:
+    """Write the registry with GEN of every lowercase training type (``Candidates.plain``)."""
+    from .store import save_npz
+
+    for low in sorted(c.forms):
+        c.plain(low)
+    F = c.facts()
+    tokens = list(c._plain)
+    lens = np.array([len(c._plain[t]) for t in tokens], dtype=np.int64)
+    save_npz(path, {
+        "strings": np.array("\n".join(c.strings)), "strip": np.array("\n".join(c._strip)),
+        "tokens": np.array("\n".join(tokens)), "offsets": np.concatenate([[0], np.cumsum(lens)]),
+        "gen": np.fromiter((i for t in tokens for i in c._plain[t]), dtype=np.int64, count=int(lens.sum())),
+        "settings": np.array([int(c.prior is not None), c.max_candidates, c.lm_vocab]),
+        **{f"facts.{name}": getattr(F, name) for name, _ in _COLUMNS},
+    })
+
+
+def load_candidates(c: Candidates, path: str | os.PathLike[str]) -> bool:
+    """Fill an empty registry from ``save_candidates``'s file; False (and nothing read) when it was
+    made with other settings."""
+    with np.load(path, allow_pickle=False) as z:
+        if z["settings"].tolist() != [int(c.prior is not None), c.max_candidates, c.lm_vocab]:
+            return False
+        c.strings = str(z["strings"]).split("\n") if str(z["strings"]) else []
+        c.ids = dict(zip(c.strings, range(len(c.strings))))
+        strip = str(z["strip"]).split("\n") if str(z["strip"]) else []
+        c._strip = dict(zip(strip, range(len(strip))))
+        tokens = str(z["tokens"]).split("\n") if str(z["tokens"]) else []
+        c._stored = (dict(zip(tokens, range(len(tokens)))), z["offsets"].tolist(), z["gen"].tolist())
+        c._facts = Facts(*(z[f"facts.{name}"] for name, _ in _COLUMNS))
+    return True
+
+
+def _grow(old: object | None, rows: list[tuple], cls: type, columns: Sequence[tuple[str, type]]) -> object:
+    """``old``'s columns with ``rows`` appended (rows are tuples in column order)."""
+    if old is not None and not rows:
+        return old
+    new = [np.array([r[k] for r in rows], dtype=dtype) for k, (_, dtype) in enumerate(columns)]
+    if old is None:
+        return cls(*new)
+    return cls(*(np.concatenate([getattr(old, name), col]) for (name, _), col in zip(columns, new)))
