@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -35,29 +35,35 @@ def is_upper_word(token: str) -> bool:
 
 
 class CasePrior:
-    """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix)."""
+    """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix).
+    Built on first use: with a stored registry, recasing needs it only for unseen types."""
 
     BETA = 1.0
 
     def __init__(self, tables: Tables) -> None:
-        f = tables.forms
-        counts = (f.count - f.initial).tolist()
-        self.form = dict(zip(f.vocab, counts))
-        self.lower: dict[str, int] = {}
-        suffix: dict[str, np.ndarray] = {}
-        for form, c in zip(f.vocab, counts):
-            low = casing.lower(form)
-            self.lower[low] = self.lower.get(low, 0) + c
-            if c and casing.has_letter(form):
-                suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(form))] += c
-        self.suffix = {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
+        self.tables = tables
         self.uniform = np.full(len(Tag), 1.0 / len(Tag))
+
+    @cached_property
+    def _counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, np.ndarray]]:
+        f = self.tables.forms
+        counts = (f.count - f.initial).tolist()
+        form = dict(zip(f.vocab, counts))
+        lower: dict[str, int] = {}
+        suffix: dict[str, np.ndarray] = {}
+        for w, c in zip(f.vocab, counts):
+            low = casing.lower(w)
+            lower[low] = lower.get(low, 0) + c
+            if c and casing.has_letter(w):
+                suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(w))] += c
+        return form, lower, {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
 
     @lru_cache(maxsize=1 << 18)  # noqa: B019 - one prior per loaded model, kept for its life
     def log_prob(self, form: str) -> float:
+        forms, lower, suffix = self._counts
         low = casing.lower(form)
-        q = float(self.suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
-        return math.log((self.form.get(form, 0) + self.BETA * q) / (self.lower.get(low, 0) + self.BETA))
+        q = float(suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
+        return math.log((forms.get(form, 0) + self.BETA * q) / (lower.get(low, 0) + self.BETA))
 
 
 @dataclass
@@ -101,8 +107,6 @@ class Candidates:
         self.lm_id = lm_id
         self.lm_vocab = lm_vocab  # the LM's vocabulary size (-1: no LM ids), to tell stored registries apart
         self.max_candidates = max_candidates
-        self.forms = {k: [tables.forms.vocab[i] for i in ids] for k, ids in tables.forms.by_lower().items()}
-        self.form_set = set(tables.forms.vocab)
         self.strings: list[str] = []
         self.ids: dict[str, int] = {}
         self._strip: dict[str, int] = {}  # form without diacritics -> id
@@ -116,6 +120,16 @@ class Candidates:
         self.src_ids: dict[str, int] = {}
         self._src_rows: list[tuple] = []
         self._src_facts: SourceFacts | None = None
+
+    @cached_property
+    def forms(self) -> dict[str, list[str]]:
+        """Training forms by lowercase, most frequent first (built on first use, as for CasePrior)."""
+        vocab = self.tables.forms.vocab
+        return {k: [vocab[i] for i in ids] for k, ids in self.tables.forms.by_lower().items()}
+
+    @cached_property
+    def form_set(self) -> set[str]:
+        return set(self.tables.forms.vocab)
 
     def id(self, form: str) -> int:
         i = self.ids.get(form)

@@ -322,10 +322,10 @@ class FeatureExtractor:
             aligned = self.aligned_sources(triple)
             spans = source_spans(source, target) if "src_span" in self.index else [None] * len(target)
             for i, tok in enumerate(target):
-                n = len(tok)  # only source words of the token's length can join GEN
-                forms = [source[k] for k in aligned[i] if len(source[k]) == n]
-                if spans[i] is not None and len(spans[i]) == n:  # type: ignore[arg-type]
-                    forms.append(spans[i])  # type: ignore[arg-type]
+                # only the source words that GEN takes (equal to tok up to case, or up to case and
+                # diacritics with its length) make a difference: most tokens have none
+                forms = [f for f in [source[k] for k in aligned[i]] + ([spans[i]] if spans[i] else [])
+                         if _joins_gen(f, tok)]  # type: ignore[list-item]
                 sent.ids.append(C.sourced(tok, tuple(forms)) if forms else C.plain(tok))
             src_pos = casing.positional(source)
             sent.bilingual = True
@@ -519,6 +519,18 @@ class FeatureExtractor:
         model.BaseScore(s1, wa, mid)  # type: ignore[attr-defined]
         model.BaseScore(mid, wb, s2)  # type: ignore[attr-defined]
         return s2
+
+
+def _joins_gen(form: str, token: str) -> bool:
+    """Whether GEN(token) takes the source word ``form`` (gen.gen's two tests, cheapest first)."""
+    if len(form) != len(token):
+        return False
+    low, key = form.lower(), token.lower()
+    if low == key:
+        return True
+    if form.isascii() and token.isascii():
+        return False  # no diacritics to strip
+    return casing.strip_diacritics(low) == casing.strip_diacritics(key)
 
 
 def _telling_case(word: str) -> bool:
