@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import casing
-from .cli import run, zip_recased
+from .cli import run, single_threaded_blas, zip_recased
 from .errors import RecaserError
 from .moses import TraceOptions, read_trace
 from .textio import LineReader, atomic_output, read_lines, split_tokens
@@ -74,6 +74,7 @@ def _model_path(model: str) -> str:
 def cmd_recase(args: argparse.Namespace) -> int:
     if args.stock is not None:
         return _stock_recase(args)
+    single_threaded_blas()
     from .recaser import Recaser
 
     if (args.source is None) != (args.trace is None):

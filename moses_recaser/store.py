@@ -6,6 +6,8 @@ Layout::
     MODEL/tables.npz      numpy arrays (loaded with allow_pickle=False)
     MODEL/*.vocab         one token per line, UTF-8
     MODEL/lm.arpa         the cased LM (or lm.bin: a KenLM binary given with --lm)
+    MODEL/lm.npz          the LM's query arrays (lmquery.ArrayLM)
+    MODEL/candidates.npz  GEN and candidate facts of every training type (candidates.py; optional)
     MODEL/...             anything else a stage adds (aligner priors, ...)
 
 The directory is built under a temporary name and renamed into place, so a crash or Ctrl-C

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -169,3 +171,10 @@ def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
                      "-o", str(out)]) == 0
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
+
+
+def test_recasing_commands_can_still_limit_blas_threads():
+    # cli.single_threaded_blas works only while numpy is unloaded: importing the CLIs must not load it
+    code = "import sys, moses_recaser.cli, moses_recaser.ems; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
