@@ -115,6 +115,9 @@ def main() -> None:
     ap.add_argument("--before", metavar="REV", help="also time the whole process at this git revision (before/after)")
     ap.add_argument("--json", default="runs/bench.json")
     args = ap.parse_args()
+    # as the recasing commands do (cli.single_threaded_blas), before any child imports numpy
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     kinds = ["crf", "trigram", "sacremoses"]
     rows: dict[str, list[dict]] = {k: [] for k in kinds}
     for _ in range(args.runs):
