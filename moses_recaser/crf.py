@@ -153,26 +153,31 @@ def log_likelihood(batches: Sequence[Batch], w: np.ndarray) -> tuple[float, np.n
 def viterbi(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Best candidate index per position (S, n), and the best path scores (S,)."""
     phi, L = _potentials(batch, w)
+    return best_paths(phi, L[:, :-1], L[:, -1, :, :, 0])
+
+
+def best_paths(phi: np.ndarray, L: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Second-order Viterbi from the state (<s>, <s>) = (0, 0): ``phi`` (S, n, K) unary potentials,
+    ``L`` (S, n, K, K, K) transition scores, ``end`` (S, K, K) the scores of </s>; the best paths (S, n)
+    and their scores (S,)."""
     S, n, K = phi.shape
     d = np.full((S, K, K), NEG)
-    d[:, 0, :] = L[:, 0, 0, 0, :] + phi[:, 0, :]
+    d[:, 0, 0] = 0.0
     back = []
-    for i in range(1, n):
+    for i in range(n):
         cand = d[:, :, :, None] + L[:, i]  # (S, a, b, c)
         back.append(np.argmax(cand, axis=1))  # (S, b, c)
         d = np.max(cand, axis=1) + phi[:, i, None, :]
-    final = d + L[:, n, :, :, 0]
-    flat = final.reshape(S, -1)
-    best = np.argmax(flat, axis=1)
-    score = flat[np.arange(S), best]
+    final = (d + end).reshape(S, -1)
+    best = np.argmax(final, axis=1)
+    score = final[np.arange(S), best]
     path = np.zeros((S, n), dtype=np.int64)
     rows = np.arange(S)
     prev, cur = best // K, best % K
     path[:, n - 1] = cur
     for i in range(n - 1, 0, -1):
         path[:, i - 1] = prev
-        if i >= 2:
-            prev, cur = back[i - 1][rows, prev, cur], prev
+        prev, cur = back[i][rows, prev, cur], prev
     return path, score
 
 
@@ -221,22 +226,7 @@ def viterbi_flat(phi: np.ndarray, lm: np.ndarray, flat: Flat, group: int = 64) -
         qe, qm = qs[last], qs[~last]
         L[qr[~last], off[qr[~last]] + q_pos[qm], Q.a[qm], Q.b[qm], Q.c[qm]] = lm[qm]
         end[qr[last], Q.a[qe], Q.b[qe]] = lm[qe]
-        d = np.full((R, K, K), NEG)
-        d[:, 0, 0] = 0.0
-        back = []
-        for i in range(N):
-            cand = d[:, :, :, None] + L[:, i]  # (R, a, b, c)
-            back.append(np.argmax(cand, axis=1))  # (R, b, c)
-            d = np.max(cand, axis=1) + pot[:, i, None, :]
-        final = (d + end).reshape(R, -1)
-        best = np.argmax(final, axis=1)
-        path = np.zeros((R, N), dtype=np.int64)
-        r = np.arange(R)
-        prev, cur = best // K, best % K
-        path[:, N - 1] = cur
-        for i in range(N - 1, 0, -1):
-            path[:, i - 1] = prev
-            prev, cur = back[i][r, prev, cur], prev
+        path, _ = best_paths(pot, L, end)
         for k, s in enumerate(rows.tolist()):
             paths[s] = path[k, N - int(n_pos[s]):]
     return paths
