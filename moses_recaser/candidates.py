@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
@@ -58,8 +58,7 @@ class CasePrior:
                 suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(w))] += c
         return form, lower, {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
 
-    @lru_cache(maxsize=1 << 18)  # noqa: B019 - one prior per loaded model, kept for its life
-    def log_prob(self, form: str) -> float:
+    def log_prob(self, form: str) -> float:  # once per candidate type: Candidates keeps the result
         forms, lower, suffix = self._counts
         low = casing.lower(form)
         q = float(suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
@@ -114,7 +113,7 @@ class Candidates:
         self._rows: list[tuple] = []
         self._facts: Facts | None = None
         self._plain: dict[str, tuple[int, ...]] = {}
-        # GEN stored in the model (load_candidates): token -> row, offsets, candidate ids
+        # GEN stored in the model (load): token -> row, offsets, candidate ids
         self._stored: tuple[dict[str, int], list[int], list[int]] = ({}, [0], [])
         self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
         self.src_ids: dict[str, int] = {}
@@ -182,6 +181,46 @@ class Candidates:
         self._rows = []
         return self._facts  # type: ignore[return-value]
 
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the registry with GEN of every lowercase training type (``plain``)."""
+        from .store import save_npz
+
+        for low in sorted(self.forms):
+            self.plain(low)
+        F = self.facts()
+        tokens = list(self._plain)
+        lens = np.array([len(self._plain[t]) for t in tokens], dtype=np.int64)
+        save_npz(path, {
+            "strings": np.array("\n".join(self.strings)), "strip": np.array("\n".join(self._strip)),
+            "tokens": np.array("\n".join(tokens)), "offsets": np.concatenate([[0], np.cumsum(lens)]),
+            "gen": np.fromiter((i for t in tokens for i in self._plain[t]), dtype=np.int64, count=int(lens.sum())),
+            "settings": np.array(self._settings()),
+            **{f"facts.{name}": getattr(F, name) for name, _ in _COLUMNS},
+        })
+
+    def load(self, path: str | os.PathLike[str]) -> bool:
+        """Fill an empty registry from ``save``'s file; False (and nothing taken) when it was made with
+        other settings."""
+        with np.load(path, allow_pickle=False) as z:
+            if z["settings"].tolist() != self._settings():
+                return False
+
+            def lines(name: str) -> list[str]:
+                text = str(z[name])
+                return text.split("\n") if text else []
+
+            self.strings = lines("strings")
+            self.ids = dict(zip(self.strings, range(len(self.strings))))
+            strip = lines("strip")
+            self._strip = dict(zip(strip, range(len(strip))))
+            tokens = lines("tokens")
+            self._stored = (dict(zip(tokens, range(len(tokens)))), z["offsets"].tolist(), z["gen"].tolist())
+            self._facts = Facts(*(z[f"facts.{name}"] for name, _ in _COLUMNS))
+        return True
+
+    def _settings(self) -> list[int]:
+        return [int(self.prior is not None), self.max_candidates, self.lm_vocab]
+
     def source_id(self, key: str) -> int:
         i = self.src_ids.get(key)
         if i is None:
@@ -197,40 +236,6 @@ class Candidates:
         self._src_facts = _grow(self._src_facts, self._src_rows, SourceFacts, cols)  # type: ignore[assignment]
         self._src_rows = []
         return self._src_facts  # type: ignore[return-value]
-
-
-def save_candidates(c: Candidates, path: str | os.PathLike[str]) -> None:
-    """Write the registry with GEN of every lowercase training type (``Candidates.plain``)."""
-    from .store import save_npz
-
-    for low in sorted(c.forms):
-        c.plain(low)
-    F = c.facts()
-    tokens = list(c._plain)
-    lens = np.array([len(c._plain[t]) for t in tokens], dtype=np.int64)
-    save_npz(path, {
-        "strings": np.array("\n".join(c.strings)), "strip": np.array("\n".join(c._strip)),
-        "tokens": np.array("\n".join(tokens)), "offsets": np.concatenate([[0], np.cumsum(lens)]),
-        "gen": np.fromiter((i for t in tokens for i in c._plain[t]), dtype=np.int64, count=int(lens.sum())),
-        "settings": np.array([int(c.prior is not None), c.max_candidates, c.lm_vocab]),
-        **{f"facts.{name}": getattr(F, name) for name, _ in _COLUMNS},
-    })
-
-
-def load_candidates(c: Candidates, path: str | os.PathLike[str]) -> bool:
-    """Fill an empty registry from ``save_candidates``'s file; False (and nothing read) when it was
-    made with other settings."""
-    with np.load(path, allow_pickle=False) as z:
-        if z["settings"].tolist() != [int(c.prior is not None), c.max_candidates, c.lm_vocab]:
-            return False
-        c.strings = str(z["strings"]).split("\n") if str(z["strings"]) else []
-        c.ids = dict(zip(c.strings, range(len(c.strings))))
-        strip = str(z["strip"]).split("\n") if str(z["strip"]) else []
-        c._strip = dict(zip(strip, range(len(strip))))
-        tokens = str(z["tokens"]).split("\n") if str(z["tokens"]) else []
-        c._stored = (dict(zip(tokens, range(len(tokens)))), z["offsets"].tolist(), z["gen"].tolist())
-        c._facts = Facts(*(z[f"facts.{name}"] for name, _ in _COLUMNS))
-    return True
 
 
 def _grow(old: object | None, rows: list[tuple], cls: type, columns: Sequence[tuple[str, type]]) -> object:

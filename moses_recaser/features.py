@@ -1,8 +1,10 @@
 """Feature functions (paper section 4.3) over the candidate lattices of triples.
 
-``FeatureExtractor.lattices`` builds a batch at once: GEN and the sentence-level facts are per token
-(cached by token), while the feature values, the table lookups and the LM queries are numpy over
-every candidate of the batch; ``lattice`` is the one-triple case of the same code.
+``FeatureExtractor.flat`` builds a batch at once, in flat form: GEN and each candidate's facts are
+worked out once per word type (``candidates.Candidates``), the sentence-level facts per sentence, and
+the feature values, table lookups and LM queries are numpy over every candidate of the batch.
+Recasing decodes the flat form directly; ``lattices`` splits it into per-sentence lattices for
+training, and ``lattice`` is the one-triple case.
 
 Every feature is defined per target word E_i and summed over the sentence. A target word is
 aligned to every word of its aligned source phrase (``alignment="phrase"``, the paper's
@@ -58,7 +60,7 @@ from itertools import chain
 import numpy as np
 
 from . import casing
-from .candidates import Candidates, CasePrior, load_candidates
+from .candidates import Candidates, CasePrior
 from .casing import Tag, is_punctuation
 from .gen import MAX_CANDIDATES
 from .lmquery import ArrayLM, LatticeQueries
@@ -228,7 +230,7 @@ class FeatureExtractor:
         max_candidates: int = MAX_CANDIDATES,
         candidates_file: str | os.PathLike[str] | None = None,
     ) -> None:
-        """``candidates_file``: a registry stored by training (candidates.save_candidates), used when
+        """``candidates_file``: a registry stored by training (Candidates.save), used when
         it was made with the same settings."""
         self.tables = tables
         self.lm = lm
@@ -245,7 +247,7 @@ class FeatureExtractor:
             lm_id = lambda w: ids.get(w, unk)
         self.candidates = Candidates(tables, prior, lm_id, max_candidates, lm_vocab)
         if candidates_file is not None:
-            load_candidates(self.candidates, candidates_file)
+            self.candidates.load(candidates_file)
         self._tokens: dict[str, tuple[int, bool, int]] = {}
         self._keys: dict[tuple[str, bool], int] = {}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,14 +247,3 @@ class LatticeQueries:
             out.append(arr)
             q0, c0, p0 = q0 + n + 1, c0 + nq, p0 + n
         return out
-
-
-def batch_lattice_scores(lm: ArrayLM, sentences: Sequence[Sequence[Sequence[str]]]) -> list[np.ndarray]:
-    """lm[i, a, b, c] = log10 p(c_i | c_{i-2}=a, c_{i-1}=b) of each sentence's lattice (see
-    features.Lattice; i = n is </s>, K per sentence is its widest position), for many sentences with
-    one vectorized query."""
-    per_pos = np.array([len(c) for cands in sentences for c in cands], dtype=np.int64)
-    n_pos = np.array([len(cands) for cands in sentences], dtype=np.int64)
-    queries = LatticeQueries.of(per_pos, n_pos)
-    wid = lm.word_ids(w for cands in sentences for c in cands for w in c)
-    return queries.dense(queries.scores(lm, wid), per_pos, n_pos)

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .candidates import save_candidates
 from .crf import fit
 from .errors import RecaserError
 from .features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names
@@ -246,7 +245,7 @@ def train(
 
     weights = Weights(names=names, bilingual=bi.weights, monolingual=mono.weights)
     # GEN and candidate facts of every training type, so that recasing starts warm
-    save_candidates(extractor.candidates, work / "candidates.npz")
+    extractor.candidates.save(work / "candidates.npz")
     files["candidates.npz"] = str(work / "candidates.npz")
     doc = asdict(settings)
     write_model(

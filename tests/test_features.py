@@ -148,12 +148,10 @@ def test_reference_missing_from_gen_is_added_and_counted(extractor):
 
 
 def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tmp_path):
-    from moses_recaser.candidates import save_candidates
-
     tables, lm = extractor.tables, ArrayLM.from_arpa(arpa)
     built = FeatureExtractor(tables, lm, extractor.names, alignment="links")
     path = tmp_path / "candidates.npz"
-    save_candidates(built.candidates, path)
+    built.candidates.save(path)
     stored = FeatureExtractor(tables, lm, extractor.names, alignment="links", candidates_file=path)
     assert "paris" in stored.candidates._stored[0]  # every lowercase training type is stored
     fresh = FeatureExtractor(tables, lm, extractor.names, alignment="links")
