@@ -62,7 +62,7 @@ import numpy as np
 from . import casing
 from .candidates import Candidates, CasePrior
 from .casing import Tag, is_punctuation
-from .gen import MAX_CANDIDATES
+from .gen import MAX_CANDIDATES, takes_source_word
 from .lmquery import ArrayLM, LatticeQueries
 from .tables import Tables
 from .triples import Triple
@@ -327,7 +327,7 @@ class FeatureExtractor:
                 # only the source words that GEN takes (equal to tok up to case, or up to case and
                 # diacritics with its length) make a difference: most tokens have none
                 forms = [f for f in [source[k] for k in aligned[i]] + ([spans[i]] if spans[i] else [])
-                         if _joins_gen(f, tok)]  # type: ignore[list-item]
+                         if takes_source_word(f, tok)]  # type: ignore[list-item]
                 sent.ids.append(C.sourced(tok, tuple(forms)) if forms else C.plain(tok))
             src_pos = casing.positional(source)
             sent.bilingual = True
@@ -521,18 +521,6 @@ class FeatureExtractor:
         model.BaseScore(s1, wa, mid)  # type: ignore[attr-defined]
         model.BaseScore(mid, wb, s2)  # type: ignore[attr-defined]
         return s2
-
-
-def _joins_gen(form: str, token: str) -> bool:
-    """Whether GEN(token) takes the source word ``form`` (gen.gen's two tests, cheapest first)."""
-    if len(form) != len(token):
-        return False
-    low, key = form.lower(), token.lower()
-    if low == key:
-        return True
-    if form.isascii() and token.isascii():
-        return False  # no diacritics to strip
-    return casing.strip_diacritics(low) == casing.strip_diacritics(key)
 
 
 def _telling_case(word: str) -> bool:

@@ -43,9 +43,11 @@ def gen(
     if "-" in low.strip("-"):
         add("-".join(casing.upper_first(part) for part in low.split("-")))
     for form in source_words:
+        if not takes_source_word(form, token):
+            continue
         if casing.lower(form) == key:
             add(form)
-        elif len(form) == len(low) and casing.strip_diacritics(casing.lower(form)) == casing.strip_diacritics(key):
+        else:
             # the same word up to diacritics (Montréal-Trudeau / montreal-trudeau): copy its case pattern
             add("".join(t.upper() if f.isupper() and len(t.upper()) == 1 else t for t, f in zip(low, form)))
     for form in seen_forms:
@@ -53,3 +55,16 @@ def gen(
             break
         add(form)
     return out
+
+
+def takes_source_word(form: str, token: str) -> bool:
+    """Whether GEN(token) takes the aligned source word ``form``: same length, and equal up to case, or
+    up to case and diacritics (cheapest tests first; callers use it to skip GEN's cache for the rest)."""
+    if len(form) != len(token):
+        return False
+    low, key = casing.lower(form), casing.lower(token)
+    if low == key:
+        return True
+    if form.isascii() and token.isascii():
+        return False  # no diacritics to strip
+    return casing.strip_diacritics(low) == casing.strip_diacritics(key)
