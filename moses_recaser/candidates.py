@@ -4,8 +4,10 @@ Recasing a test set meets each word type many times; the Python work on strings 
 prior, table ids) is done the first time a type is met and kept as numpy columns, so that a batch's
 features are gathers over candidate ids (see ``features.FeatureExtractor.flat``).
 
+GEN results are segments of one pool of candidate ids, so that a batch's candidates are one gather.
 Training stores the registry for every lowercase type of the training target in the model
-(``candidates.npz``), so recasing starts warm: only types unseen in training, and tokens whose
+(``candidates.npz``, with the training forms by lowercase and the case prior's tables), so recasing
+starts warm: only types unseen in training, and tokens whose
 aligned source words join GEN, are worked out at recasing time. The stored registry is used only
 by an extractor with the same settings (case prior on or off, GEN size, LM vocabulary).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -36,7 +38,8 @@ def is_upper_word(token: str) -> bool:
 
 class CasePrior:
     """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix).
-    Built on first use: with a stored registry, recasing needs it only for unseen types."""
+    Built on first use: with a stored registry, recasing needs it only for unseen types, and the
+    registry stores its lowercase counts and suffix table (``arrays``, ``use``)."""
 
     BETA = 1.0
 
@@ -45,24 +48,48 @@ class CasePrior:
         self.uniform = np.full(len(Tag), 1.0 / len(Tag))
 
     @cached_property
-    def _counts(self) -> tuple[dict[str, int], dict[str, int], dict[str, np.ndarray]]:
+    def _forms(self) -> dict[str, int]:
         f = self.tables.forms
-        counts = (f.count - f.initial).tolist()
-        form = dict(zip(f.vocab, counts))
+        return dict(zip(f.vocab, (f.count - f.initial).tolist()))
+
+    @cached_property
+    def _lower(self) -> dict[str, int]:
         lower: dict[str, int] = {}
-        suffix: dict[str, np.ndarray] = {}
-        for w, c in zip(f.vocab, counts):
+        for w, c in self._forms.items():
             low = casing.lower(w)
             lower[low] = lower.get(low, 0) + c
+        return lower
+
+    @cached_property
+    def _suffix(self) -> dict[str, np.ndarray]:
+        suffix: dict[str, np.ndarray] = {}
+        for w, c in self._forms.items():
             if c and casing.has_letter(w):
-                suffix.setdefault(low[-3:], np.zeros(len(Tag)))[int(casing.tag(w))] += c
-        return form, lower, {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
+                suffix.setdefault(casing.lower(w)[-3:], np.zeros(len(Tag)))[int(casing.tag(w))] += c
+        return {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The lowercase counts and the suffix table, for ``use``."""
+        lower, suffix = self._lower, self._suffix
+        return {"prior.lower": np.array("\n".join(lower)), "prior.lower_counts": np.array(list(lower.values()), dtype=np.int64),
+                "prior.suffixes": np.array("\n".join(suffix)),
+                "prior.suffix_probs": np.array(list(suffix.values())).reshape(-1, len(Tag))}
+
+    def use(self, z: Mapping[str, np.ndarray]) -> None:
+        """Take ``arrays``' tables instead of working them out."""
+        lower, suffixes = _lines(z["prior.lower"]), _lines(z["prior.suffixes"])
+        self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
+        self.__dict__["_suffix"] = dict(zip(suffixes, z["prior.suffix_probs"]))
 
     def log_prob(self, form: str) -> float:  # once per candidate type: Candidates keeps the result
-        forms, lower, suffix = self._counts
         low = casing.lower(form)
-        q = float(suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
-        return math.log((forms.get(form, 0) + self.BETA * q) / (lower.get(low, 0) + self.BETA))
+        q = float(self._suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
+        return math.log((self._forms.get(form, 0) + self.BETA * q) / (self._lower.get(low, 0) + self.BETA))
+
+
+def _lines(a: np.ndarray) -> list[str]:
+    text = str(a)
+    return text.split("\n") if text else []
 
 
 @dataclass
@@ -112,10 +139,15 @@ class Candidates:
         self._strip_of: dict[str, int] = {}  # word -> id of its form without diacritics
         self._rows: list[tuple] = []
         self._facts: Facts | None = None
-        self._plain: dict[str, tuple[int, ...]] = {}
-        # GEN stored in the model (load): token -> row, offsets, candidate ids
-        self._stored: tuple[dict[str, int], list[int], list[int]] = ({}, [0], [])
-        self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+        # GEN results are segments (start, count) of one pool of candidate ids; a stored registry's
+        # results (load) are the pool's first part
+        self._pool = np.zeros(0, dtype=np.int64)
+        self._pending: list[int] = []
+        self._size = 0
+        self._plain: dict[str, tuple[int, int]] = {}
+        self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
+        # stored training forms by lowercase (load): lowercase -> row, offsets, form ids
+        self._seen: tuple[dict[str, int], list[int], np.ndarray] | None = None
         self.src_ids: dict[str, int] = {}
         self._src_rows: list[tuple] = []
         self._src_facts: SourceFacts | None = None
@@ -125,6 +157,18 @@ class Candidates:
         """Training forms by lowercase, most frequent first (built on first use, as for CasePrior)."""
         vocab = self.tables.forms.vocab
         return {k: [vocab[i] for i in ids] for k, ids in self.tables.forms.by_lower().items()}
+
+    def seen(self, tok: str) -> Sequence[str]:
+        """The training forms of lower(tok), most frequent first: from the stored registry when loaded
+        (``forms`` is then never built)."""
+        low = casing.lower(tok)
+        if self._seen is None:
+            return self.forms.get(low, ())
+        row = self._seen[0].get(low)
+        if row is None:
+            return ()
+        vocab, offsets = self.tables.forms.vocab, self._seen[1]
+        return [vocab[i] for i in self._seen[2][offsets[row]:offsets[row + 1]].tolist()]
 
     @cached_property
     def form_set(self) -> set[str]:
@@ -153,28 +197,37 @@ class Candidates:
                 self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c),
                 self.lm_id(c) if self.lm_id is not None else -1)
 
-    def plain(self, tok: str) -> tuple[int, ...]:
-        """GEN(tok) without source words."""
-        ids = self._plain.get(tok)
-        if ids is None:
-            row = self._stored[0].get(tok)
-            if row is not None:
-                offsets, stored = self._stored[1], self._stored[2]
-                ids = tuple(stored[offsets[row]:offsets[row + 1]])
-            else:
-                forms = gen(tok, self.forms.get(casing.lower(tok), ()), (), self.max_candidates)
-                ids = tuple(self.id(f) for f in forms)
-            self._plain[tok] = ids
-        return ids
+    def segment(self, ids: Sequence[int]) -> tuple[int, int]:
+        """Add a GEN result to the pool: its (start, count)."""
+        start = self._size
+        self._pending.extend(ids)
+        self._size += len(ids)
+        return start, len(ids)
 
-    def sourced(self, tok: str, src_forms: tuple[str, ...]) -> tuple[int, ...]:
-        """GEN(tok) with source words; only words of the token's length can join GEN (see gen)."""
+    def pool(self) -> np.ndarray:
+        """Every segment's candidate ids (``pool()[start:start + count]``)."""
+        if self._pending:
+            self._pool = np.concatenate([self._pool, np.array(self._pending, dtype=np.int64)])
+            self._pending = []
+        return self._pool
+
+    def plain(self, tok: str) -> tuple[int, int]:
+        """GEN(tok) without source words, as a segment of the pool."""
+        seg = self._plain.get(tok)
+        if seg is None:
+            forms = gen(tok, self.seen(tok), (), self.max_candidates)
+            seg = self._plain[tok] = self.segment([self.id(f) for f in forms])
+        return seg
+
+    def sourced(self, tok: str, src_forms: tuple[str, ...]) -> tuple[int, int]:
+        """GEN(tok) with source words, as a segment of the pool; only words of the token's length can
+        join GEN (see gen)."""
         key = (tok, src_forms)
-        ids = self._sourced.get(key)
-        if ids is None:
-            forms = gen(tok, self.forms.get(casing.lower(tok), ()), src_forms, self.max_candidates)
-            ids = self._sourced[key] = tuple(self.id(f) for f in forms)
-        return ids
+        seg = self._sourced.get(key)
+        if seg is None:
+            forms = gen(tok, self.seen(tok), src_forms, self.max_candidates)
+            seg = self._sourced[key] = self.segment([self.id(f) for f in forms])
+        return seg
 
     def facts(self) -> Facts:
         self._facts = _grow(self._facts, self._rows, Facts, _COLUMNS)  # type: ignore[assignment]
@@ -182,20 +235,28 @@ class Candidates:
         return self._facts  # type: ignore[return-value]
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the registry with GEN of every lowercase training type (``plain``)."""
+        """Write the registry with GEN of every lowercase training type (``plain``), the training
+        forms by lowercase and the case prior's tables."""
         from .store import save_npz
 
-        for low in sorted(self.forms):
+        lows = sorted(self.forms)
+        for low in lows:
             self.plain(low)
+        by_lower = self.tables.forms.by_lower()
+        seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
         F = self.facts()
         tokens = list(self._plain)
-        lens = np.array([len(self._plain[t]) for t in tokens], dtype=np.int64)
+        segs = np.array(list(self._plain.values()), dtype=np.int64).reshape(-1, 2)
+        starts, lens = segs[:, 0], segs[:, 1]
+        gathered = self.pool()[np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))]
         save_npz(path, {
             "strings": np.array("\n".join(self.strings)), "strip": np.array("\n".join(self._strip)),
             "tokens": np.array("\n".join(tokens)), "offsets": np.concatenate([[0], np.cumsum(lens)]),
-            "gen": np.fromiter((i for t in tokens for i in self._plain[t]), dtype=np.int64, count=int(lens.sum())),
-            "settings": np.array(self._settings()),
+            "gen": gathered, "settings": np.array(self._settings()),
             **{f"facts.{name}": getattr(F, name) for name, _ in _COLUMNS},
+            "seen.tokens": np.array("\n".join(lows)), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
+            "seen.ids": np.fromiter((i for low in lows for i in by_lower[low]), dtype=np.int64, count=int(seen_lens.sum())),
+            **(self.prior.arrays() if self.prior is not None else {}),
         })
 
     def load(self, path: str | os.PathLike[str]) -> bool:
@@ -205,17 +266,21 @@ class Candidates:
             if z["settings"].tolist() != self._settings():
                 return False
 
-            def lines(name: str) -> list[str]:
-                text = str(z[name])
-                return text.split("\n") if text else []
-
-            self.strings = lines("strings")
+            self.strings = _lines(z["strings"])
             self.ids = dict(zip(self.strings, range(len(self.strings))))
-            strip = lines("strip")
+            strip = _lines(z["strip"])
             self._strip = dict(zip(strip, range(len(strip))))
-            tokens = lines("tokens")
-            self._stored = (dict(zip(tokens, range(len(tokens)))), z["offsets"].tolist(), z["gen"].tolist())
+            tokens = _lines(z["tokens"])
+            offsets = z["offsets"]
+            self._plain = dict(zip(tokens, zip(offsets[:-1].tolist(), np.diff(offsets).tolist())))
+            self._pool = z["gen"]
+            self._size = len(self._pool)
             self._facts = Facts(*(z[f"facts.{name}"] for name, _ in _COLUMNS))
+            if "seen.tokens" in z:  # registries of earlier versions have neither
+                seen = _lines(z["seen.tokens"])
+                self._seen = (dict(zip(seen, range(len(seen)))), z["seen.offsets"].tolist(), z["seen.ids"])
+            if self.prior is not None and "prior.lower" in z:
+                self.prior.use(z)
         return True
 
     def _settings(self) -> list[int]:

@@ -1,8 +1,10 @@
 """Feature functions (paper section 4.3) over the candidate lattices of triples.
 
 ``FeatureExtractor.flat`` builds a batch at once, in flat form: GEN and each candidate's facts are
-worked out once per word type (``candidates.Candidates``), the sentence-level facts per sentence, and
-the feature values, table lookups and LM queries are numpy over every candidate of the batch.
+worked out once per word type (``candidates.Candidates``), each word's facts once per type
+(``batch.WordTypes``), the sentence-level facts (alignment pairs, positional capitals, headline
+flags) as numpy over the batch's flat token arrays (``batch``), and the feature values, table lookups
+and LM queries as numpy over every candidate of the batch.
 Recasing decodes the flat form directly; ``lattices`` splits it into per-sentence lattices for
 training, and ``lattice`` is the one-triple case.
 
@@ -60,6 +62,8 @@ from itertools import chain
 import numpy as np
 
 from . import casing
+from .batch import Layout, WordTypes, alignment_pairs, first_in_sentence, positional
+from .batch import source_flags as batch_source_flags
 from .candidates import Candidates, CasePrior
 from .casing import Tag, is_punctuation
 from .gen import MAX_CANDIDATES, takes_source_word
@@ -200,22 +204,36 @@ class Flat:
 
 
 @dataclass
-class _Sentence:
-    """What the batch feature computation needs from one sentence."""
+class _Batch:
+    """What the feature computation needs from a batch of triples, as flat arrays (N target words,
+    S sentences; see ``batch``)."""
 
-    ids: list[tuple[int, ...]]  # candidate ids per position
-    first: int  # the first position with a letter
-    punct: list[int]  # feature column of the punctuation before each position (-1: none)
-    gold: np.ndarray | None = None
-    gen_misses: int = 0
-    bilingual: bool = False
-    src_strip: list[int] | None = None  # source words whose case counts (Candidates.strip_id)
-    spans: list[int] | None = None  # candidate id of each position's source span form (-1: none)
-    pair_pos: list[int] | None = None  # (position, aligned source word) pairs: the position ...
-    pair_src: list[int] | None = None  # ... and the source word as the tables know it (Candidates.source_id)
-    e_lower: list[int] | None = None  # each word's id among the lowercase table's targets
-    headline: bool = False
-    title: bool = False
+    layout: Layout
+    start: np.ndarray  # (N,) each word's candidates: a segment of the candidate pool ...
+    count: np.ndarray  # ... (Candidates.segment)
+    first: np.ndarray  # (S,) the first position with a letter (-1: none)
+    punct: np.ndarray  # (N,) feature column of the punctuation before each word (-1: none)
+    e_lower: np.ndarray  # (N,) each word's id among the lowercase table's targets
+    bilingual: np.ndarray  # (S,) the sentence has a source
+    headline: np.ndarray  # (S,) its source looks like a headline ...
+    title: np.ndarray  # (S,) ... is title-cased (source_flags)
+    src_keys: np.ndarray  # (sentence << 32) + Candidates.strip_id of each source word whose case counts
+    spans: np.ndarray | None  # (N,) candidate id of each word's source span form (-1: none)
+    pair_pos: np.ndarray  # (P,) (target word, aligned source word) pairs: the word ...
+    pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_id)
+    gold: list[np.ndarray | None]
+    gen_misses: list[int]
+
+
+# per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
+# targets, GEN's segment, and what GEN's test for a source word needs (lowercase and stripped keys, length, ASCII)
+_TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64), ("start", np.int64),
+                   ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool)]
+# per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
+# telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), and as above
+_SOURCE_COLUMNS = [("letter", bool), ("end", bool), ("final", bool), ("cap", bool), ("long", bool),
+                   ("telling", bool), ("strip_id", np.int64), ("key", np.int64), ("key_pos", np.int64),
+                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool)]
 
 
 class FeatureExtractor:
@@ -248,8 +266,9 @@ class FeatureExtractor:
         self.candidates = Candidates(tables, prior, lm_id, max_candidates, lm_vocab)
         if candidates_file is not None:
             self.candidates.load(candidates_file)
-        self._tokens: dict[str, tuple[int, bool, int]] = {}
-        self._keys: dict[tuple[str, bool], int] = {}
+        self._keys: dict[str, int] = {}  # lowercase or stripped word -> number (GEN's source-word test)
+        self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
+        self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
 
     # --- alignment -----------------------------------------------------------------------
     def aligned_sources(self, triple: Triple) -> list[list[int]]:
@@ -280,88 +299,143 @@ class FeatureExtractor:
 
     def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None = None) -> Flat:
         """The lattices of many triples at once: the Python work is per word type (GEN and the
-        candidates' facts, kept in ``self.candidates``); the feature values are numpy over every
-        candidate of the batch together."""
-        refs = references if references is not None else [None] * len(triples)
-        sents = [self._sentence(t, r) for t, r in zip(triples, refs)]
-        per_pos = np.fromiter((len(c) for s in sents for c in s.ids), dtype=np.int64)
-        n_pos = np.fromiter((len(s.ids) for s in sents), dtype=np.int64, count=len(sents))
-        ids = np.fromiter(chain.from_iterable(c for s in sents for c in s.ids), dtype=np.int64,
-                          count=int(per_pos.sum()))
+        candidates' facts, kept in ``self.candidates``; the words' facts, in ``WordTypes``); the
+        feature values are numpy over every candidate of the batch together."""
+        b = self._batch(triples, references)
+        per_pos, n_pos = b.count, b.layout.n_tgt
+        cstart = np.cumsum(per_pos) - per_pos
+        ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
         U = np.zeros((len(ids), len(self.names)))
         if len(ids):
-            self._features(U, sents, ids, per_pos, n_pos)
+            self._features(U, b, ids)
         queries = LatticeQueries.of(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
             lm = queries.scores(self.lm, self.candidates.facts().lm[ids])
         else:
             lm = self._kenlm_flat(queries, ids, per_pos, n_pos)
         return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, queries=queries, lm=lm,
-                    bilingual=np.fromiter((s.bilingual for s in sents), dtype=bool, count=len(sents)),
-                    gold=[s.gold for s in sents], gen_misses=[s.gen_misses for s in sents])
+                    bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses)
 
-    def _token(self, tok: str) -> tuple[int, bool, int]:
-        """(feature column of tok as the punctuation before a word (-1: none), has a letter, id of
-        lower(tok) among the lowercase table's targets)."""
-        x = self._tokens.get(tok)
-        if x is None:
-            col = -1
-            if is_punctuation(tok):
-                col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
-            x = self._tokens[tok] = (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(casing.lower(tok), -1))
-        return x
+    def _describe_target(self, tok: str) -> tuple:
+        col = -1
+        if is_punctuation(tok):
+            col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
+        low = casing.lower(tok)
+        start, count = self.candidates.plain(tok)
+        return (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(low, -1), start, count,
+                self._key(low), self._key(casing.strip_diacritics(low)), len(tok), tok.isascii())
 
-    def _sentence(self, triple: Triple, reference: Sequence[str] | None) -> _Sentence:
-        """Per-sentence work: alignment, GEN, and the sentence-level facts the features need."""
-        target, source = triple.target, triple.source
-        C = self.candidates
-        info = [self._token(t) for t in target]
-        first = next((i for i, x in enumerate(info) if x[1]), -1)
-        sent = _Sentence(ids=[], first=first, punct=[-1] + [x[0] for x in info[:-1]] if info else [])
-        if not source:
-            sent.ids = [C.plain(t) for t in target]
+    def _describe_source(self, word: str) -> tuple:
+        low = casing.lower(word)
+        return (casing.has_letter(word), word in casing.SENTENCE_END, word in _FINAL, casing.is_capitalized(word),
+                len(word) > 3, _telling_case(word), self.candidates.strip_id(word), self._source_id(word, False),
+                self._source_id(word, True), self._key(low), self._key(casing.strip_diacritics(low)), len(word),
+                word.isascii())
+
+    def _key(self, s: str) -> int:
+        return self._keys.setdefault(s, len(self._keys))
+
+    def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None) -> _Batch:
+        C, T, Sr = self.candidates, self._target_types, self._source_types
+        layout = Layout.of(triples)
+        S, N = len(triples), int(layout.n_tgt.sum())
+        target = list(chain.from_iterable(t.target for t in triples))
+        tt = T.numbers(target)
+        start, count = T["start"][tt], T["count"][tt]
+        punct = np.full(N, -1, dtype=np.int64)
+        punct[1:] = T["punct"][tt[:-1]]
+        punct[layout.tgt_start[layout.n_tgt > 0]] = -1
+        b = _Batch(layout=layout, start=start, count=count,
+                   first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start), punct=punct,
+                   e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
+                   title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64), spans=None,
+                   pair_pos=np.zeros(0, dtype=np.int64), pair_src=np.zeros(0, dtype=np.int64),
+                   gold=[None] * S, gen_misses=[0] * S)
+        if b.bilingual.any():
+            source = list(chain.from_iterable(t.source for t in triples))
+            st = Sr.numbers(source)
+            letter = Sr["letter"][st]
+            pos = positional(letter, Sr["end"][st], layout)
+            counts = ~pos | Sr["telling"][st]  # source words whose case is not explained by position
+            b.src_keys = (layout.src_sent[counts] << 32) + Sr["strip_id"][st[counts]]
+            b.headline, b.title = batch_source_flags(letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st], layout,
+                                               HEADLINE_MAX)
+            pt, ps = alignment_pairs(triples, layout, self.alignment)
+            b.pair_pos = pt
+            b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
+            # GEN takes an aligned source word equal to the word up to case (and diacritics, at its
+            # length): most words have none, and keep their type's GEN
+            tk, sk = tt[pt], st[ps]
+            takes = (T["len"][tk] == Sr["len"][sk]) & (
+                (T["low"][tk] == Sr["low"][sk]) | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
+            forms: dict[int, list[str]] = {}
+            for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
+                forms.setdefault(p, []).append(source[k])
+            if "src_span" in self.index:
+                b.spans = self._spans(triples, layout, tt, st, forms, target)
+            for p, fs in forms.items():
+                start[p], count[p] = C.sourced(target[p], tuple(fs))
+        if references is not None:
+            self._gold(b, target, references)
+        return b
+
+    def _spans(self, triples: Sequence[Triple], layout: Layout, tt: np.ndarray, st: np.ndarray,
+               forms: dict[int, list[str]], target: list[str]) -> np.ndarray:
+        """src_span's form of every word (candidate id, -1: none), adding it to ``forms`` where GEN takes
+        it; source_spans runs only on sentences that share a word bigram with their source."""
+        T, Sr = self._target_types, self._source_types
+        spans = np.full(len(tt), -1, dtype=np.int64)
+
+        def bigrams(low: np.ndarray, sent: np.ndarray) -> np.ndarray:
+            same = sent[1:] == sent[:-1]
+            return ((sent[1:][same] << 42) + (low[:-1][same] << 21) + low[1:][same]) if len(sent) else sent
+
+        if len(self._keys) >= 1 << 21:
+            candidates = np.arange(len(triples))  # keys too many to pack: try every sentence
         else:
-            aligned = self.aligned_sources(triple)
-            spans = source_spans(source, target) if "src_span" in self.index else [None] * len(target)
-            for i, tok in enumerate(target):
-                # only the source words that GEN takes (equal to tok up to case, or up to case and
-                # diacritics with its length) make a difference: most tokens have none
-                forms = [f for f in [source[k] for k in aligned[i]] + ([spans[i]] if spans[i] else [])
-                         if takes_source_word(f, tok)]  # type: ignore[list-item]
-                sent.ids.append(C.sourced(tok, tuple(forms)) if forms else C.plain(tok))
-            src_pos = casing.positional(source)
-            sent.bilingual = True
-            sent.src_strip = [C.strip_id(w) for k, w in enumerate(source) if k not in src_pos or _telling_case(w)]
-            sent.headline, sent.title = source_flags(source)
-            # a source word capitalized by its position says nothing about case: look it up as the
-            # table knows it (the tables skip positional words too)
-            keys = [self._source_id(w, k in src_pos) for k, w in enumerate(source)]
-            sent.pair_pos = [i for i, al in enumerate(aligned) for _ in al]
-            sent.pair_src = [keys[k] for al in aligned for k in al]
-            sent.e_lower = [x[2] for x in info]
-            if any(sp is not None for sp in spans):
-                sent.spans = [-1 if sp is None else C.id(sp) for sp in spans]
-        if reference is not None:
-            gold = []
-            for i, r in enumerate(reference):
-                rid, c = C.id(r), sent.ids[i]
-                if rid not in c:
-                    sent.gen_misses += 1
-                    if casing.is_recasing_of(r, target[i]):
-                        c = sent.ids[i] = c + (rid,)
-                gold.append(c.index(rid) if rid in c else 0)
-            sent.gold = np.array(gold, dtype=np.int64)
-        return sent
+            shared = np.intersect1d(bigrams(T["low"][tt], layout.tgt_sent), bigrams(Sr["low"][st], layout.src_sent))
+            candidates = np.unique(shared >> 42)
+        for s in candidates.tolist():
+            t = triples[s]
+            g0 = int(layout.tgt_start[s])
+            for i, form in enumerate(source_spans(t.source, t.target)):
+                if form is not None:
+                    spans[g0 + i] = self.candidates.id(form)
+                    if takes_source_word(form, target[g0 + i]):
+                        forms.setdefault(g0 + i, []).append(form)
+        return spans
 
-    def _features(self, U: np.ndarray, sents: list[_Sentence], ids: np.ndarray, per_pos: np.ndarray,
-                  n_pos: np.ndarray) -> None:
+    def _gold(self, b: _Batch, target: list[str], references: Sequence[Sequence[str] | None]) -> None:
+        """Each reference word's index among its candidates; a reference form GEN did not give is
+        counted (gen_misses), and added when it is a recasing of the word."""
+        C, layout = self.candidates, b.layout
+        pool = C.pool()  # segments added below are not read again
+        for s, ref in enumerate(references):
+            if ref is None:
+                continue
+            g0, n = int(layout.tgt_start[s]), int(layout.n_tgt[s])
+            if len(ref) != n:
+                raise ValueError(f"reference of {len(ref)} words for a target of {n}")
+            gold = []
+            for i, r in enumerate(ref):
+                g = g0 + i
+                rid, c = C.id(r), pool[b.start[g]:b.start[g] + b.count[g]].tolist()
+                if rid not in c:
+                    b.gen_misses[s] += 1
+                    if casing.is_recasing_of(r, target[g]):
+                        b.start[g], b.count[g] = C.segment(c + [rid])
+                        c.append(rid)
+                gold.append(c.index(rid) if rid in c else 0)
+            b.gold[s] = np.array(gold, dtype=np.int64)
+
+    def _features(self, U: np.ndarray, b: _Batch, ids: np.ndarray) -> None:
         """Unary feature values of every candidate of the batch (rows of U, in order)."""
         idx = self.index
         F = self.candidates.facts()
+        per_pos = b.count
         G = np.repeat(np.arange(len(per_pos)), per_pos)  # global position of each candidate
-        S = np.repeat(np.arange(len(sents)), n_pos)[G]  # sentence of each candidate
-        pos_start = np.cumsum(n_pos) - n_pos
-        P = G - pos_start[S]  # position within its sentence
+        S = b.layout.tgt_sent[G]  # sentence of each candidate
+        P = G - b.layout.tgt_start[S]  # position within its sentence
         cap, tags, prior, short = F.cap[ids], F.tag[ids], F.prior[ids], F.short[ids]
         not_an = tags != int(Tag.AN)
 
@@ -372,53 +446,38 @@ class FeatureExtractor:
 
         if self.candidates.prior is not None:
             put("case_prior", np.ones(len(ids), dtype=bool), prior)
-        first = np.fromiter((s.first for s in sents), dtype=np.int64, count=len(sents))
-        put("initial", cap & (P == first[S]))
-        pc = np.fromiter(chain.from_iterable(s.punct for s in sents), dtype=np.int64, count=len(per_pos))[G]
+        put("initial", cap & (P == b.first[S]))
+        pc = b.punct[G]
         m = cap & (pc >= 0)
         U[np.nonzero(m)[0], pc[m]] = 1.0
         put("unseen_form", not_an & F.unseen[ids])
-        bil = np.fromiter((s.bilingual for s in sents), dtype=bool, count=len(sents))
-        if not bil.any():
+        if not b.bilingual.any():
             return
         # src_identical: (sentence, word without diacritics) of the candidate among the source's
-        src_keys = np.fromiter(chain.from_iterable(((k << 32) + w for w in s.src_strip or ())
-                                                   for k, s in enumerate(sents)), dtype=np.int64)
-        ident = bil[S] & not_an & np.isin((S << 32) + F.strip[ids], src_keys)
+        ident = b.bilingual[S] & not_an & np.isin((S << 32) + F.strip[ids], b.src_keys)
         put("src_identical", ident)
         put("src_identical:rare", ident & (prior < RARE_PRIOR))
-        if any(s.spans for s in sents):
-            spans = np.fromiter(chain.from_iterable(s.spans or [-1] * len(s.ids) for s in sents), dtype=np.int64,
-                                count=len(per_pos))
-            put("src_span", spans[G] == ids)
-        hl = np.fromiter((s.headline for s in sents), dtype=bool, count=len(sents))[S]
-        tc = np.fromiter((s.title for s in sents), dtype=bool, count=len(sents))[S]
+        if b.spans is not None:
+            put("src_span", b.spans[G] == ids)
+        hl, tc = b.headline[S], b.title[S]
         iu, au = tags == int(Tag.IU), tags == int(Tag.AU)
         put("hl:IU", hl & iu & ~short)
         put("hl:IU:short", hl & iu & short)
         put("hl:AU", hl & au)
         put("tc:IU", tc & iu & ~short)
         put("tc:IU:short", tc & iu & short)
-        self._bilingual(U, sents, ids, per_pos, pos_start, tags)
+        self._bilingual(U, b, ids, tags)
 
-    def _bilingual(self, U: np.ndarray, sents: list[_Sentence], ids: np.ndarray, per_pos: np.ndarray,
-                   pos_start: np.ndarray, tags: np.ndarray) -> None:
+    def _bilingual(self, U: np.ndarray, b: _Batch, ids: np.ndarray, tags: np.ndarray) -> None:
         """cap_t1 (eq. 7), cap_tag_t1 (eq. 8) and upper_translation of every candidate with aligned words."""
         cols = [self.index.get(x) for x in ("cap_t1", "cap_tag_t1", "upper_translation")]
-        if all(c is None for c in cols):
+        pp, fk, per_pos = b.pair_pos, b.pair_src, b.count
+        if all(c is None for c in cols) or not len(pp):
             return
-        # one row per (position, aligned source word)
-        pp = np.fromiter(chain.from_iterable((g + i for i in s.pair_pos or ()) for g, s in zip(pos_start.tolist(), sents)),
-                         dtype=np.int64)
-        if not len(pp):
-            return
-        fk = np.fromiter(chain.from_iterable(s.pair_src or () for s in sents), dtype=np.int64, count=len(pp))
-        e_low = np.fromiter(chain.from_iterable(s.e_lower or [-1] * len(s.ids) for s in sents), dtype=np.int64,
-                            count=len(per_pos))
         SF, F = self.candidates.source_facts(), self.candidates.facts()
         cased, lower = self.tables.cased, self.tables.lower
         f_cased, f_tag, f_cased_word = SF.cased[fk], SF.tag[fk], SF.has_case[fk]
-        lex = lower.probs(SF.lower[fk], e_low[pp])
+        lex = lower.probs(SF.lower[fk], b.e_lower[pp])
         # upper_translation: every cased aligned word is upper, and at least one is cased
         n_pos = len(per_pos)
         any_cased = np.bincount(pp, weights=f_cased_word, minlength=n_pos) > 0
@@ -445,15 +504,12 @@ class FeatureExtractor:
     def _source_id(self, word: str, positional: bool) -> int:
         """``Candidates.source_id`` of a source word as the tables know it: a word capitalized by its
         position in lowercase, if the tables know it only that way."""
-        key = self._keys.get((word, positional))
-        if key is None:
-            w = word
-            if positional:
-                ids = self.tables.cased.src_ids
-                low = casing.lower_all(word)
-                w = word if word in ids or low not in ids else low
-            key = self._keys[(word, positional)] = self.candidates.source_id(w)
-        return key
+        w = word
+        if positional:
+            ids = self.tables.cased.src_ids
+            low = casing.lower_all(word)
+            w = word if word in ids or low not in ids else low
+        return self.candidates.source_id(w)
 
     def _kenlm_flat(self, queries: LatticeQueries, ids: np.ndarray, per_pos: np.ndarray,
                     n_pos: np.ndarray) -> np.ndarray:

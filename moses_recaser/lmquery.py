@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -47,6 +48,13 @@ class ArrayLM:
         self.ids = {w: i for i, w in enumerate(self.vocab)}
         self.unk = self.ids.get("<unk>", 0)
 
+    @cached_property
+    def bi_extended(self) -> np.ndarray:
+        """(bigrams,) bool: some trigram extends the bigram. Only these contexts need a trigram lookup:
+        about one query in nine on a recasing lattice."""
+        ctx = self.tri_keys // self.V  # sorted, as tri_keys are
+        return np.isin(self.bi_keys, ctx[np.r_[True, ctx[1:] != ctx[:-1]]] if len(ctx) else ctx)
+
     @property
     def V(self) -> int:
         return len(self.vocab)
@@ -67,18 +75,21 @@ class ArrayLM:
         lp = self.bigram_scores(b, c)
         if self.order < 3:
             return lp
-        return self.trigram_scores(a, b, c, self.context_backoffs(a, b) + lp)
+        return self.trigram_scores(a, b, c, self.contexts(a, b)[0] + lp)
 
     def bigram_scores(self, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """log10 p(c | b): the bigram (b, c), else backoff(b) + unigram."""
         bpos, bfound = self._find(self.bi_keys, b * self.V + c)
         return np.where(bfound, self.bi_lp[bpos] if len(self.bi_lp) else 0.0, self.uni_bo[b] + self.uni_lp[c])
 
-    def context_backoffs(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """backoff(a b), 0 when absent or when a is -1."""
+    def contexts(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(backoff(a b), 0 when absent or when a is -1; whether a trigram extends "a b")."""
         has_a = a >= 0
         abpos, abfound = self._find(self.bi_keys, np.where(has_a, a, 0) * self.V + b)
-        return np.where(abfound & has_a, self.bi_bo[abpos] if len(self.bi_bo) else 0.0, 0.0)
+        known = abfound & has_a
+        if not len(self.bi_keys):
+            return np.zeros(len(a)), known
+        return np.where(known, self.bi_bo[abpos], 0.0), known & self.bi_extended[abpos]
 
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
         """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
@@ -229,11 +240,16 @@ class LatticeQueries:
             return np.where(w >= 0, word_ids[np.maximum(w, 0)] if len(word_ids) else 0,
                             np.where(w == self.BOS, bos, np.where(w == self.EOS, eos, -1)))
 
-        a, b, c = ids(self.wa), ids(self.wb), ids(self.wc)
-        lp = lm.bigram_scores(b[self.bc_rep], c[self.bc_rep])[self.bc]
+        # p(c | b) once per (b, c) cell, backoff(a b) once per (a, b) cell; the trigram lookup only
+        # for queries whose context some trigram extends
+        lp = lm.bigram_scores(ids(self.wb[self.bc_rep]), ids(self.wc[self.bc_rep]))[self.bc]
         if lm.order < 3:
             return lp
-        return lm.trigram_scores(a, b, c, lm.context_backoffs(a[self.ab_rep], b[self.ab_rep])[self.ab] + lp)
+        bo, extended = lm.contexts(ids(self.wa[self.ab_rep]), ids(self.wb[self.ab_rep]))
+        out = bo[self.ab] + lp
+        sel = np.flatnonzero(extended[self.ab])
+        out[sel] = lm.trigram_scores(ids(self.wa[sel]), ids(self.wb[sel]), ids(self.wc[sel]), out[sel])
+        return out
 
     def dense(self, scores: np.ndarray, per_pos: np.ndarray, n_pos: np.ndarray) -> list[np.ndarray]:
         """Per sentence, lm[i, a, b, c] (features.Lattice.lm) from the flat scores."""

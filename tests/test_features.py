@@ -153,7 +153,8 @@ def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tm
     path = tmp_path / "candidates.npz"
     built.candidates.save(path)
     stored = FeatureExtractor(tables, lm, extractor.names, alignment="links", candidates_file=path)
-    assert "paris" in stored.candidates._stored[0]  # every lowercase training type is stored
+    assert "paris" in stored.candidates._plain  # every lowercase training type is stored
+    assert "_suffix" in vars(stored.candidates.prior)  # the case prior's tables come with it
     fresh = FeatureExtractor(tables, lm, extractor.names, alignment="links")
     triples = [
         Triple(0, ["Le", "chat", "de", "Paris"], ["the", "cat", "of", "paris"], links=[(0, 0), (1, 1), (3, 3)]),
@@ -166,6 +167,7 @@ def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tm
         assert (got.gold == want.gold).all()
         np.testing.assert_array_equal(got.unary, want.unary)
         np.testing.assert_array_equal(got.lm, want.lm)
+    assert "forms" not in vars(stored.candidates)  # training forms by lowercase: stored, not rebuilt
     # made with other settings (no case prior, another GEN size): not used
     other = FeatureExtractor(tables, lm, feature_names("paper", [","]), max_candidates=3, candidates_file=path)
     assert other.candidates.strings == []

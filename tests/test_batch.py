@@ -1,0 +1,111 @@
+"""The batch forms of per-sentence facts (moses_recaser.batch) agree with their per-sentence definitions,
+and a batch's lattices equal those built one sentence at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_features import arpa, extractor  # noqa: F401  (fixtures)
+
+from moses_recaser import casing
+from moses_recaser.batch import Layout, WordTypes, alignment_pairs, first_in_sentence, positional, source_flags
+from moses_recaser.features import _FINAL, HEADLINE_MAX
+from moses_recaser.features import source_flags as sentence_flags
+from moses_recaser.triples import Triple
+
+PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+WORDS = ["Le", "chat", ".", "!", "?", ",", "Paris", "NSA", "de", "l'", "Über", "3", "«", "Hans-Peter", "x", "The",
+         "Next", "Day", "&quot;", "iPhone", "ÉTÉ", ":"]
+
+
+@st.composite
+def triples(draw) -> list[Triple]:
+    """Sentences with phrases (tiling the target), links, both, or neither; some without source."""
+    out = []
+    for k in range(draw(st.integers(0, 5))):
+        source = draw(st.lists(st.sampled_from(WORDS), max_size=8))
+        n_tgt = draw(st.integers(0, 8))
+        target = [w.lower() for w in draw(st.lists(st.sampled_from(WORDS), min_size=n_tgt, max_size=n_tgt))]
+        phrases, links = [], None
+        if source and target and draw(st.booleans()):
+            # cut both sides into the same number of spans, target spans in order, source spans permuted
+            n = draw(st.integers(1, min(len(source), len(target))))
+            s_cuts = sorted(draw(st.sets(st.integers(1, len(source) - 1), min_size=n - 1, max_size=n - 1))) if n > 1 else []
+            t_cuts = sorted(draw(st.sets(st.integers(1, len(target) - 1), min_size=n - 1, max_size=n - 1))) if n > 1 else []
+            s_spans = list(zip([0, *s_cuts], [c - 1 for c in s_cuts] + [len(source) - 1]))
+            t_spans = list(zip([0, *t_cuts], [c - 1 for c in t_cuts] + [len(target) - 1]))
+            s_spans = draw(st.permutations(s_spans))
+            phrases = [(s0, s1, t0, t1) for (s0, s1), (t0, t1) in zip(s_spans, t_spans)]
+        if source and target and draw(st.booleans()):
+            pairs = st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1))
+            links = sorted(draw(st.sets(pairs, max_size=10)))
+            if phrases:  # links must lie inside phrases
+                inside = {(s, t) for s0, s1, t0, t1 in phrases for s in range(s0, s1 + 1) for t in range(t0, t1 + 1)}
+                links = [a for a in links if a in inside]
+        out.append(Triple(k, source, target, phrases=phrases, links=links))
+    return out
+
+
+def _source_facts(ts: list[Triple]):
+    words = [w for t in ts for w in t.source]
+    col = lambda f: np.array([f(w) for w in words], dtype=bool)
+    return col(casing.has_letter), col(lambda w: w in casing.SENTENCE_END), col(lambda w: w in _FINAL), \
+        col(casing.is_capitalized), col(lambda w: len(w) > 3)
+
+
+@PROPS
+@given(triples())
+def test_positional_and_flags_agree_with_the_sentence_definitions(ts):
+    layout = Layout.of(ts)
+    letter, end, final, cap, long = _source_facts(ts)
+    pos = positional(letter, end, layout)
+    headline, title = source_flags(letter, final, cap, long, layout, HEADLINE_MAX)
+    first = first_in_sentence(letter, layout.src_sent, layout.src_start)
+    for s, t in enumerate(ts):
+        g0 = int(layout.src_start[s])
+        assert {k for k in range(len(t.source)) if pos[g0 + k]} == casing.positional(t.source)
+        assert (bool(headline[s]), bool(title[s])) == sentence_flags(t.source)
+        want = next((k for k, w in enumerate(t.source) if casing.has_letter(w)), -1)
+        assert first[s] == want
+
+
+@PROPS
+@given(triples(), st.sampled_from(["phrase", "links"]))
+def test_alignment_pairs_agree_with_aligned_sources(extractor, ts, mode):  # noqa: F811
+    extractor.alignment = mode
+    try:
+        layout = Layout.of(ts)
+        pt, ps = alignment_pairs(ts, layout, mode)
+        got = list(zip(pt.tolist(), ps.tolist()))
+        want = [(int(layout.tgt_start[s]) + i, int(layout.src_start[s]) + k)
+                for s, t in enumerate(ts) for i, al in enumerate(extractor.aligned_sources(t)) for k in al]
+        assert got == want
+    finally:
+        extractor.alignment = "links"
+
+
+@PROPS
+@given(triples())
+def test_a_batch_gives_the_lattices_of_its_sentences_one_by_one(extractor, ts):  # noqa: F811
+    batch = extractor.lattices(ts)
+    for t, lat in zip(ts, batch):
+        one = extractor.lattice(t)
+        assert one.cands == lat.cands
+        np.testing.assert_array_equal(one.unary, lat.unary)
+        np.testing.assert_array_equal(one.lm, lat.lm)
+
+
+def test_word_types_describe_each_type_once_in_order_of_first_sight():
+    seen = []
+
+    def describe(w: str) -> tuple:
+        seen.append(w)
+        return (len(w), w.isupper())
+
+    types = WordTypes([("len", np.int64), ("upper", bool)], describe)
+    assert types.numbers(["b", "AA", "b"]).tolist() == [0, 1, 0]
+    assert types.numbers(["ccc", "AA"]).tolist() == [2, 1]
+    assert seen == ["b", "AA", "ccc"]
+    assert types["len"].tolist() == [1, 2, 3] and types["upper"].tolist() == [False, True, False]
+    assert types.numbers([]).tolist() == []
