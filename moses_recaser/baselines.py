@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from . import casing
-from .crf import viterbi_flat
 from .features import FeatureExtractor, first_letter_position
 from .recaser import _check_case_only, load_model_lm
 from .store import read_manifest, tables_from_files
@@ -70,7 +69,7 @@ class TrigramRecaser:
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
         flat = self.extractor.flat([Triple(t.id, [], lowered(t).target) for t in triples])
-        paths = viterbi_flat(np.zeros(len(flat.ids)), self.weights[0] * flat.lm, flat)
+        paths = flat.best_paths(np.zeros(len(flat.ids)), np.full(len(flat.n_pos), self.weights[0]))
         out = [_initial_rule(toks) for toks in flat.words(paths, self.extractor.candidates.strings)]
         for t, toks in zip(triples, out):
             _check_case_only(t.target, toks)

@@ -10,7 +10,7 @@ kept beside it as the reference (``casing.positional``, ``features.source_flags`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -38,6 +38,18 @@ class WordTypes:
                 ids[w] = len(ids)
                 self._rows.append(self.describe(w))
         return np.fromiter(map(ids.__getitem__, words), dtype=np.int64, count=len(words))
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """Every type and column, for ``restore``."""
+        return {f"{prefix}.words": np.array("\n".join(self.ids)), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
+
+    def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
+        """Take the types of ``arrays`` (into an empty registry)."""
+        text = str(z[f"{prefix}.words"])
+        words = text.split("\n") if text else []
+        self.ids = dict(zip(words, range(len(words))))
+        self._rows = []
+        self._cols = {c: z[f"{prefix}.{c}"] for c, _ in self.columns}
 
     def __getitem__(self, name: str) -> np.ndarray:
         if self._rows:

@@ -123,6 +123,9 @@ class SourceFacts:
     upper: np.ndarray
 
 
+_SOURCE_COLUMNS = [("cased", np.int64), ("lower", np.int64), ("tag", np.int64), ("has_case", bool), ("upper", bool)]
+
+
 class Candidates:
     """Registry of candidate strings and of GEN's result per token (both grow as types are met)."""
 
@@ -234,9 +237,9 @@ class Candidates:
         self._rows = []
         return self._facts  # type: ignore[return-value]
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], extra: Mapping[str, np.ndarray] | None = None) -> None:
         """Write the registry with GEN of every lowercase training type (``plain``), the training
-        forms by lowercase and the case prior's tables."""
+        forms by lowercase, the source keys met so far and the case prior's tables (and ``extra``)."""
         from .store import save_npz
 
         lows = sorted(self.forms)
@@ -244,19 +247,19 @@ class Candidates:
             self.plain(low)
         by_lower = self.tables.forms.by_lower()
         seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
-        F = self.facts()
-        tokens = list(self._plain)
+        F, SF = self.facts(), self.source_facts()
         segs = np.array(list(self._plain.values()), dtype=np.int64).reshape(-1, 2)
-        starts, lens = segs[:, 0], segs[:, 1]
-        gathered = self.pool()[np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(int(lens.sum()))]
         save_npz(path, {
             "strings": np.array("\n".join(self.strings)), "strip": np.array("\n".join(self._strip)),
-            "tokens": np.array("\n".join(tokens)), "offsets": np.concatenate([[0], np.cumsum(lens)]),
-            "gen": gathered, "settings": np.array(self._settings()),
+            "tokens": np.array("\n".join(self._plain)), "seg.start": segs[:, 0], "seg.count": segs[:, 1],
+            "gen": self.pool(), "settings": np.array(self._settings()),
             **{f"facts.{name}": getattr(F, name) for name, _ in _COLUMNS},
             "seen.tokens": np.array("\n".join(lows)), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
             "seen.ids": np.fromiter((i for low in lows for i in by_lower[low]), dtype=np.int64, count=int(seen_lens.sum())),
             **(self.prior.arrays() if self.prior is not None else {}),
+            "src.keys": np.array("\n".join(self.src_ids)),
+            **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_COLUMNS},
+            **(extra or {}),
         })
 
     def load(self, path: str | os.PathLike[str]) -> bool:
@@ -271,8 +274,11 @@ class Candidates:
             strip = _lines(z["strip"])
             self._strip = dict(zip(strip, range(len(strip))))
             tokens = _lines(z["tokens"])
-            offsets = z["offsets"]
-            self._plain = dict(zip(tokens, zip(offsets[:-1].tolist(), np.diff(offsets).tolist())))
+            if "offsets" in z:  # registries of earlier versions: segments one after the other
+                starts, counts = z["offsets"][:-1], np.diff(z["offsets"])
+            else:
+                starts, counts = z["seg.start"], z["seg.count"]
+            self._plain = dict(zip(tokens, zip(starts.tolist(), counts.tolist())))
             self._pool = z["gen"]
             self._size = len(self._pool)
             self._facts = Facts(*(z[f"facts.{name}"] for name, _ in _COLUMNS))
@@ -281,6 +287,10 @@ class Candidates:
                 self._seen = (dict(zip(seen, range(len(seen)))), z["seen.offsets"].tolist(), z["seen.ids"])
             if self.prior is not None and "prior.lower" in z:
                 self.prior.use(z)
+            if "src.keys" in z:
+                keys = _lines(z["src.keys"])
+                self.src_ids = dict(zip(keys, range(len(keys))))
+                self._src_facts = SourceFacts(*(z[f"src.{name}"] for name, _ in _SOURCE_COLUMNS))
         return True
 
     def _settings(self) -> list[int]:
@@ -297,8 +307,7 @@ class Candidates:
         return i
 
     def source_facts(self) -> SourceFacts:
-        cols = [("cased", np.int64), ("lower", np.int64), ("tag", np.int64), ("has_case", bool), ("upper", bool)]
-        self._src_facts = _grow(self._src_facts, self._src_rows, SourceFacts, cols)  # type: ignore[assignment]
+        self._src_facts = _grow(self._src_facts, self._src_rows, SourceFacts, _SOURCE_COLUMNS)  # type: ignore[assignment]
         self._src_rows = []
         return self._src_facts  # type: ignore[return-value]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .features import Flat, Lattice
+from .features import Lattice
 
 log = logging.getLogger(__name__)
 NEG = -np.inf
@@ -179,57 +179,6 @@ def best_paths(phi: np.ndarray, L: np.ndarray, end: np.ndarray) -> tuple[np.ndar
         path[:, i - 1] = prev
         prev, cur = back[i][rows, prev, cur], prev
     return path, score
-
-
-def viterbi_flat(phi: np.ndarray, lm: np.ndarray, flat: Flat, group: int = 64) -> list[np.ndarray]:
-    """Viterbi over a flat batch (features.Flat) with candidate potentials ``phi`` (C,) and weighted LM
-    scores ``lm`` (one per LM query): the best candidate index per position, per sentence.
-
-    Sentences are sorted by length and decoded ``group`` at a time, right-aligned: the shorter ones
-    start after padding positions that have one candidate and score 0, so the state before a
-    sentence's first word is (<s>, <s>) as in ``viterbi``, whose result this equals."""
-    per_pos, n_pos, Q = flat.per_pos, flat.n_pos, flat.queries
-    S = len(n_pos)
-    paths: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * S
-    if not S or not len(per_pos):
-        return paths
-    pos_start = np.cumsum(n_pos) - n_pos
-    G = np.repeat(np.arange(len(per_pos)), per_pos)
-    c_sent = np.repeat(np.arange(S), n_pos)[G]
-    c_pos = G - pos_start[c_sent]
-    c_idx = np.arange(len(phi)) - (np.cumsum(per_pos) - per_pos)[G]
-    q_sent = np.repeat(np.arange(S), Q.n_queries)
-    q_pos = Q.q - (np.cumsum(n_pos + 1) - n_pos - 1)[q_sent]  # i in 0..n; n is </s>
-    order = np.argsort(n_pos, kind="stable")
-    order = order[n_pos[order] > 0]
-    K_sent = np.ones(S, dtype=np.int64)
-    np.maximum.at(K_sent, np.repeat(np.arange(S), n_pos), per_pos)
-    # candidates and queries come in sentence order: each sentence's are a slice
-    c_first = np.searchsorted(c_sent, np.arange(S + 1))
-    q_first = np.searchsorted(q_sent, np.arange(S + 1))
-    for g0 in range(0, len(order), group):
-        rows = order[g0:g0 + group]
-        R, N, K = len(rows), int(n_pos[rows].max()), int(K_sent[rows].max())
-        off = N - n_pos[rows]
-        # the group's candidates and queries, with their row
-        cs = np.concatenate([np.arange(c_first[s], c_first[s + 1]) for s in rows.tolist()])
-        qs = np.concatenate([np.arange(q_first[s], q_first[s + 1]) for s in rows.tolist()])
-        row_of = np.zeros(S, dtype=np.int64)
-        row_of[rows] = np.arange(R)
-        cr, qr = row_of[c_sent[cs]], row_of[q_sent[qs]]
-        pot = np.full((R, N, K), NEG)
-        pot[np.arange(N)[None, :] < off[:, None], 0] = 0.0  # padding: one candidate, score 0
-        pot[cr, off[cr] + c_pos[cs], c_idx[cs]] = phi[cs]
-        L = np.zeros((R, N, K, K, K))
-        end = np.zeros((R, K, K))
-        last = q_pos[qs] == n_pos[rows][qr]
-        qe, qm = qs[last], qs[~last]
-        L[qr[~last], off[qr[~last]] + q_pos[qm], Q.a[qm], Q.b[qm], Q.c[qm]] = lm[qm]
-        end[qr[last], Q.a[qe], Q.b[qe]] = lm[qe]
-        path, _ = best_paths(pot, L, end)
-        for k, s in enumerate(rows.tolist()):
-            paths[s] = path[k, N - int(n_pos[s]):]
-    return paths
 
 
 @dataclass

@@ -16,7 +16,7 @@ it has links, else to its phrase.
 Paper features:
 - ``lm`` (eq. 6): log10 p(E_i | E_{i-2}, E_{i-1}) from the cased LM (the model's query arrays, equal to
   kenlm's scores; kenlm states for a binary LM given with ``--lm``), with
-  ``<s>`` and ``</s>``; the only transition feature (it lives in ``Lattice.lm``);
+  ``<s>`` and ``</s>``; the only transition feature (``Flat.lm``, ``Lattice.lm``);
 - ``cap_t1`` (eq. 7): log sum_k p(E_i | F_k) over the aligned source words;
 - ``cap_tag_t1`` (eq. 8): log sum_k p(e_i | f_k) p(tag(E_i) | tag(F_k));
 - ``upper_translation``: E_i is all upper case and so is every cased word of its source phrase;
@@ -61,13 +61,14 @@ from itertools import chain
 
 import numpy as np
 
-from . import casing
+from . import casing, decode
 from .batch import Layout, WordTypes, alignment_pairs, first_in_sentence, positional
 from .batch import source_flags as batch_source_flags
 from .candidates import Candidates, CasePrior
 from .casing import Tag, is_punctuation
+from .decode import Cells, SplitLM
 from .gen import MAX_CANDIDATES, takes_source_word
-from .lmquery import ArrayLM, LatticeQueries
+from .lmquery import ArrayLM, KenlmContexts
 from .tables import Tables
 from .triples import Triple
 
@@ -151,18 +152,24 @@ class Lattice:
 
 @dataclass
 class Flat:
-    """A batch of lattices in flat form: every candidate of every position of every sentence, in order.
-    Recasing decodes it directly (crf.viterbi_flat); ``lattices`` splits it into per-sentence lattices."""
+    """A batch of lattices in flat form: every candidate of every position of every sentence, in order,
+    and the LM over the batch's state cells (``decode``). Recasing decodes it directly
+    (``best_paths``); ``lattices`` makes per-sentence lattices of it for training."""
 
     ids: np.ndarray  # (C,) candidate ids (FeatureExtractor.candidates)
     per_pos: np.ndarray  # (N,) candidates per position
     n_pos: np.ndarray  # (S,) positions per sentence
     unary: np.ndarray  # (C, D) unary feature values
-    queries: LatticeQueries
-    lm: np.ndarray  # (Q,) log10 p of each LM query
+    cells: Cells
+    lm: SplitLM
     bilingual: np.ndarray  # (S,) bool: the sentence has a source
     gold: list[np.ndarray | None]
     gen_misses: list[int]
+
+    def best_paths(self, phi: np.ndarray, lm_weight: np.ndarray) -> list[np.ndarray]:
+        """Viterbi: per sentence, the best candidate index per position, for unary scores ``phi`` (C,)
+        and each sentence's LM weight."""
+        return decode.viterbi(self.cells, self.lm, lm_weight, phi, self.n_pos)
 
     def words(self, paths: Sequence[np.ndarray], strings: Sequence[str]) -> list[list[str]]:
         """Per sentence, the candidates that ``paths`` choose (an index per position)."""
@@ -176,7 +183,7 @@ class Flat:
         return out
 
     def lattices(self, strings: Sequence[str]) -> list[Lattice]:
-        dense = self.queries.dense(self.lm, self.per_pos, self.n_pos)
+        dense = decode.dense(self.cells, self.lm, self.per_pos, self.n_pos)
         ids = self.ids.tolist()
         per_pos = self.per_pos.tolist()
         # each candidate's (position in its sentence, index at its position)
@@ -257,18 +264,39 @@ class FeatureExtractor:
         self.alignment = alignment
         self.max_candidates = max_candidates
         self._tag_probs = tables.tags.probs()
-        self._lm_cache: dict[tuple[str, str, str], float] = {}
         prior = CasePrior(tables) if "case_prior" in self.index else None
         lm_id, lm_vocab = None, -1
         if isinstance(lm, ArrayLM):
             ids, unk, lm_vocab = lm.ids, lm.unk, lm.V
             lm_id = lambda w: ids.get(w, unk)
         self.candidates = Candidates(tables, prior, lm_id, max_candidates, lm_vocab)
-        if candidates_file is not None:
-            self.candidates.load(candidates_file)
         self._keys: dict[str, int] = {}  # lowercase or stripped word -> number (GEN's source-word test)
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
+        if candidates_file is not None and self.candidates.load(candidates_file):
+            self._restore_types(candidates_file)
+        self._kenlm = None if isinstance(lm, ArrayLM) else KenlmContexts(lm, self.candidates.strings)
+
+    def save_registry(self, path: str | os.PathLike[str]) -> None:
+        """The candidate registry (Candidates.save) with the facts of every training word type, target
+        (lowercase) and source (cased), so that recasing meets only unseen types cold."""
+        self._target_types.numbers(sorted(self.candidates.forms))
+        self._source_types.numbers(list(self.tables.cased.src_vocab))
+        self.candidates.save(path, extra={**self._target_types.arrays("types.target"),
+                                          **self._source_types.arrays("types.source"),
+                                          "types.keys": np.array("\n".join(self._keys)),
+                                          "types.names": np.array("\n".join(self.names))})
+
+    def _restore_types(self, path: str | os.PathLike[str]) -> None:
+        with np.load(path, allow_pickle=False) as z:
+            # registries of earlier versions have no types; the punctuation columns need the same features
+            if "types.keys" not in z or str(z["types.names"]) != "\n".join(self.names):
+                return
+            text = str(z["types.keys"])
+            keys = text.split("\n") if text else []
+            self._keys = dict(zip(keys, range(len(keys))))
+            self._target_types.restore(z, "types.target")
+            self._source_types.restore(z, "types.source")
 
     # --- alignment -----------------------------------------------------------------------
     def aligned_sources(self, triple: Triple) -> list[list[int]]:
@@ -308,12 +336,13 @@ class FeatureExtractor:
         U = np.zeros((len(ids), len(self.names)))
         if len(ids):
             self._features(U, b, ids)
-        queries = LatticeQueries.of(per_pos, n_pos)
+        cells = Cells.of(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
-            lm = queries.scores(self.lm, self.candidates.facts().lm[ids])
+            specials = (self.lm.ids.get("<s>", self.lm.unk), self.lm.ids.get("</s>", self.lm.unk))
+            split = SplitLM.of(cells, self.lm, self.candidates.facts().lm[ids], specials)
         else:
-            lm = self._kenlm_flat(queries, ids, per_pos, n_pos)
-        return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, queries=queries, lm=lm,
+            split = SplitLM.of(cells, self._kenlm, ids, KenlmContexts.SPECIALS)
+        return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, cells=cells, lm=split,
                     bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses)
 
     def _describe_target(self, tok: str) -> tuple:
@@ -510,73 +539,6 @@ class FeatureExtractor:
             low = casing.lower_all(word)
             w = word if word in ids or low not in ids else low
         return self.candidates.source_id(w)
-
-    def _kenlm_flat(self, queries: LatticeQueries, ids: np.ndarray, per_pos: np.ndarray,
-                    n_pos: np.ndarray) -> np.ndarray:
-        """The LM score of every query through kenlm states (a binary LM given with ``--lm`` has no
-        query arrays), one lattice at a time."""
-        strings = self.candidates.strings
-        words = [strings[i] for i in ids.tolist()]
-        scores = np.zeros(len(queries.q))
-        q0 = c0 = p0 = w0 = 0
-        for n, nq in zip(n_pos.tolist(), queries.n_queries.tolist()):
-            cands = []
-            for k in per_pos[p0:p0 + n].tolist():
-                cands.append(words[w0:w0 + k])
-                w0 += k
-            K = max((len(c) for c in cands), default=1)
-            dense = self._kenlm_scores(cands, K)
-            sl = slice(c0, c0 + nq)
-            scores[sl] = dense[queries.q[sl] - q0, queries.a[sl], queries.b[sl], queries.c[sl]]
-            q0, c0, p0 = q0 + n + 1, c0 + nq, p0 + n
-        return scores
-
-    def _kenlm_scores(self, cands: list[list[str]], K: int) -> np.ndarray:
-        """The LM scores of one lattice through kenlm states, one query per triple (a binary LM given
-        with ``--lm`` has no query arrays)."""
-        import kenlm
-
-        model = self.lm
-        n = len(cands)
-        out = np.zeros((n + 1, K, K, K))
-        cache = self._lm_cache
-        bos = kenlm.State()
-        model.BeginSentenceWrite(bos)  # type: ignore[attr-defined]
-        padded: list[list[str]] = [["<s>"], ["<s>"]] + cands + [["</s>"]]
-        for i in range(n + 1):
-            hist2, hist1, words = padded[i], padded[i + 1], padded[i + 2]
-            for a, wa in enumerate(hist2):
-                for b, wb in enumerate(hist1):
-                    state = None
-                    for c, wc in enumerate(words):
-                        key = (wa, wb, wc)
-                        v = cache.get(key)
-                        if v is None:
-                            if state is None:
-                                state = self._context(wa, wb, bos)
-                            out_state = kenlm.State()
-                            v = model.BaseScore(state, wc, out_state)  # type: ignore[attr-defined]
-                            cache[key] = v
-                        out[i, a, b, c] = v
-        if len(cache) > 2_000_000:
-            cache.clear()
-        return out
-
-    def _context(self, wa: str, wb: str, bos: object) -> object:
-        import kenlm
-
-        model = self.lm
-        if wb == "<s>":
-            return bos
-        s1, s2 = kenlm.State(), kenlm.State()
-        if wa == "<s>":
-            model.BaseScore(bos, wb, s2)  # type: ignore[attr-defined]
-            return s2
-        model.NullContextWrite(s1)  # type: ignore[attr-defined]
-        mid = kenlm.State()
-        model.BaseScore(s1, wa, mid)  # type: ignore[attr-defined]
-        model.BaseScore(mid, wb, s2)  # type: ignore[attr-defined]
-        return s2
 
 
 def _telling_case(word: str) -> bool:

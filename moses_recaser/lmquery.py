@@ -13,6 +13,10 @@ with absent backoffs 0, as in kenlm. ``<s>`` is a context word like any other. M
 three orders give the same result for a two-word context (their trigram rows). The arrays are
 built from the ARPA once, at training time, and stored in the model (``lm.npz``), so recasing
 neither parses the ARPA nor calls kenlm per query; tests check agreement with kenlm.
+
+``ArrayLM.pairs`` also tells, for a context "b c", whether any trigram extends it: Viterbi
+(``decode``) needs trigram lookups only for those. ``KenlmContexts`` puts a kenlm model (a binary LM
+given with ``--lm``) behind the same interface.
 """
 
 from __future__ import annotations
@@ -51,9 +55,13 @@ class ArrayLM:
     @cached_property
     def bi_extended(self) -> np.ndarray:
         """(bigrams,) bool: some trigram extends the bigram. Only these contexts need a trigram lookup:
-        about one query in nine on a recasing lattice."""
+        about one in nine on a recasing lattice."""
+        out = np.zeros(len(self.bi_keys), dtype=bool)
         ctx = self.tri_keys // self.V  # sorted, as tri_keys are
-        return np.isin(self.bi_keys, ctx[np.r_[True, ctx[1:] != ctx[:-1]]] if len(ctx) else ctx)
+        if len(ctx) and len(self.bi_keys):
+            pos, found = self._find(self.bi_keys, ctx[np.r_[True, ctx[1:] != ctx[:-1]]])
+            out[pos[found]] = True
+        return out
 
     @property
     def V(self) -> int:
@@ -90,6 +98,16 @@ class ArrayLM:
         if not len(self.bi_keys):
             return np.zeros(len(a)), known
         return np.where(known, self.bi_bo[abpos], 0.0), known & self.bi_extended[abpos]
+
+    def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For word pairs (b, c): log10 p(c | b), and as a context "b c" where ``context`` (else 0 and
+        False) its backoff and whether a trigram extends it; one lookup for the three."""
+        pos, found = self._find(self.bi_keys, b * self.V + c)
+        if not len(self.bi_keys):
+            return self.uni_bo[b] + self.uni_lp[c], np.zeros(len(b)), found
+        known = found & context
+        return (np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]), np.where(known, self.bi_bo[pos], 0.0),
+                known & self.bi_extended[pos])
 
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
         """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
@@ -169,97 +187,64 @@ class ArrayLM:
                    tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
 
 
-@dataclass
-class LatticeQueries:
-    """Every LM query of a batch of lattices (see features.Lattice): query ``q`` is position i of
-    sentence s (sentence-major, n + 1 per sentence, the last one </s>); ``a``, ``b``, ``c`` are the
-    candidate indices at positions i-2, i-1 and i (0 for <s> and </s>), and ``wa``, ``wb``, ``wc`` the
-    flat candidate numbers of those words (BOS, EOS for <s>, </s>; ``wa`` is NONE at i = 0, whose
-    only context is <s>)."""
+class KenlmContexts:
+    """A kenlm model (a binary LM given with ``--lm``; kenlm's Python module gives no backoffs) for
+    ``decode``: every context counts as extended, so every (a, b, c) is scored through kenlm states,
+    once per distinct triple. Word ids index ``strings`` (-1: <s>, -2: </s>)."""
 
-    BOS, EOS, NONE = -1, -2, -3
-    q: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-    wa: np.ndarray
-    wb: np.ndarray
-    wc: np.ndarray
-    n_queries: np.ndarray  # (S,) queries per sentence
-    ab: np.ndarray  # the (position, a, b) cell of each query: backoff(a b) is looked up once per cell ...
-    ab_rep: np.ndarray  # ... on this query of the cell
-    bc: np.ndarray  # the (position, b, c) cell of each query: p(c | b) once per cell ...
-    bc_rep: np.ndarray  # ... on this query of the cell
+    SPECIALS = (-1, -2)
 
-    @classmethod
-    def of(cls, per_pos: np.ndarray, n_pos: np.ndarray) -> LatticeQueries:
-        """The queries of sentences with ``n_pos`` positions of ``per_pos`` candidates each."""
-        S = len(n_pos)
-        # every sentence padded as <s> <s> w_1 .. w_n </s>
-        sent_of_pos = np.repeat(np.arange(S), n_pos)
-        pos_start = np.cumsum(n_pos) - n_pos
-        n_pad = len(per_pos) + 3 * S
-        real = np.arange(len(per_pos)) + 3 * sent_of_pos + 2  # padded index of each real position
-        k = np.ones(n_pad, dtype=np.int64)
-        k[real] = per_pos
-        eos = pos_start + 3 * np.arange(S) + 2 + n_pos  # padded index of each </s>
-        off = np.cumsum(k) - k
-        word = np.full(int(k.sum()), cls.BOS, dtype=np.int64)  # flat candidate number per padded slot
-        cand_start = np.cumsum(per_pos) - per_pos
-        slot = np.repeat(off[real] - cand_start, per_pos) + np.arange(int(per_pos.sum()))
-        word[slot] = np.arange(int(per_pos.sum()))
-        word[off[eos]] = cls.EOS
-        t = (np.repeat(pos_start + 3 * np.arange(S) + 2, n_pos + 1)
-             + np.arange(int((n_pos + 1).sum())) - np.repeat(np.cumsum(n_pos + 1) - n_pos - 1, n_pos + 1))
-        s2, s1, s0 = k[t - 2], k[t - 1], k[t]
-        count = s2 * s1 * s0
-        q = np.repeat(np.arange(len(t)), count)
-        r = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-        s1q, s0q = s1[q], s0[q]
-        a, b, c = r // (s1q * s0q), (r // s0q) % s1q, r % s0q
-        tq = t[q]
-        first = np.zeros(len(t), dtype=bool)
-        first[np.cumsum(n_pos + 1) - n_pos - 1] = True  # i = 0 of each sentence
-        wa = np.where(first[q], cls.NONE, word[off[tq - 2] + a])
-        per_sentence = np.add.reduceat(count, np.cumsum(n_pos + 1) - n_pos - 1) if S else np.zeros(0, dtype=np.int64)
-        q_start = np.cumsum(count) - count
-        n_ab, n_bc = s2 * s1, s1 * s0
-        ab_start, bc_start = np.cumsum(n_ab) - n_ab, np.cumsum(n_bc) - n_bc
-        # query r of position q is ((a * s1) + b) * s0 + c
-        ab_cell = np.arange(int(n_ab.sum())) - np.repeat(ab_start, n_ab)
-        bc_cell = np.arange(int(n_bc.sum())) - np.repeat(bc_start, n_bc)
-        return cls(q=q, a=a, b=b, c=c, wa=wa, wb=word[off[tq - 1] + b], wc=word[off[tq] + c],
-                   n_queries=per_sentence, ab=ab_start[q] + r // s0q, ab_rep=np.repeat(q_start, n_ab) + ab_cell * np.repeat(s0, n_ab),
-                   bc=bc_start[q] + r % (s1q * s0q), bc_rep=np.repeat(q_start, n_bc) + bc_cell)
+    def __init__(self, model: object, strings: list[str]) -> None:
+        self.model = model
+        self.strings = strings  # grows with the candidate registry; ids stay valid
+        self._cache: dict[tuple[int, int, int], float] = {}
+        self._states: dict[tuple[int, int], object] = {}
 
-    def scores(self, lm: ArrayLM, word_ids: np.ndarray) -> np.ndarray:
-        """log10 p(c | a b) of every query, ``word_ids`` giving the LM id of each flat candidate."""
-        bos, eos = lm.ids.get("<s>", lm.unk), lm.ids.get("</s>", lm.unk)
+    def _word(self, i: int) -> str:
+        return "<s>" if i == -1 else "</s>" if i == -2 else self.strings[i]
 
-        def ids(w: np.ndarray) -> np.ndarray:
-            return np.where(w >= 0, word_ids[np.maximum(w, 0)] if len(word_ids) else 0,
-                            np.where(w == self.BOS, bos, np.where(w == self.EOS, eos, -1)))
+    def _state(self, a: int, b: int) -> object:
+        """The kenlm state after "a b" (after "<s> b" when a is <s>; the sentence start when b is <s>)."""
+        import kenlm
 
-        # p(c | b) once per (b, c) cell, backoff(a b) once per (a, b) cell; the trigram lookup only
-        # for queries whose context some trigram extends
-        lp = lm.bigram_scores(ids(self.wb[self.bc_rep]), ids(self.wc[self.bc_rep]))[self.bc]
-        if lm.order < 3:
-            return lp
-        bo, extended = lm.contexts(ids(self.wa[self.ab_rep]), ids(self.wb[self.ab_rep]))
-        out = bo[self.ab] + lp
-        sel = np.flatnonzero(extended[self.ab])
-        out[sel] = lm.trigram_scores(ids(self.wa[sel]), ids(self.wb[sel]), ids(self.wc[sel]), out[sel])
-        return out
+        st = self._states.get((a, b))
+        if st is None:
+            model = self.model
+            st = kenlm.State()
+            if b == -1:
+                model.BeginSentenceWrite(st)  # type: ignore[attr-defined]
+            elif a == -1:
+                bos = kenlm.State()
+                model.BeginSentenceWrite(bos)  # type: ignore[attr-defined]
+                model.BaseScore(bos, self._word(b), st)  # type: ignore[attr-defined]
+            else:
+                null, mid = kenlm.State(), kenlm.State()
+                model.NullContextWrite(null)  # type: ignore[attr-defined]
+                model.BaseScore(null, self._word(a), mid)  # type: ignore[attr-defined]
+                model.BaseScore(mid, self._word(b), st)  # type: ignore[attr-defined]
+            self._states[(a, b)] = st
+        return st
 
-    def dense(self, scores: np.ndarray, per_pos: np.ndarray, n_pos: np.ndarray) -> list[np.ndarray]:
-        """Per sentence, lm[i, a, b, c] (features.Lattice.lm) from the flat scores."""
-        out = []
-        q0 = c0 = p0 = 0
-        for n, nq in zip(n_pos.tolist(), self.n_queries.tolist()):
-            K = int(per_pos[p0:p0 + n].max()) if n else 1
-            arr = np.zeros((n + 1, K, K, K))
-            sl = slice(c0, c0 + nq)
-            arr[self.q[sl] - q0, self.a[sl], self.b[sl], self.c[sl]] = scores[sl]
-            out.append(arr)
-            q0, c0, p0 = q0 + n + 1, c0 + nq, p0 + n
-        return out
+    def _score(self, a: int, b: int, c: int) -> float:
+        import kenlm
+
+        v = self._cache.get((a, b, c))
+        if v is None:
+            if len(self._cache) > 2_000_000:
+                self._cache.clear()
+                self._states.clear()
+            v = self._cache[(a, b, c)] = self.model.BaseScore(  # type: ignore[attr-defined]
+                self._state(a, b), self._word(c), kenlm.State())
+        return v
+
+    def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log10 p(c | b) where b is <s> (the first word's score), else unused (0): every context is extended."""
+        lp = np.zeros(len(b))
+        for k in np.flatnonzero(b == -1).tolist():
+            lp[k] = self._score(-1, int(b[k]), int(c[k]))
+        return lp, np.zeros(len(b)), context.copy()
+
+    def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        score = self._score
+        return np.fromiter((score(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())),
+                           dtype=np.float64, count=len(a))

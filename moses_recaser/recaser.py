@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .crf import make_batches, viterbi, viterbi_flat
+from .crf import make_batches, viterbi
 from .errors import RecaserError
 from .features import FeatureExtractor, Lattice
 from .store import Manifest, read_manifest, tables_from_files
@@ -129,8 +129,8 @@ class Recaser:
         # each sentence scored with the weights of its mode (with or without a source)
         phi = np.where(np.repeat(flat.bilingual, flat.n_pos)[np.repeat(np.arange(len(flat.per_pos)), flat.per_pos)],
                        flat.unary @ wb[1:], flat.unary @ wm[1:])
-        lm = np.where(np.repeat(flat.bilingual, flat.queries.n_queries), wb[0], wm[0]) * flat.lm
-        out = flat.words(viterbi_flat(phi, lm, flat), self.extractor.candidates.strings)
+        paths = flat.best_paths(phi, np.where(flat.bilingual, wb[0], wm[0]))
+        out = flat.words(paths, self.extractor.candidates.strings)
         for t, tokens in zip(triples, out):
             _check_case_only(t.target, tokens)
         return out

@@ -245,7 +245,7 @@ def train(
 
     weights = Weights(names=names, bilingual=bi.weights, monolingual=mono.weights)
     # GEN and candidate facts of every training type, so that recasing starts warm
-    extractor.candidates.save(work / "candidates.npz")
+    extractor.save_registry(work / "candidates.npz")
     files["candidates.npz"] = str(work / "candidates.npz")
     doc = asdict(settings)
     write_model(

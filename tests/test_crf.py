@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from moses_recaser.crf import _potentials, batch_objective, fit, forward, make_batches, viterbi, viterbi_flat
-from moses_recaser.features import Flat, Lattice
-from moses_recaser.lmquery import LatticeQueries
+from moses_recaser.crf import _potentials, batch_objective, fit, forward, make_batches, viterbi
+from moses_recaser.features import Lattice
 
 
 def random_lattice(rng: np.random.Generator, n: int, D: int = 3, gold: bool = True) -> Lattice:
@@ -77,40 +76,6 @@ def test_viterbi_matches_brute_force(seed):
             best = max(paths(lat), key=lambda p: path_features(lat, p) @ w)
             assert score[row] == pytest.approx(path_features(lat, best) @ w)
             assert tuple(got[row]) == best
-
-
-def flat_of(lats: list[Lattice]) -> Flat:
-    """The lattices in flat form, as FeatureExtractor.flat gives them."""
-    per_pos = np.array([len(c) for lat in lats for c in lat.cands], dtype=np.int64)
-    n_pos = np.array([lat.n for lat in lats], dtype=np.int64)
-    q = LatticeQueries.of(per_pos, n_pos)
-    unary = np.concatenate([lat.unary[i, :len(c)] for lat in lats for i, c in enumerate(lat.cands)]
-                           or [np.zeros((0, 3))])
-    q_sent = np.repeat(np.arange(len(lats)), q.n_queries)
-    q_first = (np.cumsum(n_pos + 1) - n_pos - 1)[q_sent]
-    lm = np.array([lats[s].lm[i, a, b, c] for s, i, a, b, c in zip(q_sent, q.q - q_first, q.a, q.b, q.c)])
-    return Flat(ids=np.arange(len(unary)), per_pos=per_pos, n_pos=n_pos, unary=unary, queries=q, lm=lm,
-                bilingual=np.ones(len(lats), dtype=bool), gold=[None] * len(lats), gen_misses=[0] * len(lats))
-
-
-@pytest.mark.parametrize("group", [1, 3, 64])
-@pytest.mark.parametrize("seed", range(6))
-def test_flat_viterbi_equals_batched_viterbi(seed, group):
-    # mixed lengths, decoded right-aligned in groups: the same paths as length-stacked batches
-    rng = np.random.default_rng(200 + seed)
-    lats = [random_lattice(rng, int(n), gold=False) for n in rng.integers(1, 7, size=9)]
-    lats.insert(4, Lattice(cands=[], unary=np.zeros((0, 1, 3)), lm=np.zeros((1, 1, 1, 1)),
-                           valid=np.zeros((0, 1), dtype=bool)))  # an empty sentence
-    w = rng.normal(size=4)
-    flat = flat_of(lats)
-    got = viterbi_flat(flat.unary @ w[1:], w[0] * flat.lm, flat, group=group)
-    assert len(got[4]) == 0
-    for batch in make_batches(lats):
-        want, _ = viterbi(batch, w)
-        for row, k in enumerate(batch.members):
-            assert got[k].tolist() == want[row].tolist()
-    words = flat.words(got, [f"c{i}" for i in range(len(flat.ids))])
-    assert [len(x) for x in words] == [lat.n for lat in lats]
 
 
 def test_gradient_matches_finite_differences():
