@@ -13,10 +13,14 @@ Link = tuple[int, int]
 
 # One Pharaoh pair "s-t" (GIZA/fast_align/eflomal/Moses all write source-target).
 _PAIR = re.compile(r"([0-9]+)-([0-9]+)")
+_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
 
 
 def parse_links(text: str) -> list[Link]:
     """Parse ``0-0 1-2 ...`` into (source, target) pairs; a bad pair raises RecaserError."""
+    if _LINE.fullmatch(text):  # the whole line checked at once, then split in C: this runs on every line
+        nums = list(map(int, text.replace("-", " ").split()))
+        return list(zip(nums[::2], nums[1::2]))
     links: list[Link] = []
     for tok in split_tokens(text):
         m = _PAIR.fullmatch(tok)

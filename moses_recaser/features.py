@@ -483,7 +483,11 @@ class FeatureExtractor:
         if not b.bilingual.any():
             return
         # src_identical: (sentence, word without diacritics) of the candidate among the source's
-        ident = b.bilingual[S] & not_an & np.isin((S << 32) + F.strip[ids], b.src_keys)
+        strip = F.strip[ids]
+        in_any = np.zeros(int(max(strip.max(initial=0), (b.src_keys & 0xFFFFFFFF).max(initial=0))) + 1, dtype=bool)
+        in_any[b.src_keys & 0xFFFFFFFF] = True  # in some sentence's source: few are, so isin works on few
+        ident = b.bilingual[S] & not_an & in_any[strip]
+        ident[ident] = np.isin((S[ident] << 32) + strip[ident], b.src_keys)
         put("src_identical", ident)
         put("src_identical:rare", ident & (prior < RARE_PRIOR))
         if b.spans is not None:

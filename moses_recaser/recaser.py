@@ -18,7 +18,7 @@ import numpy as np
 from .crf import make_batches, viterbi
 from .errors import RecaserError
 from .features import FeatureExtractor, Lattice
-from .store import Manifest, read_manifest, tables_from_files
+from .store import Manifest, read_manifest, tables_from_files, verify_files
 from .triples import Triple, lowered
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,9 @@ class Recaser:
         from .store import resolve_model
 
         self.dir = resolve_model(model_dir)
-        self.manifest = read_manifest(self.dir)
+        self.manifest = read_manifest(self.dir, verify=False)
+        # the files recasing reads: an ARPA file whose query arrays (lm.npz) are stored is not read
+        verify_files(self.dir, self.manifest.files, skip={"lm.arpa"} if "lm.npz" in self.manifest.files else ())
         where = str(self.dir / "manifest.yaml")
         if "weights" not in self.manifest.extra:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)

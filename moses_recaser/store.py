@@ -21,7 +21,7 @@ import io
 import os
 import shutil
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,15 +175,22 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     if not isinstance(files, dict) or not isinstance(settings, dict):
         raise RecaserError("the manifest lacks its 'files' or 'settings' mapping", str(path))
     if verify:
-        for name, digest in files.items():
-            f = d / str(name)
-            if not f.is_file():
-                raise RecaserError(f"model file {name} is missing", str(d))
-            if sha256(f) != digest:
-                raise RecaserError(f"checksum mismatch for {name}: the model is damaged or was edited", str(d))
+        verify_files(d, files)
     extra = {k: v for k, v in doc.items() if k not in ("format_version", "signature", "settings", "files")}
     return Manifest(settings=settings, signature=str(doc.get("signature", "")), files=files,
                     format_version=version, extra=extra)
+
+
+def verify_files(directory: Path, files: dict[str, str], skip: Collection[str] = ()) -> None:
+    """Every model file but ``skip`` is present and has its manifest checksum."""
+    for name, digest in files.items():
+        if name in skip:
+            continue
+        f = directory / str(name)
+        if not f.is_file():
+            raise RecaserError(f"model file {name} is missing", str(directory))
+        if sha256(f) != digest:
+            raise RecaserError(f"checksum mismatch for {name}: the model is damaged or was edited", str(directory))
 
 
 def resolve_model(path: str | os.PathLike[str]) -> Path:

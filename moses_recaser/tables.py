@@ -127,10 +127,12 @@ class TranslationTable:
         f0 = np.where(known_f, f, 0)
         if not len(self.src_vocab):
             return p0
-        key = f0 * len(self.tgt_vocab) + e0
-        pos = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1) if len(self.keys) else key * 0
-        found = known_e & known_f & (self.keys[pos] == key if len(self.keys) else False)
-        count = np.where(found, self.counts[pos] if len(self.counts) else 0, 0)
+        count = np.zeros(len(f0), dtype=self.counts.dtype)
+        both = np.flatnonzero(known_e & known_f)  # only pairs of known words can be listed
+        if len(self.keys) and len(both):
+            key = f0[both] * len(self.tgt_vocab) + e0[both]
+            pos = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+            count[both] = np.where(self.keys[pos] == key, self.counts[pos], 0)
         types = self.src_types[f0].astype(np.float64)
         p = (count + types * p0) / (self.src_total[f0] + types)
         return np.where(known_f, p, p0)

@@ -121,7 +121,11 @@ def check_phrases(phrases: list[Phrase], n_source: int, n_target: int) -> None:
         )
 
 
-def check_links(links: Iterable[Link], n_source: int, n_target: int) -> None:
+def check_links(links: list[Link], n_source: int, n_target: int) -> None:
+    if links:  # the common case first, with the loops in C: this runs on every line
+        src, tgt = zip(*links)
+        if min(src) >= 0 and max(src) < n_source and min(tgt) >= 0 and max(tgt) < n_target:
+            return
     for s, t in links:
         if not (0 <= s < n_source and 0 <= t < n_target):
             raise RecaserError(

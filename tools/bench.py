@@ -8,9 +8,9 @@ Recasing (3,000 newstest sentences): the CRF (source and word alignment given, a
 the trigram baseline and sacremoses' MosesTruecaser (truecase + detruecase) on the same tokens, each
 in its own process, alternated over --runs rounds; median, min and max wall time, sentences/s and
 words/s, and each one's ratio to sacremoses. Also the whole `moses-recaser recase` process (start,
-imports, model load, reading, recasing, writing) with 1 and 2 worker processes, and the model's load
-time and peak RSS. Machines here are noisy: compare ratios measured in the same run, not absolute
-figures across runs.
+imports, model load, reading, recasing, writing; bytecode cache on, as installed) with 1 and 2 worker
+processes, and the model's load time and peak RSS. Machines here are noisy: compare ratios measured in
+the same run, not absolute figures across runs.
 """
 
 from __future__ import annotations
@@ -118,6 +118,9 @@ def main() -> None:
     # as the recasing commands do (cli.single_threaded_blas), before any child imports numpy
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # Python's bytecode cache on, as in an installed package (some shells set PYTHONDONTWRITEBYTECODE,
+    # and every process then compiles the package anew); the untimed first runs below write it
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     kinds = ["crf", "trigram", "sacremoses"]
     rows: dict[str, list[dict]] = {k: [] for k in kinds}
     for _ in range(args.runs):
@@ -131,6 +134,12 @@ def main() -> None:
         if args.before:
             subprocess.run(["git", "worktree", "add", "--detach", wt, args.before], check=True, capture_output=True)
         try:
+            whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, 1)  # untimed
+            if args.before:
+                whole_process(str(Path(args.model).resolve()), str(Path(args.test_src).resolve()),
+                              str(Path(args.test_ref).resolve()),
+                              str(Path(args.test_align).resolve()) if args.test_align else None, tmp.resolve(), 1,
+                              code=wt)
             for _ in range(args.runs):
                 for th, runs in procs.items():
                     runs.append(whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, th))
