@@ -33,6 +33,10 @@ class WordTypes:
     def numbers(self, words: list[str]) -> np.ndarray:
         """The type number of every word (new types are described in order of first occurrence)."""
         ids = self.ids
+        try:
+            return np.fromiter(map(ids.__getitem__, words), dtype=np.int64, count=len(words))
+        except KeyError:  # new types: describe them, in order of first occurrence
+            pass
         for w in dict.fromkeys(words):
             if w not in ids:
                 ids[w] = len(ids)
@@ -44,7 +48,9 @@ class WordTypes:
         return {f"{prefix}.words": np.array("\n".join(self.ids)), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
 
     def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
-        """Take the types of ``arrays`` (into an empty registry)."""
+        """Take the types of ``arrays`` (into an empty registry), if stored with the same columns."""
+        if any(f"{prefix}.{c}" not in z for c, _ in self.columns):
+            return  # stored by a version with other columns: describe the types anew
         text = str(z[f"{prefix}.words"])
         words = text.split("\n") if text else []
         self.ids = dict(zip(words, range(len(words))))

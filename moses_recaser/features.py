@@ -233,14 +233,16 @@ class _Batch:
 
 
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
-# targets, GEN's segment, and what GEN's test for a source word needs (lowercase and stripped keys, length, ASCII)
+# targets, GEN's segment, and what GEN's test for a source word needs (lowercase and stripped keys, length,
+# ASCII, equal to its lowercase)
 _TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64), ("start", np.int64),
-                   ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool)]
+                   ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool),
+                   ("is_low", bool)]
 # per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
 # telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), and as above
 _SOURCE_COLUMNS = [("letter", bool), ("end", bool), ("final", bool), ("cap", bool), ("long", bool),
                    ("telling", bool), ("strip_id", np.int64), ("key", np.int64), ("key_pos", np.int64),
-                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool)]
+                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool), ("is_low", bool)]
 
 
 class FeatureExtractor:
@@ -352,14 +354,14 @@ class FeatureExtractor:
         low = casing.lower(tok)
         start, count = self.candidates.plain(tok)
         return (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(low, -1), start, count,
-                self._key(low), self._key(casing.strip_diacritics(low)), len(tok), tok.isascii())
+                self._key(low), self._key(casing.strip_diacritics(low)), len(tok), tok.isascii(), tok == low)
 
     def _describe_source(self, word: str) -> tuple:
         low = casing.lower(word)
         return (casing.has_letter(word), word in casing.SENTENCE_END, word in _FINAL, casing.is_capitalized(word),
                 len(word) > 3, _telling_case(word), self.candidates.strip_id(word), self._source_id(word, False),
                 self._source_id(word, True), self._key(low), self._key(casing.strip_diacritics(low)), len(word),
-                word.isascii())
+                word.isascii(), word == low)
 
     def _key(self, s: str) -> int:
         return self._keys.setdefault(s, len(self._keys))
@@ -393,10 +395,12 @@ class FeatureExtractor:
             b.pair_pos = pt
             b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
             # GEN takes an aligned source word equal to the word up to case (and diacritics, at its
-            # length): most words have none, and keep their type's GEN
+            # length): most words have none, and keep their type's GEN; a source word equal to the
+            # word itself (",", "2014") is GEN's first candidate already
             tk, sk = tt[pt], st[ps]
-            takes = (T["len"][tk] == Sr["len"][sk]) & (
-                (T["low"][tk] == Sr["low"][sk]) | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
+            same_low = T["low"][tk] == Sr["low"][sk]
+            takes = (T["len"][tk] == Sr["len"][sk]) & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk]) & (
+                same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
             forms: dict[int, list[str]] = {}
             for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
                 forms.setdefault(p, []).append(source[k])
@@ -415,14 +419,16 @@ class FeatureExtractor:
         T, Sr = self._target_types, self._source_types
         spans = np.full(len(tt), -1, dtype=np.int64)
 
-        def bigrams(low: np.ndarray, sent: np.ndarray) -> np.ndarray:
-            same = sent[1:] == sent[:-1]
-            return ((sent[1:][same] << 42) + (low[:-1][same] << 21) + low[1:][same]) if len(sent) else sent
+        def bigrams(low: np.ndarray, letter: np.ndarray, sent: np.ndarray) -> np.ndarray:
+            # a run has two words with a letter, so one of its bigrams has one
+            keep = (sent[1:] == sent[:-1]) & (letter[1:] | letter[:-1])
+            return ((sent[1:][keep] << 42) + (low[:-1][keep] << 21) + low[1:][keep]) if len(sent) else sent
 
         if len(self._keys) >= 1 << 21:
             candidates = np.arange(len(triples))  # keys too many to pack: try every sentence
         else:
-            shared = np.intersect1d(bigrams(T["low"][tt], layout.tgt_sent), bigrams(Sr["low"][st], layout.src_sent))
+            shared = np.intersect1d(bigrams(T["low"][tt], T["letter"][tt], layout.tgt_sent),
+                                    bigrams(Sr["low"][st], Sr["letter"][st], layout.src_sent))
             candidates = np.unique(shared >> 42)
         for s in candidates.tolist():
             t = triples[s]
