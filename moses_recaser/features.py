@@ -479,8 +479,8 @@ class FeatureExtractor:
             if col is not None and mask.any():
                 U[mask, col] = value if np.isscalar(value) else value[mask]  # type: ignore[index]
 
-        if self.candidates.prior is not None:
-            put("case_prior", np.ones(len(ids), dtype=bool), prior)
+        if self.candidates.prior is not None and "case_prior" in idx:
+            U[:, idx["case_prior"]] = prior
         put("initial", cap & (P == b.first[S]))
         pc = b.punct[G]
         m = cap & (pc >= 0)
@@ -489,11 +489,7 @@ class FeatureExtractor:
         if not b.bilingual.any():
             return
         # src_identical: (sentence, word without diacritics) of the candidate among the source's
-        strip = F.strip[ids]
-        in_any = np.zeros(int(max(strip.max(initial=0), (b.src_keys & 0xFFFFFFFF).max(initial=0))) + 1, dtype=bool)
-        in_any[b.src_keys & 0xFFFFFFFF] = True  # in some sentence's source: few are, so isin works on few
-        ident = b.bilingual[S] & not_an & in_any[strip]
-        ident[ident] = np.isin((S[ident] << 32) + strip[ident], b.src_keys)
+        ident = b.bilingual[S] & not_an & _in_source(S, F.strip[ids], b.src_keys)
         put("src_identical", ident)
         put("src_identical:rare", ident & (prior < RARE_PRIOR))
         if b.spans is not None:
@@ -549,6 +545,24 @@ class FeatureExtractor:
             low = casing.lower_all(word)
             w = word if word in ids or low not in ids else low
         return self.candidates.source_id(w)
+
+
+def _in_source(sent: np.ndarray, word: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Whether (sentence << 32) + word is among ``keys``: a bitmap over (sentence, word among the keys'
+    words), as np.isin sorts both sides."""
+    key_sent, key_word = keys >> 32, keys & 0xFFFFFFFF
+    words = np.unique(key_word)
+    n_sent = int(max(sent.max(initial=0), key_sent.max(initial=0))) + 1
+    if not len(words) or len(words) * n_sent > 1 << 26:
+        return np.isin((sent << 32) + word, keys)
+    local = np.full(int(max(word.max(initial=0), words[-1])) + 1, -1, dtype=np.int64)
+    local[words] = np.arange(len(words))
+    table = np.zeros(n_sent * len(words), dtype=bool)
+    table[key_sent * len(words) + local[key_word]] = True
+    w = local[word]
+    out = w >= 0
+    out[out] = table[sent[out] * len(words) + w[out]]
+    return out
 
 
 def _telling_case(word: str) -> bool:

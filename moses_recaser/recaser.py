@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -133,8 +134,7 @@ class Recaser:
                        flat.unary @ wb[1:], flat.unary @ wm[1:])
         paths = flat.best_paths(phi, np.where(flat.bilingual, wb[0], wm[0]))
         out = flat.words(paths, self.extractor.candidates.strings)
-        for t, tokens in zip(triples, out):
-            _check_case_only(t.target, tokens)
+        _check_case_only_all([t.target for t in triples], out)
         return out
 
     def recase(self, triples: Iterable[Triple], chunk: int = CHUNK) -> Iterator[list[str]]:
@@ -172,6 +172,17 @@ class Recaser:
                 "runner_up_features": None if runner is None else scored[runner],
             })
         return rows
+
+
+def _check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:
+    """``_check_case_only`` on every sentence, in one go when all is well."""
+    if list(map(len, inputs)) == list(map(len, outputs)):
+        flat_in, flat_out = list(chain.from_iterable(inputs)), list(chain.from_iterable(outputs))
+        if list(map(len, flat_in)) == list(map(len, flat_out)) and \
+                list(map(str.lower, flat_in)) == list(map(str.lower, flat_out)):
+            return
+    for inp, out in zip(inputs, outputs, strict=True):
+        _check_case_only(inp, out)
 
 
 def _check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
