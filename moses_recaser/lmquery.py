@@ -36,6 +36,61 @@ _HEADER = re.compile(r"\\([0-9]+)-grams:")
 MAX_VOCAB = 2_000_000  # keys are a * V^2 + b * V + c in int64
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+class HashIndex:
+    """Positions of int64 keys (>= 0) in an open-addressing table with linear probing, looked up in
+    numpy rounds: about 1.5 probes a query at half load, against ~17 steps of a binary search over 10^5
+    keys. Built once (training stores it beside the keys)."""
+
+    def __init__(self, keys: np.ndarray, table: np.ndarray | None = None) -> None:
+        self.keys = keys
+        self.table = self.build(keys) if table is None else table
+        self.bits = max(len(self.table).bit_length() - 1, 0)
+
+    @staticmethod
+    def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
+        if not bits:
+            return np.zeros(len(keys), dtype=np.int64)
+        return ((keys.astype(np.uint64) * _GOLDEN) >> np.uint64(64 - bits)).astype(np.int64)
+
+    @classmethod
+    def build(cls, keys: np.ndarray) -> np.ndarray:
+        """The table: for each slot, the position of its key in ``keys`` (-1: empty)."""
+        bits = max(int(4 * len(keys)).bit_length(), 1)  # at most a quarter full: short probe runs
+        table = np.full(1 << bits, -1, dtype=np.int32 if len(keys) < 1 << 31 else np.int64)
+        pending = np.arange(len(keys))
+        slot = cls._slots(keys, bits)
+        while len(pending):
+            free = np.flatnonzero(table[slot] == -1)
+            taken, first = np.unique(slot[free], return_index=True)  # one key per free slot per round
+            table[taken] = pending[free[first]]
+            keep = np.ones(len(pending), dtype=bool)
+            keep[free[first]] = False
+            pending, slot = pending[keep], (slot[keep] + 1) & ((1 << bits) - 1)
+        return table
+
+    def find(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(position, found) of each query key; position 0 where not found."""
+        pos = np.zeros(len(query), dtype=np.int64)
+        found = np.zeros(len(query), dtype=bool)
+        if not len(self.keys):
+            return pos, found
+        todo = np.arange(len(query))
+        slot = self._slots(query, self.bits)
+        mask = len(self.table) - 1
+        while len(todo):
+            at = self.table[slot]
+            hit = at >= 0
+            hit[hit] = self.keys[at[hit]] == query[todo[hit]]
+            pos[todo[hit]] = at[hit]
+            found[todo[hit]] = True
+            probe = (at >= 0) & ~hit  # an occupied slot of another key: try the next
+            todo, slot = todo[probe], (slot[probe] + 1) & mask
+        return pos, found
+
+
 @dataclass
 class ArrayLM:
     vocab: list[str]
@@ -53,13 +108,21 @@ class ArrayLM:
         self.unk = self.ids.get("<unk>", 0)
 
     @cached_property
+    def bi_index(self) -> HashIndex:
+        return HashIndex(self.bi_keys)
+
+    @cached_property
+    def tri_index(self) -> HashIndex:
+        return HashIndex(self.tri_keys)
+
+    @cached_property
     def bi_extended(self) -> np.ndarray:
         """(bigrams,) bool: some trigram extends the bigram. Only these contexts need a trigram lookup:
         about one in nine on a recasing lattice."""
         out = np.zeros(len(self.bi_keys), dtype=bool)
         ctx = self.tri_keys // self.V  # sorted, as tri_keys are
         if len(ctx) and len(self.bi_keys):
-            pos, found = self._find(self.bi_keys, ctx[np.r_[True, ctx[1:] != ctx[:-1]]])
+            pos, found = self.bi_index.find(ctx[np.r_[True, ctx[1:] != ctx[:-1]]])
             out[pos[found]] = True
         return out
 
@@ -71,13 +134,6 @@ class ArrayLM:
         get, unk = self.ids.get, self.unk
         return np.fromiter((get(w, unk) for w in words), dtype=np.int64)
 
-    @staticmethod
-    def _find(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        pos = np.searchsorted(keys, query)
-        pos = np.minimum(pos, len(keys) - 1) if len(keys) else pos
-        found = keys[pos] == query if len(keys) else np.zeros(len(query), dtype=bool)
-        return pos, found
-
     def score(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """log10 p(c | a b) for arrays of word ids (a may be -1: no second context word)."""
         lp = self.bigram_scores(b, c)
@@ -87,13 +143,13 @@ class ArrayLM:
 
     def bigram_scores(self, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """log10 p(c | b): the bigram (b, c), else backoff(b) + unigram."""
-        bpos, bfound = self._find(self.bi_keys, b * self.V + c)
+        bpos, bfound = self.bi_index.find(b * self.V + c)
         return np.where(bfound, self.bi_lp[bpos] if len(self.bi_lp) else 0.0, self.uni_bo[b] + self.uni_lp[c])
 
     def contexts(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(backoff(a b), 0 when absent or when a is -1; whether a trigram extends "a b")."""
         has_a = a >= 0
-        abpos, abfound = self._find(self.bi_keys, np.where(has_a, a, 0) * self.V + b)
+        abpos, abfound = self.bi_index.find(np.where(has_a, a, 0) * self.V + b)
         known = abfound & has_a
         if not len(self.bi_keys):
             return np.zeros(len(a)), known
@@ -102,7 +158,7 @@ class ArrayLM:
     def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For word pairs (b, c): log10 p(c | b), and as a context "b c" where ``context`` (else 0 and
         False) its backoff and whether a trigram extends it; one lookup for the three."""
-        pos, found = self._find(self.bi_keys, b * self.V + c)
+        pos, found = self.bi_index.find(b * self.V + c)
         if not len(self.bi_keys):
             return self.uni_bo[b] + self.uni_lp[c], np.zeros(len(b)), found
         known = found & context
@@ -112,7 +168,7 @@ class ArrayLM:
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
         """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
         has_a = a >= 0
-        tpos, tfound = self._find(self.tri_keys, (np.where(has_a, a, 0) * self.V + b) * self.V + c)
+        tpos, tfound = self.tri_index.find((np.where(has_a, a, 0) * self.V + b) * self.V + c)
         return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -120,14 +176,19 @@ class ArrayLM:
 
         save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
                         "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
-                        "order": np.array(self.order), "vocab": np.array("\n".join(self.vocab))})
+                        "order": np.array(self.order), "vocab": np.array("\n".join(self.vocab)),
+                        "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
         with np.load(path, allow_pickle=False) as z:
-            return cls(vocab=str(z["vocab"]).split("\n"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
-                       bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
-                       tri_lp=z["tri_lp"], order=int(z["order"]))
+            lm = cls(vocab=str(z["vocab"]).split("\n"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
+                     bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
+                     tri_lp=z["tri_lp"], order=int(z["order"]))
+            if "bi_hash" in z:  # stored since the hash lookups; built on first use otherwise
+                lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
+                lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
+        return lm
 
     @classmethod
     def from_arpa(cls, path: str | os.PathLike[str]) -> ArrayLM:

@@ -153,3 +153,27 @@ def test_array_queries_equal_kenlm_states(corpus, tmp_path, order):
             a_id = int(lm.word_ids(["<s>"])[0])
         got = lm.score(np.array([a_id]), lm.word_ids([b]), lm.word_ids([c]))[0]
         assert got == pytest.approx(want, abs=1e-5), (a, b, c)
+
+
+def test_hash_index_finds_every_key_and_no_other():
+    import numpy as np
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from moses_recaser.lmquery import HashIndex
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.sets(st.integers(0, 2**40), max_size=300), st.lists(st.integers(0, 2**40), max_size=50))
+    def check(keys, others):
+        k = np.array(sorted(keys), dtype=np.int64)
+        index = HashIndex(k)
+        q = np.array(sorted(keys) + others, dtype=np.int64)
+        pos, found = index.find(q)
+        for x, p, f in zip(q.tolist(), pos.tolist(), found.tolist()):
+            assert f == (x in keys)
+            assert (k[p] == x) if f else p == 0
+        # a stored table gives the same answers
+        again = HashIndex(k, index.table).find(q)
+        assert (again[0] == pos).all() and (again[1] == found).all()
+
+    check()
