@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -99,8 +100,19 @@ class Recaser:
 
         self.dir = resolve_model(model_dir)
         self.manifest = read_manifest(self.dir, verify=False)
-        # the files recasing reads: an ARPA file whose query arrays (lm.npz) are stored is not read
-        verify_files(self.dir, self.manifest.files, skip={"lm.arpa"} if "lm.npz" in self.manifest.files else ())
+        # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
+        # read), computed on a second thread while the model loads: hashlib releases the GIL
+        skip = {"lm.arpa"} if "lm.npz" in self.manifest.files else set()
+        with ThreadPoolExecutor(1) as pool:
+            verified = pool.submit(verify_files, self.dir, self.manifest.files, skip)
+            try:
+                self._load(alignment)
+            except Exception:
+                verified.result()  # a damaged file is the better message
+                raise
+            verified.result()
+
+    def _load(self, alignment: str | None) -> None:
         where = str(self.dir / "manifest.yaml")
         if "weights" not in self.manifest.extra:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
