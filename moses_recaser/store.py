@@ -6,9 +6,13 @@ Layout::
     MODEL/tables.npz      numpy arrays (loaded with allow_pickle=False)
     MODEL/*.vocab         one token per line, UTF-8
     MODEL/lm.arpa         the cased LM (or lm.bin: a KenLM binary given with --lm)
-    MODEL/lm.npz          the LM's query arrays (lmquery.ArrayLM)
-    MODEL/candidates.npz  GEN and candidate facts of every training type (candidates.py; optional)
+    MODEL/lm.npz          the LM's query arrays and their hash index (lmquery.ArrayLM)
+    MODEL/candidates.npz  GEN and candidate facts of every training type, and the training word types'
+                          facts (candidates.py, features.FeatureExtractor.save_registry; optional)
     MODEL/...             anything else a stage adds (aligner priors, ...)
+
+Format versions: 1, the first; 2, candidates.npz with GEN results as pool segments and the word types,
+lm.npz with its hash index. This version reads both.
 
 The directory is built under a temporary name and renamed into place, so a crash or Ctrl-C
 never leaves a half-written model.
@@ -33,7 +37,7 @@ from .errors import RecaserError
 from .tables import Forms, Tables, TagTable, TranslationTable
 from .textio import atomic_directory
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.yaml"
 
 

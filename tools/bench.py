@@ -113,6 +113,8 @@ def main() -> None:
     ap.add_argument("--train-tgt", required=True, help="the model's training target (sacremoses trains on it)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--before", metavar="REV", help="also time the whole process at this git revision (before/after)")
+    ap.add_argument("--before-model", help="the model for --before, when that revision cannot read --model "
+                                           "(a newer model format)")
     ap.add_argument("--json", default="runs/bench.json")
     args = ap.parse_args()
     # as the recasing commands do (cli.single_threaded_blas), before any child imports numpy
@@ -130,13 +132,14 @@ def main() -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     procs: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
     old: list[tuple[float, float]] = []
+    before_model = str(Path(args.before_model or args.model).resolve())
     with tempfile.TemporaryDirectory(prefix="bench-before.") as wt:
         if args.before:
             subprocess.run(["git", "worktree", "add", "--detach", wt, args.before], check=True, capture_output=True)
         try:
             whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, 1)  # untimed
             if args.before:
-                whole_process(str(Path(args.model).resolve()), str(Path(args.test_src).resolve()),
+                whole_process(before_model, str(Path(args.test_src).resolve()),
                               str(Path(args.test_ref).resolve()),
                               str(Path(args.test_align).resolve()) if args.test_align else None, tmp.resolve(), 1,
                               code=wt)
@@ -144,7 +147,7 @@ def main() -> None:
                 for th, runs in procs.items():
                     runs.append(whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, th))
                 if args.before:
-                    old.append(whole_process(str(Path(args.model).resolve()), str(Path(args.test_src).resolve()),
+                    old.append(whole_process(before_model, str(Path(args.test_src).resolve()),
                                              str(Path(args.test_ref).resolve()),
                                              str(Path(args.test_align).resolve()) if args.test_align else None,
                                              tmp.resolve(), 1, code=wt))
