@@ -105,11 +105,14 @@ class Facts:
     cased: np.ndarray  # int64: id among the cased table's targets (-1: none)
     upper: np.ndarray  # bool: all upper
     lm: np.ndarray  # int64: LM word id (-1 without array LM)
+    oov: np.ndarray  # bool: its lowercase never in the training target (the case prior is the suffix's)
+    head: np.ndarray  # int64: strip id of its first hyphen part when that is capitalized (-1: not)
 
 
 _COLUMNS = [(name, dtype) for name, dtype in
             (("cap", bool), ("tag", np.int64), ("prior", np.float64), ("unseen", bool), ("short", bool),
-             ("strip", np.int64), ("cased", np.int64), ("upper", bool), ("lm", np.int64))]
+             ("strip", np.int64), ("cased", np.int64), ("upper", bool), ("lm", np.int64), ("oov", bool),
+             ("head", np.int64))]
 
 
 @dataclass
@@ -177,6 +180,11 @@ class Candidates:
     def form_set(self) -> set[str]:
         return set(self.tables.forms.vocab)
 
+    @cached_property
+    def lower_set(self) -> set[str]:
+        """The training target's lowercase types."""
+        return set(map(casing.lower, self.tables.forms.vocab))
+
     def id(self, form: str) -> int:
         i = self.ids.get(form)
         if i is None:
@@ -194,11 +202,13 @@ class Candidates:
         return i
 
     def _describe(self, c: str) -> tuple:
+        head = c.split("-", 1)[0] if "-" in c else c
         return (casing.is_capitalized(c), int(casing.tag(c)),
                 self.prior.log_prob(c) if self.prior is not None else 0.0, c not in self.form_set,
                 len(c) <= 3 or sum(map(str.isalpha, c)) <= 3, self.strip_id(c),
                 self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c),
-                self.lm_id(c) if self.lm_id is not None else -1)
+                self.lm_id(c) if self.lm_id is not None else -1, casing.lower(c) not in self.lower_set,
+                self.strip_id(head) if casing.is_capitalized(head) else -1)
 
     def segment(self, ids: Sequence[int]) -> tuple[int, int]:
         """Add a GEN result to the pool: its (start, count)."""
@@ -266,8 +276,8 @@ class Candidates:
         """Fill an empty registry from ``save``'s file; False (and nothing taken) when it was made with
         other settings."""
         with np.load(path, allow_pickle=False) as z:
-            if z["settings"].tolist() != self._settings():
-                return False
+            if z["settings"].tolist() != self._settings() or any(f"facts.{n}" not in z for n, _ in _COLUMNS):
+                return False  # other settings, or facts of an earlier version
 
             self.strings = _lines(z["strings"])
             self.ids = dict(zip(self.strings, range(len(self.strings))))

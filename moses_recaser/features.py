@@ -34,12 +34,20 @@ candidates of a position matter.
 
 Beyond the paper (feature set ``full``):
 - ``case_prior``: log p(E | lower(E)) from the training target's non-initial counts, smoothed with
-  p(tag | last three letters) so that unseen words (``lebanese``) get a prior too;
+  p(tag | last three letters); ``case_prior:unseen``, the same for words whose lowercase never
+  occurred in training, where it is p(tag | last three letters) alone (``lebanese``, but also
+  ``corona``, whose suffix is mostly names'), so the two get their own weights;
 - ``src_identical``: the candidate, which has a cased letter, equals (up to diacritics) a source word
   that is not capitalized by its position (names, acronyms, odd case copied through); a positional
   source word counts when its case is more than a capital first letter (``Hans-Peter``, ``NSA``);
 - ``src_identical:rare``: the same, for a candidate that the case prior finds unlikely (p < 1/2):
-  ``Reason`` for ``reason`` when the source names the Reason foundation;
+  ``Reason`` for ``reason`` when the source names the Reason foundation; ``src_identical:IU``, the
+  same for a capitalized candidate of a word seen in training: a German source capitalizes every
+  noun (``Park``, ``Test``), so such copies tell less there than acronyms, mixed case and unseen
+  words (``Lausitzring``) do;
+- ``src_part``: the candidate's first hyphen part is capitalized and equals (up to diacritics) a
+  capitalized part of a hyphenated source word: names inside compounds (``Rakoczy`` from
+  ``Rakoczy-Fest``, ``US`` from ``US-Medienberichten``);
 - ``src_span``: the target word lies in a run of at least two words with a letter that the source
   repeats verbatim up to case (``The Next Day``, ``Like A Rocket Man``), and the candidate is the
   source's form; such runs are copied titles and names, whatever the alignment says;
@@ -73,7 +81,8 @@ from .tables import Tables
 from .triples import Triple
 
 PAPER_FEATURES = ["cap_t1", "cap_tag_t1", "upper_translation", "initial"]
-EXTRA_FEATURES = ["case_prior", "src_identical", "src_identical:rare", "src_span", "unseen_form",
+EXTRA_FEATURES = ["case_prior", "case_prior:unseen", "src_identical", "src_identical:rare", "src_identical:IU",
+                  "src_part", "src_span", "unseen_form",
                   "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
 MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation"} | {
     f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:", "src_"))
@@ -82,7 +91,7 @@ FEATURE_SETS = ("paper", "full")
 OTHER_PUNCT = "punct=<other>"
 HEADLINE_MAX = 20
 # bumped whenever a feature's definition changes, so that cached experiment models are retrained
-FEATURE_REVISION = 2
+FEATURE_REVISION = 4
 RARE_PRIOR = math.log(0.5)
 _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
 
@@ -225,6 +234,7 @@ class _Batch:
     headline: np.ndarray  # (S,) its source looks like a headline ...
     title: np.ndarray  # (S,) ... is title-cased (source_flags)
     src_keys: np.ndarray  # (sentence << 32) + Candidates.strip_id of each source word whose case counts
+    part_keys: np.ndarray  # (sentence << 32) + Candidates.strip_id of each capitalized part of a hyphenated source word
     spans: np.ndarray | None  # (N,) candidate id of each word's source span form (-1: none)
     pair_pos: np.ndarray  # (P,) (target word, aligned source word) pairs: the word ...
     pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_id)
@@ -239,10 +249,12 @@ _TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64),
                    ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool),
                    ("is_low", bool)]
 # per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
-# telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), and as above
+# telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), as above, and
+# hyphenated
 _SOURCE_COLUMNS = [("letter", bool), ("end", bool), ("final", bool), ("cap", bool), ("long", bool),
                    ("telling", bool), ("strip_id", np.int64), ("key", np.int64), ("key_pos", np.int64),
-                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool), ("is_low", bool)]
+                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool), ("is_low", bool),
+                   ("hyphen", bool)]
 
 
 class FeatureExtractor:
@@ -361,7 +373,11 @@ class FeatureExtractor:
         return (casing.has_letter(word), word in casing.SENTENCE_END, word in _FINAL, casing.is_capitalized(word),
                 len(word) > 3, _telling_case(word), self.candidates.strip_id(word), self._source_id(word, False),
                 self._source_id(word, True), self._key(low), self._key(casing.strip_diacritics(low)), len(word),
-                word.isascii(), word == low)
+                word.isascii(), word == low, "-" in word.strip("-"))
+
+    def _parts(self, word: str) -> list[int]:
+        """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""
+        return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
 
     def _key(self, s: str) -> int:
         return self._keys.setdefault(s, len(self._keys))
@@ -379,7 +395,8 @@ class FeatureExtractor:
         b = _Batch(layout=layout, start=start, count=count,
                    first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start), punct=punct,
                    e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
-                   title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64), spans=None,
+                   title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64),
+                   part_keys=np.zeros(0, dtype=np.int64), spans=None,
                    pair_pos=np.zeros(0, dtype=np.int64), pair_src=np.zeros(0, dtype=np.int64),
                    gold=[None] * S, gen_misses=[0] * S)
         if b.bilingual.any():
@@ -389,6 +406,11 @@ class FeatureExtractor:
             pos = positional(letter, Sr["end"][st], layout)
             counts = ~pos | Sr["telling"][st]  # source words whose case is not explained by position
             b.src_keys = (layout.src_sent[counts] << 32) + Sr["strip_id"][st[counts]]
+            hyphenated = np.flatnonzero(Sr["hyphen"][st])  # few: their parts in Python
+            if "src_part" in self.index and len(hyphenated):
+                b.part_keys = np.array([(s << 32) + p for s, k in zip(layout.src_sent[hyphenated].tolist(),
+                                                                       hyphenated.tolist())
+                                        for p in self._parts(source[k])], dtype=np.int64)
             b.headline, b.title = batch_source_flags(letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st], layout,
                                                HEADLINE_MAX)
             pt, ps = alignment_pairs(triples, layout, self.alignment)
@@ -480,7 +502,12 @@ class FeatureExtractor:
                 U[mask, col] = value if np.isscalar(value) else value[mask]  # type: ignore[index]
 
         if self.candidates.prior is not None and "case_prior" in idx:
-            U[:, idx["case_prior"]] = prior
+            if "case_prior:unseen" in idx:
+                oov = F.oov[ids]
+                U[:, idx["case_prior"]] = np.where(oov, 0.0, prior)
+                U[:, idx["case_prior:unseen"]] = np.where(oov, prior, 0.0)
+            else:  # models of feature revision 2 and before
+                U[:, idx["case_prior"]] = prior
         put("initial", cap & (P == b.first[S]))
         pc = b.punct[G]
         m = cap & (pc >= 0)
@@ -492,6 +519,10 @@ class FeatureExtractor:
         ident = b.bilingual[S] & not_an & _in_source(S, F.strip[ids], b.src_keys)
         put("src_identical", ident)
         put("src_identical:rare", ident & (prior < RARE_PRIOR))
+        put("src_identical:IU", ident & (tags == int(Tag.IU)) & ~F.oov[ids])
+        if "src_part" in idx and len(b.part_keys):
+            head = F.head[ids]
+            put("src_part", b.bilingual[S] & not_an & (head >= 0) & _in_source(S, np.maximum(head, 0), b.part_keys))
         if b.spans is not None:
             put("src_span", b.spans[G] == ids)
         hl, tc = b.headline[S], b.title[S]

@@ -93,6 +93,34 @@ def test_src_identical_rare_fires_against_the_case_prior(extractor):
     assert values(extractor, t, 1, "src_identical:rare")["Paris"] == 0.0
 
 
+def test_src_identical_iu_and_src_part(extractor):
+    # a capitalized copy gets src_identical:IU on top; an acronym copy does not
+    t = Triple(0, ["la", "NSA", "de", "Paris"], ["the", "nsa", "of", "paris"], links=[(1, 1), (3, 3)])
+    assert values(extractor, t, 3, "src_identical:IU")["Paris"] == 1.0
+    v = values(extractor, t, 1, "src_identical:IU")
+    assert values(extractor, t, 1, "src_identical")["NSA"] == 1.0 and v["NSA"] == 0.0
+    # a word unseen in training: its capitalized copy is a name's
+    t = Triple(0, ["le", "Lausitzring"], ["the", "lausitzring"], links=[(1, 1)])
+    assert values(extractor, t, 1, "src_identical")["Lausitzring"] == 1.0
+    assert values(extractor, t, 1, "src_identical:IU")["Lausitzring"] == 0.0
+    # a name inside a hyphenated source compound, wherever it is aligned; only with its case
+    t = Triple(0, ["das", "Rakoczy-Fest", "und", "US-Medien"], ["the", "rakoczy", "festival", "and", "us", "media"],
+               links=[(1, 2), (3, 5)])
+    v = values(extractor, t, 1, "src_part")
+    assert v["Rakoczy"] == 1.0 and v["rakoczy"] == 0.0 and v["RAKOCZY"] == 0.0
+    assert values(extractor, t, 4, "src_part") == {"us": 0.0, "Us": 0.0, "US": 1.0}
+    assert values(extractor, t, 2, "src_part")["Festival"] == 0.0  # "Fest" is another word
+    # no source: no source features
+    assert set(values(extractor, Triple(0, [], ["rakoczy"]), 0, "src_part").values()) == {0.0}
+
+
+def test_case_prior_of_unseen_words_has_its_own_feature(extractor):
+    t = Triple(0, [], ["the", "unknownword", "reason"])
+    unseen, seen = values(extractor, t, 1, "case_prior:unseen"), values(extractor, t, 2, "case_prior:unseen")
+    assert set(values(extractor, t, 1, "case_prior").values()) == {0.0} and unseen["unknownword"] < 0
+    assert set(seen.values()) == {0.0} and values(extractor, t, 2, "case_prior")["reason"] < 0
+
+
 def test_initial_and_punctuation_features(extractor):
     t = Triple(0, [], [",", "the", "cat", ",", "he"])
     assert values(extractor, t, 1, "initial") == {"the": 0.0, "The": 1.0, "THE": 1.0}
