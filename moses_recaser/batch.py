@@ -4,8 +4,8 @@ Recasing meets each word type many times; ``WordTypes`` works out a type's facts
 as numpy columns, so a batch's tokens become type numbers in one pass and the per-sentence facts the
 features need (first word with a letter, positional capitals, headline flags, aligned source words)
 are numpy over the whole batch. Each function here is the batch form of a per-sentence definition
-kept beside it as the reference (``casing.positional``, ``features.source_flags``,
-``features.FeatureExtractor.aligned_sources``); tests check they agree.
+kept as the reference (``casing.positional``, ``features.source_flags``; ``alignment_pairs``'
+per-sentence definition is in its test); tests check they agree.
 """
 
 from __future__ import annotations
@@ -127,8 +127,9 @@ def source_flags(letter: np.ndarray, final: np.ndarray, capitalized: np.ndarray,
 
 def alignment_pairs(triples: Sequence[Triple], layout: Layout, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """Every (target word, aligned source word) pair of the batch as flat indices, ordered by target
-    word, then source word (``FeatureExtractor.aligned_sources``): a target word's phrase, or with
-    ``mode="links"`` its links when it has any; phrases are used when there are no links."""
+    word, then source word: a target word is aligned to every word of its source phrase, or with
+    ``mode="links"`` to the words it is linked to when it has links; phrases are used when there
+    are no links, and links when there are no phrases."""
     use_links = [bool(t.links) and (mode != "phrase" or not t.phrases) for t in triples]
     parts_t, parts_s = [], []
     # phrase pairs: every target word of a phrase with every source word of it

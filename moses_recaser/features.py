@@ -312,25 +312,6 @@ class FeatureExtractor:
             self._target_types.restore(z, "types.target")
             self._source_types.restore(z, "types.source")
 
-    # --- alignment -----------------------------------------------------------------------
-    def aligned_sources(self, triple: Triple) -> list[list[int]]:
-        n = len(triple.target)
-        none: list[int] = []  # shared, never mutated
-        phrase_src: list[list[int]] = [none] * n
-        for s0, s1, t0, t1 in triple.phrases:
-            span = list(range(s0, s1 + 1))
-            for t in range(t0, t1 + 1):
-                phrase_src[t] = span
-        if (self.alignment == "phrase" and triple.phrases) or not triple.links:
-            return phrase_src
-        linked: dict[int, list[int]] = {}
-        for s, t in triple.links:
-            linked.setdefault(t, []).append(s)
-        out = list(phrase_src)
-        for t, srcs in linked.items():
-            out[t] = sorted(srcs)
-        return out
-
     # --- lattices ------------------------------------------------------------------------
     def lattice(self, triple: Triple, reference: Sequence[str] | None = None) -> Lattice:
         return self.lattices([triple], None if reference is None else [reference])[0]

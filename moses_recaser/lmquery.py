@@ -136,24 +136,10 @@ class ArrayLM:
 
     def score(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """log10 p(c | a b) for arrays of word ids (a may be -1: no second context word)."""
-        lp = self.bigram_scores(b, c)
-        if self.order < 3:
-            return lp
-        return self.trigram_scores(a, b, c, self.contexts(a, b)[0] + lp)
-
-    def bigram_scores(self, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """log10 p(c | b): the bigram (b, c), else backoff(b) + unigram."""
-        bpos, bfound = self.bi_index.find(b * self.V + c)
-        return np.where(bfound, self.bi_lp[bpos] if len(self.bi_lp) else 0.0, self.uni_bo[b] + self.uni_lp[c])
-
-    def contexts(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(backoff(a b), 0 when absent or when a is -1; whether a trigram extends "a b")."""
+        lp = self.pairs(b, c, np.zeros(len(b), dtype=bool))[0]
         has_a = a >= 0
-        abpos, abfound = self.bi_index.find(np.where(has_a, a, 0) * self.V + b)
-        known = abfound & has_a
-        if not len(self.bi_keys):
-            return np.zeros(len(a)), known
-        return np.where(known, self.bi_bo[abpos], 0.0), known & self.bi_extended[abpos]
+        bo = self.pairs(np.where(has_a, a, 0), b, has_a)[1]
+        return self.trigram_scores(a, b, c, bo + lp)
 
     def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For word pairs (b, c): log10 p(c | b), and as a context "b c" where ``context`` (else 0 and
