@@ -16,6 +16,7 @@ from itertools import chain
 
 import numpy as np
 
+from .candidates import Columns
 from .triples import Triple
 
 
@@ -27,8 +28,7 @@ class WordTypes:
         self.columns = list(columns)
         self.describe = describe
         self.ids: dict[str, int] = {}
-        self._rows: list[tuple] = []
-        self._cols: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in self.columns}
+        self._cols = Columns(columns)
 
     def numbers(self, words: list[str]) -> np.ndarray:
         """The type number of every word (new types are described in order of first occurrence)."""
@@ -40,7 +40,7 @@ class WordTypes:
         for w in dict.fromkeys(words):
             if w not in ids:
                 ids[w] = len(ids)
-                self._rows.append(self.describe(w))
+                self._cols.rows.append(self.describe(w))
         return np.fromiter(map(ids.__getitem__, words), dtype=np.int64, count=len(words))
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
@@ -54,14 +54,9 @@ class WordTypes:
         text = str(z[f"{prefix}.words"])
         words = text.split("\n") if text else []
         self.ids = dict(zip(words, range(len(words))))
-        self._rows = []
-        self._cols = {c: z[f"{prefix}.{c}"] for c, _ in self.columns}
+        self._cols.take({c: z[f"{prefix}.{c}"] for c, _ in self.columns})
 
     def __getitem__(self, name: str) -> np.ndarray:
-        if self._rows:
-            rows, self._rows = self._rows, []
-            for k, (col, dtype) in enumerate(self.columns):
-                self._cols[col] = np.concatenate([self._cols[col], np.array([r[k] for r in rows], dtype=dtype)])
         return self._cols[name]
 
 

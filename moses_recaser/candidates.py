@@ -143,8 +143,7 @@ class Candidates:
         self.ids: dict[str, int] = {}
         self._strip: dict[str, int] = {}  # form without diacritics -> id
         self._strip_of: dict[str, int] = {}  # word -> id of its form without diacritics
-        self._rows: list[tuple] = []
-        self._facts: Facts | None = None
+        self._facts = Columns(_COLUMNS)
         # GEN results are segments (start, count) of one pool of candidate ids; a stored registry's
         # results (load) are the pool's first part
         self._pool = np.zeros(0, dtype=np.int64)
@@ -155,8 +154,7 @@ class Candidates:
         # stored training forms by lowercase (load): lowercase -> row, offsets, form ids
         self._seen: tuple[dict[str, int], list[int], np.ndarray] | None = None
         self.src_ids: dict[str, int] = {}
-        self._src_rows: list[tuple] = []
-        self._src_facts: SourceFacts | None = None
+        self._src_facts = Columns(_SOURCE_COLUMNS)
 
     @cached_property
     def forms(self) -> dict[str, list[str]]:
@@ -180,17 +178,16 @@ class Candidates:
     def form_set(self) -> set[str]:
         return set(self.tables.forms.vocab)
 
-    @cached_property
-    def lower_set(self) -> set[str]:
-        """The training target's lowercase types."""
-        return set(map(casing.lower, self.tables.forms.vocab))
+    def is_training_type(self, low: str) -> bool:
+        """Whether the training target has forms of this lowercase word."""
+        return low in self._seen[0] if self._seen is not None else low in self.forms
 
     def id(self, form: str) -> int:
         i = self.ids.get(form)
         if i is None:
             i = self.ids[form] = len(self.strings)
             self.strings.append(form)
-            self._rows.append(self._describe(form))
+            self._facts.rows.append(self._describe(form))
         return i
 
     def strip_id(self, word: str) -> int:
@@ -207,7 +204,7 @@ class Candidates:
                 self.prior.log_prob(c) if self.prior is not None else 0.0, c not in self.form_set,
                 len(c) <= 3 or sum(map(str.isalpha, c)) <= 3, self.strip_id(c),
                 self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c),
-                self.lm_id(c) if self.lm_id is not None else -1, casing.lower(c) not in self.lower_set,
+                self.lm_id(c) if self.lm_id is not None else -1, not self.is_training_type(casing.lower(c)),
                 self.strip_id(head) if casing.is_capitalized(head) else -1)
 
     def segment(self, ids: Sequence[int]) -> tuple[int, int]:
@@ -243,9 +240,7 @@ class Candidates:
         return seg
 
     def facts(self) -> Facts:
-        self._facts = _grow(self._facts, self._rows, Facts, _COLUMNS)  # type: ignore[assignment]
-        self._rows = []
-        return self._facts  # type: ignore[return-value]
+        return Facts(*(self._facts[name] for name, _ in _COLUMNS))
 
     def save(self, path: str | os.PathLike[str], extra: Mapping[str, np.ndarray] | None = None) -> None:
         """Write the registry with GEN of every lowercase training type (``plain``), the training
@@ -291,7 +286,7 @@ class Candidates:
             self._plain = dict(zip(tokens, zip(starts.tolist(), counts.tolist())))
             self._pool = z["gen"]
             self._size = len(self._pool)
-            self._facts = Facts(*(z[f"facts.{name}"] for name, _ in _COLUMNS))
+            self._facts.take({name: z[f"facts.{name}"] for name, _ in _COLUMNS})
             if "seen.tokens" in z:  # registries of earlier versions have neither
                 seen = _lines(z["seen.tokens"])
                 self._seen = (dict(zip(seen, range(len(seen)))), z["seen.offsets"].tolist(), z["seen.ids"])
@@ -300,7 +295,7 @@ class Candidates:
             if "src.keys" in z:
                 keys = _lines(z["src.keys"])
                 self.src_ids = dict(zip(keys, range(len(keys))))
-                self._src_facts = SourceFacts(*(z[f"src.{name}"] for name, _ in _SOURCE_COLUMNS))
+                self._src_facts.take({name: z[f"src.{name}"] for name, _ in _SOURCE_COLUMNS})
         return True
 
     def _settings(self) -> list[int]:
@@ -311,22 +306,44 @@ class Candidates:
         if i is None:
             i = self.src_ids[key] = len(self.src_ids)
             t = casing.tag(key)
-            self._src_rows.append((self.tables.cased.src_ids.get(key, -1),
+            self._src_facts.rows.append((self.tables.cased.src_ids.get(key, -1),
                                    self.tables.lower.src_ids.get(casing.lower(key), -1), int(t),
                                    t is not Tag.AN, is_upper_word(key)))
         return i
 
     def source_facts(self) -> SourceFacts:
-        self._src_facts = _grow(self._src_facts, self._src_rows, SourceFacts, _SOURCE_COLUMNS)  # type: ignore[assignment]
-        self._src_rows = []
-        return self._src_facts  # type: ignore[return-value]
+        return SourceFacts(*(self._src_facts[name] for name, _ in _SOURCE_COLUMNS))
 
 
-def _grow(old: object | None, rows: list[tuple], cls: type, columns: Sequence[tuple[str, type]]) -> object:
-    """``old``'s columns with ``rows`` appended (rows are tuples in column order)."""
-    if old is not None and not rows:
-        return old
-    new = [np.array([r[k] for r in rows], dtype=dtype) for k, (_, dtype) in enumerate(columns)]
-    if old is None:
-        return cls(*new)
-    return cls(*(np.concatenate([getattr(old, name), col]) for (name, _), col in zip(columns, new)))
+class Columns:
+    """Named numpy columns grown by rows: rows wait in a list until read, and the arrays double their
+    capacity when full, so growing a registry chunk by chunk copies it O(log n) times, not once a chunk."""
+
+    def __init__(self, spec: Sequence[tuple[str, type]]) -> None:
+        self.spec = list(spec)
+        self.rows: list[tuple] = []
+        self.n = 0
+        self._data = {name: np.zeros(0, dtype=dtype) for name, dtype in self.spec}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if self.rows:
+            self._flush()
+        return self._data[name][:self.n]
+
+    def take(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Replace the contents with ``arrays`` (one per column, equal lengths)."""
+        self._data = {name: np.asarray(arrays[name]) for name, _ in self.spec}
+        self.n = len(next(iter(self._data.values()))) if self._data else 0
+        self.rows = []
+
+    def _flush(self) -> None:
+        rows, self.rows = self.rows, []
+        end = self.n + len(rows)
+        for k, (name, dtype) in enumerate(self.spec):
+            col = self._data[name]
+            if end > len(col):
+                grown = np.zeros(max(end, 2 * len(col)), dtype=dtype)
+                grown[:self.n] = col[:self.n]
+                self._data[name] = col = grown
+            col[self.n:end] = np.array([r[k] for r in rows], dtype=dtype)
+        self.n = end
