@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import casing
-from .cli import run, single_threaded_blas, zip_recased
+from .cli import exit_now, run, single_threaded_blas, zip_recased
 from .errors import RecaserError
 from .moses import TraceOptions, read_trace
 from .textio import LineReader, atomic_output, read_lines, split_tokens
@@ -251,7 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(argv, build_parser, PROG)
+    code = run(argv, build_parser, PROG)
+    if argv is None:  # the console command (see cli.exit_now)
+        exit_now(code)
+    return code
 
 
 if __name__ == "__main__":
