@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -178,3 +179,18 @@ def test_recasing_commands_can_still_limit_blas_threads():
     code = "import sys, moses_recaser.cli, moses_recaser.ems; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_console_command_flushes_its_output_and_exit_code(tico, tmp_path):
+    # as a process of its own, the command leaves with os._exit (cli.exit_now): piped output must be whole
+    model, lc = str(tico / "model"), tico / "test.lc.en"
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout block-buffered
+    out = subprocess.run([sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--input", "-"],
+                         input=lc.read_text(encoding="utf-8"), capture_output=True, text=True, check=False,
+                         env=buffered)
+    want = tmp_path / "want.en"
+    assert main(["-q", "recase", "--model", model, "--input", str(lc), "-o", str(want)]) == 0
+    assert out.returncode == 0 and out.stdout == want.read_text(encoding="utf-8")
+    bad = subprocess.run([sys.executable, "-m", "moses_recaser.cli", "recase", "--model", str(tmp_path / "none"),
+                          "--input", "-"], input="x\n", capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "model not found" in bad.stderr
