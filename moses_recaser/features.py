@@ -364,16 +364,15 @@ class FeatureExtractor:
         return self._keys.setdefault(s, len(self._keys))
 
     def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None) -> _Batch:
-        C, T, Sr = self.candidates, self._target_types, self._source_types
+        T = self._target_types
         layout = Layout.of(triples)
         S, N = len(triples), int(layout.n_tgt.sum())
         target = list(chain.from_iterable(t.target for t in triples))
         tt = T.numbers(target)
-        start, count = T["start"][tt], T["count"][tt]
         punct = np.full(N, -1, dtype=np.int64)
         punct[1:] = T["punct"][tt[:-1]]
         punct[layout.tgt_start[layout.n_tgt > 0]] = -1
-        b = _Batch(layout=layout, start=start, count=count,
+        b = _Batch(layout=layout, start=T["start"][tt], count=T["count"][tt],
                    first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start), punct=punct,
                    e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
                    title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64),
@@ -381,39 +380,45 @@ class FeatureExtractor:
                    pair_pos=np.zeros(0, dtype=np.int64), pair_src=np.zeros(0, dtype=np.int64),
                    gold=[None] * S, gen_misses=[0] * S)
         if b.bilingual.any():
-            source = list(chain.from_iterable(t.source for t in triples))
-            st = Sr.numbers(source)
-            letter = Sr["letter"][st]
-            pos = positional(letter, Sr["end"][st], layout)
-            counts = ~pos | Sr["telling"][st]  # source words whose case is not explained by position
-            b.src_keys = (layout.src_sent[counts] << 32) + Sr["strip_id"][st[counts]]
-            hyphenated = np.flatnonzero(Sr["hyphen"][st])  # few: their parts in Python
-            if "src_part" in self.index and len(hyphenated):
-                b.part_keys = np.array([(s << 32) + p for s, k in zip(layout.src_sent[hyphenated].tolist(),
-                                                                       hyphenated.tolist())
-                                        for p in self._parts(source[k])], dtype=np.int64)
-            b.headline, b.title = batch_source_flags(letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st], layout,
-                                               HEADLINE_MAX)
-            pt, ps = alignment_pairs(triples, layout, self.alignment)
-            b.pair_pos = pt
-            b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
-            # GEN takes an aligned source word equal to the word up to case (and diacritics, at its
-            # length): most words have none, and keep their type's GEN; a source word equal to the
-            # word itself (",", "2014") is GEN's first candidate already
-            tk, sk = tt[pt], st[ps]
-            same_low = T["low"][tk] == Sr["low"][sk]
-            takes = (T["len"][tk] == Sr["len"][sk]) & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk]) & (
-                same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
-            forms: dict[int, list[str]] = {}
-            for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
-                forms.setdefault(p, []).append(source[k])
-            if "src_span" in self.index:
-                b.spans = self._spans(triples, layout, tt, st, forms, target)
-            for p, fs in forms.items():
-                start[p], count[p] = C.sourced(target[p], tuple(fs))
+            self._source_side(b, triples, tt, target)
         if references is not None:
             self._gold(b, target, references)
         return b
+
+    def _source_side(self, b: _Batch, triples: Sequence[Triple], tt: np.ndarray, target: list[str]) -> None:
+        """The batch's facts from its sources: source keys, headline flags, alignment pairs, and GEN with
+        the aligned source words where it takes them."""
+        T, Sr, layout = self._target_types, self._source_types, b.layout
+        source = list(chain.from_iterable(t.source for t in triples))
+        st = Sr.numbers(source)
+        letter = Sr["letter"][st]
+        pos = positional(letter, Sr["end"][st], layout)
+        counts = ~pos | Sr["telling"][st]  # source words whose case is not explained by position
+        b.src_keys = (layout.src_sent[counts] << 32) + Sr["strip_id"][st[counts]]
+        hyphenated = np.flatnonzero(Sr["hyphen"][st])  # few: their parts in Python
+        if "src_part" in self.index and len(hyphenated):
+            b.part_keys = np.array([(s << 32) + p for s, k in zip(layout.src_sent[hyphenated].tolist(),
+                                                                   hyphenated.tolist())
+                                    for p in self._parts(source[k])], dtype=np.int64)
+        b.headline, b.title = batch_source_flags(letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st], layout,
+                                                 HEADLINE_MAX)
+        pt, ps = alignment_pairs(triples, layout, self.alignment)
+        b.pair_pos = pt
+        b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
+        # GEN takes an aligned source word equal to the word up to case (and diacritics, at its
+        # length): most words have none, and keep their type's GEN; a source word equal to the
+        # word itself (",", "2014") is GEN's first candidate already
+        tk, sk = tt[pt], st[ps]
+        same_low = T["low"][tk] == Sr["low"][sk]
+        takes = (T["len"][tk] == Sr["len"][sk]) & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk]) & (
+            same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
+        forms: dict[int, list[str]] = {}
+        for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
+            forms.setdefault(p, []).append(source[k])
+        if "src_span" in self.index:
+            b.spans = self._spans(triples, layout, tt, st, forms, target)
+        for p, fs in forms.items():
+            b.start[p], b.count[p] = self.candidates.sourced(target[p], tuple(fs))
 
     def _spans(self, triples: Sequence[Triple], layout: Layout, tt: np.ndarray, st: np.ndarray,
                forms: dict[int, list[str]], target: list[str]) -> np.ndarray:
