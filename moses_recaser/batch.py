@@ -17,6 +17,7 @@ from itertools import chain
 import numpy as np
 
 from .candidates import Columns
+from .store import text_array, words_of
 from .triples import Triple
 
 
@@ -45,14 +46,13 @@ class WordTypes:
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Every type and column, for ``restore``."""
-        return {f"{prefix}.words": np.array("\n".join(self.ids)), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
+        return {f"{prefix}.words": text_array(self.ids), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
 
     def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
         """Take the types of ``arrays`` (into an empty registry), if stored with the same columns."""
         if any(f"{prefix}.{c}" not in z for c, _ in self.columns):
             return  # stored by a version with other columns: describe the types anew
-        text = str(z[f"{prefix}.words"])
-        words = text.split("\n") if text else []
+        words = words_of(z[f"{prefix}.words"])
         self.ids = dict(zip(words, range(len(words))))
         self._cols.take({c: z[f"{prefix}.{c}"] for c, _ in self.columns})
 

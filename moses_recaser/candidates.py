@@ -25,6 +25,7 @@ import numpy as np
 from . import casing
 from .casing import Tag
 from .gen import gen
+from .store import save_npz, text_array, words_of
 from .tables import Tables
 
 
@@ -71,13 +72,13 @@ class CasePrior:
     def arrays(self) -> dict[str, np.ndarray]:
         """The lowercase counts and the suffix table, for ``use``."""
         lower, suffix = self._lower, self._suffix
-        return {"prior.lower": np.array("\n".join(lower)), "prior.lower_counts": np.array(list(lower.values()), dtype=np.int64),
-                "prior.suffixes": np.array("\n".join(suffix)),
+        return {"prior.lower": text_array(lower), "prior.lower_counts": np.array(list(lower.values()), dtype=np.int64),
+                "prior.suffixes": text_array(suffix),
                 "prior.suffix_probs": np.array(list(suffix.values())).reshape(-1, len(Tag))}
 
     def use(self, z: Mapping[str, np.ndarray]) -> None:
         """Take ``arrays``' tables instead of working them out."""
-        lower, suffixes = _lines(z["prior.lower"]), _lines(z["prior.suffixes"])
+        lower, suffixes = words_of(z["prior.lower"]), words_of(z["prior.suffixes"])
         self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
         self.__dict__["_suffix"] = dict(zip(suffixes, z["prior.suffix_probs"]))
 
@@ -85,11 +86,6 @@ class CasePrior:
         low = casing.lower(form)
         q = float(self._suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
         return math.log((self._forms.get(form, 0) + self.BETA * q) / (self._lower.get(low, 0) + self.BETA))
-
-
-def _lines(a: np.ndarray) -> list[str]:
-    text = str(a)
-    return text.split("\n") if text else []
 
 
 @dataclass
@@ -157,10 +153,14 @@ class Candidates:
         self._src_facts = Columns(_SOURCE_COLUMNS)
 
     @cached_property
+    def _by_lower(self) -> dict[str, list[int]]:
+        return self.tables.forms.by_lower()
+
+    @cached_property
     def forms(self) -> dict[str, list[str]]:
         """Training forms by lowercase, most frequent first (built on first use, as for CasePrior)."""
         vocab = self.tables.forms.vocab
-        return {k: [vocab[i] for i in ids] for k, ids in self.tables.forms.by_lower().items()}
+        return {k: [vocab[i] for i in ids] for k, ids in self._by_lower.items()}
 
     def seen(self, tok: str) -> Sequence[str]:
         """The training forms of lower(tok), most frequent first: from the stored registry when loaded
@@ -245,57 +245,53 @@ class Candidates:
     def save(self, path: str | os.PathLike[str], extra: Mapping[str, np.ndarray] | None = None) -> None:
         """Write the registry with GEN of every lowercase training type (``plain``), the training
         forms by lowercase, the source keys met so far and the case prior's tables (and ``extra``)."""
-        from .store import save_npz
-
         lows = sorted(self.forms)
         for low in lows:
             self.plain(low)
-        by_lower = self.tables.forms.by_lower()
+        by_lower = self._by_lower
         seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
         F, SF = self.facts(), self.source_facts()
         segs = np.array(list(self._plain.values()), dtype=np.int64).reshape(-1, 2)
         save_npz(path, {
-            "strings": np.array("\n".join(self.strings)), "strip": np.array("\n".join(self._strip)),
-            "tokens": np.array("\n".join(self._plain)), "seg.start": segs[:, 0], "seg.count": segs[:, 1],
+            "strings": text_array(self.strings), "strip": text_array(self._strip),
+            "tokens": text_array(self._plain), "seg.start": segs[:, 0], "seg.count": segs[:, 1],
             "gen": self.pool(), "settings": np.array(self._settings()),
             **{f"facts.{name}": getattr(F, name) for name, _ in _COLUMNS},
-            "seen.tokens": np.array("\n".join(lows)), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
+            "seen.tokens": text_array(lows), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
             "seen.ids": np.fromiter((i for low in lows for i in by_lower[low]), dtype=np.int64, count=int(seen_lens.sum())),
             **(self.prior.arrays() if self.prior is not None else {}),
-            "src.keys": np.array("\n".join(self.src_ids)),
+            "src.keys": text_array(self.src_ids),
             **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_COLUMNS},
             **(extra or {}),
         })
 
-    def load(self, path: str | os.PathLike[str]) -> bool:
-        """Fill an empty registry from ``save``'s file; False (and nothing taken) when it was made with
-        other settings."""
-        with np.load(path, allow_pickle=False) as z:
-            if z["settings"].tolist() != self._settings() or any(f"facts.{n}" not in z for n, _ in _COLUMNS):
-                return False  # other settings, or facts of an earlier version
-
-            self.strings = _lines(z["strings"])
-            self.ids = dict(zip(self.strings, range(len(self.strings))))
-            strip = _lines(z["strip"])
-            self._strip = dict(zip(strip, range(len(strip))))
-            tokens = _lines(z["tokens"])
-            if "offsets" in z:  # registries of earlier versions: segments one after the other
-                starts, counts = z["offsets"][:-1], np.diff(z["offsets"])
-            else:
-                starts, counts = z["seg.start"], z["seg.count"]
-            self._plain = dict(zip(tokens, zip(starts.tolist(), counts.tolist())))
-            self._pool = z["gen"]
-            self._size = len(self._pool)
-            self._facts.take({name: z[f"facts.{name}"] for name, _ in _COLUMNS})
-            if "seen.tokens" in z:  # registries of earlier versions have neither
-                seen = _lines(z["seen.tokens"])
-                self._seen = (dict(zip(seen, range(len(seen)))), z["seen.offsets"].tolist(), z["seen.ids"])
-            if self.prior is not None and "prior.lower" in z:
-                self.prior.use(z)
-            if "src.keys" in z:
-                keys = _lines(z["src.keys"])
-                self.src_ids = dict(zip(keys, range(len(keys))))
-                self._src_facts.take({name: z[f"src.{name}"] for name, _ in _SOURCE_COLUMNS})
+    def load(self, z: Mapping[str, np.ndarray]) -> bool:
+        """Fill an empty registry from ``save``'s file, opened; False (and nothing taken) when it was made
+        with other settings."""
+        if z["settings"].tolist() != self._settings() or any(f"facts.{n}" not in z for n, _ in _COLUMNS):
+            return False  # other settings, or facts of an earlier version
+        self.strings = words_of(z["strings"])
+        self.ids = dict(zip(self.strings, range(len(self.strings))))
+        strip = words_of(z["strip"])
+        self._strip = dict(zip(strip, range(len(strip))))
+        tokens = words_of(z["tokens"])
+        if "offsets" in z:  # registries of earlier versions: segments one after the other
+            starts, counts = z["offsets"][:-1], np.diff(z["offsets"])
+        else:
+            starts, counts = z["seg.start"], z["seg.count"]
+        self._plain = dict(zip(tokens, zip(starts.tolist(), counts.tolist())))
+        self._pool = z["gen"]
+        self._size = len(self._pool)
+        self._facts.take({name: z[f"facts.{name}"] for name, _ in _COLUMNS})
+        if "seen.tokens" in z:  # registries of earlier versions have neither
+            seen = words_of(z["seen.tokens"])
+            self._seen = (dict(zip(seen, range(len(seen)))), z["seen.offsets"].tolist(), z["seen.ids"])
+        if self.prior is not None and "prior.lower" in z:
+            self.prior.use(z)
+        if "src.keys" in z:
+            keys = words_of(z["src.keys"])
+            self.src_ids = dict(zip(keys, range(len(keys))))
+            self._src_facts.take({name: z[f"src.{name}"] for name, _ in _SOURCE_COLUMNS})
         return True
 
     def _settings(self) -> list[int]:

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -77,6 +77,7 @@ from .casing import Tag, is_punctuation
 from .decode import Cells, SplitLM
 from .gen import MAX_CANDIDATES, takes_source_word
 from .lmquery import ArrayLM, KenlmContexts
+from .store import text_array, words_of
 from .tables import Tables
 from .triples import Triple
 
@@ -287,8 +288,10 @@ class FeatureExtractor:
         self._keys: dict[str, int] = {}  # lowercase or stripped word -> number (GEN's source-word test)
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
-        if candidates_file is not None and self.candidates.load(candidates_file):
-            self._restore_types(candidates_file)
+        if candidates_file is not None:
+            with np.load(candidates_file, allow_pickle=False) as z:
+                if self.candidates.load(z):
+                    self._restore_types(z)
         self._kenlm = None if isinstance(lm, ArrayLM) else KenlmContexts(lm, self.candidates.strings)
 
     def save_registry(self, path: str | os.PathLike[str]) -> None:
@@ -298,19 +301,17 @@ class FeatureExtractor:
         self._source_types.numbers(list(self.tables.cased.src_vocab))
         self.candidates.save(path, extra={**self._target_types.arrays("types.target"),
                                           **self._source_types.arrays("types.source"),
-                                          "types.keys": np.array("\n".join(self._keys)),
-                                          "types.names": np.array("\n".join(self.names))})
+                                          "types.keys": text_array(self._keys),
+                                          "types.names": text_array(self.names)})
 
-    def _restore_types(self, path: str | os.PathLike[str]) -> None:
-        with np.load(path, allow_pickle=False) as z:
-            # registries of earlier versions have no types; the punctuation columns need the same features
-            if "types.keys" not in z or str(z["types.names"]) != "\n".join(self.names):
-                return
-            text = str(z["types.keys"])
-            keys = text.split("\n") if text else []
-            self._keys = dict(zip(keys, range(len(keys))))
-            self._target_types.restore(z, "types.target")
-            self._source_types.restore(z, "types.source")
+    def _restore_types(self, z: Mapping[str, np.ndarray]) -> None:
+        # registries of earlier versions have no types; the punctuation columns need the same features
+        if "types.keys" not in z or words_of(z["types.names"]) != self.names:
+            return
+        keys = words_of(z["types.keys"])
+        self._keys = dict(zip(keys, range(len(keys))))
+        self._target_types.restore(z, "types.target")
+        self._source_types.restore(z, "types.source")
 
     # --- lattices ------------------------------------------------------------------------
     def lattice(self, triple: Triple, reference: Sequence[str] | None = None) -> Lattice:

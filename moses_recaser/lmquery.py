@@ -30,6 +30,7 @@ from functools import cached_property
 import numpy as np
 
 from .errors import RecaserError
+from .store import save_npz, text_array, words_of
 from .textio import LineReader
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
@@ -158,17 +159,15 @@ class ArrayLM:
         return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        from .store import save_npz
-
         save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
                         "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
-                        "order": np.array(self.order), "vocab": np.array("\n".join(self.vocab)),
+                        "order": np.array(self.order), "vocab": text_array(self.vocab),
                         "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
         with np.load(path, allow_pickle=False) as z:
-            lm = cls(vocab=str(z["vocab"]).split("\n"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
+            lm = cls(vocab=words_of(z["vocab"]), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
                      bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
                      tri_lp=z["tri_lp"], order=int(z["order"]))
             if "bi_hash" in z:  # stored since the hash lookups; built on first use otherwise

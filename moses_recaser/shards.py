@@ -21,7 +21,7 @@ import numpy as np
 from .errors import RecaserError
 from .lm import NGramCounts, count_ngrams
 from .moses import read_aligned_bitext
-from .store import save_npz
+from .store import save_npz, text_array, words_of
 from .tables import PairCounts, StatsCounts, count_triples
 from .textio import LineReader
 
@@ -41,23 +41,14 @@ def shard_range(n_lines: int, i: int, n: int) -> tuple[int, int]:
     return (i - 1) * n_lines // n, i * n_lines // n
 
 
-def _text(words: Sequence[str]) -> np.ndarray:
-    return np.array("\n".join(words))
-
-
-def _words(a: np.ndarray) -> list[str]:
-    s = str(a)
-    return s.split("\n") if s else []
-
-
 def _pairs_to_arrays(prefix: str, pc: PairCounts) -> dict[str, np.ndarray]:
     items = list(pc.pairs.items())
-    return {f"{prefix}_src": _text([f for (f, _), _ in items]), f"{prefix}_tgt": _text([e for (_, e), _ in items]),
+    return {f"{prefix}_src": text_array([f for (f, _), _ in items]), f"{prefix}_tgt": text_array([e for (_, e), _ in items]),
             f"{prefix}_n": np.array([c for _, c in items], dtype=np.int64)}
 
 
 def _pairs_from_arrays(prefix: str, z: dict[str, np.ndarray]) -> PairCounts:
-    src, tgt, n = _words(z[f"{prefix}_src"]), _words(z[f"{prefix}_tgt"]), z[f"{prefix}_n"].tolist()
+    src, tgt, n = words_of(z[f"{prefix}_src"]), words_of(z[f"{prefix}_tgt"]), z[f"{prefix}_n"].tolist()
     return PairCounts(Counter({(f, e): c for f, e, c in zip(src, tgt, n)}))
 
 
@@ -69,10 +60,10 @@ def count_shard(src: str, tgt: str, alignment: str, i: int, n: int, order: int, 
     lm = count_ngrams((t.target for t in triples), order)
     arrays: dict[str, np.ndarray] = {
         "format": np.array(FORMAT), "shard": np.array([i, n, start, end]), "order": np.array(order),
-        "vocab": _text(lm.vocab), "tags": stats.tags,
-        "forms": _text(list(stats.forms)), "forms_n": np.array(list(stats.forms.values()), dtype=np.int64),
-        "initial": _text(list(stats.initial)), "initial_n": np.array(list(stats.initial.values()), dtype=np.int64),
-        "punct": _text(list(stats.punct)), "punct_n": np.array(list(stats.punct.values()), dtype=np.int64),
+        "vocab": text_array(lm.vocab), "tags": stats.tags,
+        "forms": text_array(list(stats.forms)), "forms_n": np.array(list(stats.forms.values()), dtype=np.int64),
+        "initial": text_array(list(stats.initial)), "initial_n": np.array(list(stats.initial.values()), dtype=np.int64),
+        "punct": text_array(list(stats.punct)), "punct_n": np.array(list(stats.punct.values()), dtype=np.int64),
         "totals": np.array([stats.sentences, stats.target_tokens], dtype=np.int64),
     }
     arrays.update(_pairs_to_arrays("cased", stats.cased))
@@ -108,9 +99,9 @@ def merge_shards(paths: Sequence[str]) -> tuple[StatsCounts, NGramCounts]:
     for z in loaded:
         part = StatsCounts(cased=_pairs_from_arrays("cased", z), lower=_pairs_from_arrays("lower", z),
                            tags=z["tags"].astype(np.int64),
-                           forms=Counter(dict(zip(_words(z["forms"]), z["forms_n"].tolist()))),
-                           initial=Counter(dict(zip(_words(z["initial"]), z["initial_n"].tolist()))),
-                           punct=Counter(dict(zip(_words(z["punct"]), z["punct_n"].tolist()))),
+                           forms=Counter(dict(zip(words_of(z["forms"]), z["forms_n"].tolist()))),
+                           initial=Counter(dict(zip(words_of(z["initial"]), z["initial_n"].tolist()))),
+                           punct=Counter(dict(zip(words_of(z["punct"]), z["punct_n"].tolist()))),
                            sentences=int(z["totals"][0]), target_tokens=int(z["totals"][1]))
         stats.merge(part)
 
@@ -119,7 +110,7 @@ def merge_shards(paths: Sequence[str]) -> tuple[StatsCounts, NGramCounts]:
     index: dict[str, int] = {}
     remaps = []
     for z in loaded:
-        words = _words(z["vocab"])
+        words = words_of(z["vocab"])
         for w in words:
             if w not in index:
                 index[w] = len(vocab)

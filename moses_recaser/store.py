@@ -25,7 +25,7 @@ import io
 import os
 import shutil
 import zipfile
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,17 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def text_array(words: Iterable[str]) -> np.ndarray:
+    """Strings as one newline-joined array (npz files take no pickled lists)."""
+    return np.array("\n".join(words))
+
+
+def words_of(a: np.ndarray) -> list[str]:
+    """The strings of ``text_array``."""
+    s = str(a)
+    return s.split("\n") if s else []
 
 
 def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
