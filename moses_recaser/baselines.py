@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import casing
+from .batch import gc_paused
 from .features import FeatureExtractor, first_letter_position
 from .recaser import _check_case_only, load_model_lm
 from .store import read_manifest, tables_from_files
@@ -67,6 +68,10 @@ class TrigramRecaser:
         self.weights = np.array([1.0])
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+        with gc_paused():
+            return self._recase_batch(triples)
+
+    def _recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
         flat = self.extractor.flat([Triple(t.id, [], lowered(t).target) for t in triples])
         paths = flat.best_paths(np.zeros(len(flat.ids)), np.full(len(flat.n_pos), self.weights[0]))

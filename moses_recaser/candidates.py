@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
@@ -82,10 +83,18 @@ class CasePrior:
         self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
         self.__dict__["_suffix"] = dict(zip(suffixes, z["prior.suffix_probs"]))
 
-    def log_prob(self, form: str) -> float:  # once per candidate type: Candidates keeps the result
-        low = casing.lower(form)
-        q = float(self._suffix.get(low[-3:], self.uniform)[int(casing.tag(form))])
-        return math.log((self._forms.get(form, 0) + self.BETA * q) / (self._lower.get(low, 0) + self.BETA))
+    def log_prob(self, form: str) -> float:
+        return self.log_probs([form])[0]
+
+    def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
+        suffix, forms_n, lower_n, uniform, beta = self._suffix, self._forms, self._lower, self.uniform, self.BETA
+        lower, tag, log = casing.lower, casing.tag, math.log
+        out = []
+        for form in forms:
+            low = lower(form)
+            q = float(suffix.get(low[-3:], uniform)[int(tag(form))])
+            out.append(log((forms_n.get(form, 0) + beta * q) / (lower_n.get(low, 0) + beta)))
+        return out
 
 
 @dataclass
@@ -185,10 +194,19 @@ class Candidates:
     def id(self, form: str) -> int:
         i = self.ids.get(form)
         if i is None:
-            i = self.ids[form] = len(self.strings)
-            self.strings.append(form)
-            self._facts.rows.append(self._describe(form))
+            self.add([form])
+            i = self.ids[form]
         return i
+
+    def add(self, forms: Iterable[str]) -> None:
+        """Register the forms not registered yet (described together: recasing meets a test set's
+        unseen types in a few batches)."""
+        ids = self.ids
+        new = [f for f in dict.fromkeys(forms) if f not in ids]
+        if new:
+            ids.update(zip(new, range(len(self.strings), len(self.strings) + len(new))))
+            self.strings.extend(new)
+            self._facts.rows.extend(self._describe(new))
 
     def strip_id(self, word: str) -> int:
         """An id for ``word`` without diacritics (equal ids: equal up to diacritics)."""
@@ -198,14 +216,20 @@ class Candidates:
             i = self._strip_of[word] = self._strip.setdefault(s, len(self._strip))
         return i
 
-    def _describe(self, c: str) -> tuple:
-        head = c.split("-", 1)[0] if "-" in c else c
-        return (casing.is_capitalized(c), int(casing.tag(c)),
-                self.prior.log_prob(c) if self.prior is not None else 0.0, c not in self.form_set,
-                len(c) <= 3 or sum(map(str.isalpha, c)) <= 3, self.strip_id(c),
-                self.tables.cased.tgt_ids.get(c, -1), is_upper_word(c),
-                self.lm_id(c) if self.lm_id is not None else -1, not self.is_training_type(casing.lower(c)),
-                self.strip_id(head) if casing.is_capitalized(head) else -1)
+    def _describe(self, forms: list[str]) -> Iterable[tuple]:
+        """The facts of each form (``Facts``' columns), a column at a time."""
+        is_cap, strip_id, training = casing.is_capitalized, self.strip_id, self.is_training_type
+        heads = [c.split("-", 1)[0] if "-" in c else c for c in forms]
+        n = len(forms)
+        return zip(
+            map(is_cap, forms), [int(casing.tag(c)) for c in forms],
+            self.prior.log_probs(forms) if self.prior is not None else [0.0] * n,
+            [c not in self.form_set for c in forms],
+            [len(c) <= 3 or sum(map(str.isalpha, c)) <= 3 for c in forms], map(strip_id, forms),
+            map(self.tables.cased.tgt_ids.get, forms, [-1] * n), map(is_upper_word, forms),
+            map(self.lm_id, forms) if self.lm_id is not None else [-1] * n,
+            [not training(casing.lower(c)) for c in forms],
+            [strip_id(h) if is_cap(h) else -1 for h in heads])
 
     def segment(self, ids: Sequence[int]) -> tuple[int, int]:
         """Add a GEN result to the pool: its (start, count)."""
@@ -223,11 +247,19 @@ class Candidates:
 
     def plain(self, tok: str) -> tuple[int, int]:
         """GEN(tok) without source words, as a segment of the pool."""
-        seg = self._plain.get(tok)
-        if seg is None:
-            forms = gen(tok, self.seen(tok), (), self.max_candidates)
-            seg = self._plain[tok] = self.segment([self.id(f) for f in forms])
-        return seg
+        return self.plain_all([tok])[0]
+
+    def plain_all(self, toks: Sequence[str]) -> list[tuple[int, int]]:
+        """``plain`` of each token (the new candidates described together)."""
+        known = self._plain
+        todo = [t for t in dict.fromkeys(toks) if t not in known]
+        if todo:
+            gens = [gen(t, self.seen(t), (), self.max_candidates) for t in todo]
+            self.add(chain.from_iterable(gens))
+            ids = self.ids
+            for t, forms in zip(todo, gens):
+                known[t] = self.segment([ids[f] for f in forms])
+        return [known[t] for t in toks]
 
     def sourced(self, tok: str, src_forms: tuple[str, ...]) -> tuple[int, int]:
         """GEN(tok) with source words, as a segment of the pool; only words of the token's length can
@@ -246,8 +278,7 @@ class Candidates:
         """Write the registry with GEN of every lowercase training type (``plain``), the training
         forms by lowercase, the source keys met so far and the case prior's tables (and ``extra``)."""
         lows = sorted(self.forms)
-        for low in lows:
-            self.plain(low)
+        self.plain_all(lows)
         by_lower = self._by_lower
         seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
         F, SF = self.facts(), self.source_facts()

@@ -56,6 +56,18 @@ def _masked(token: str) -> str:
 
 @lru_cache(maxsize=1 << 18)
 def tag(token: str) -> Tag:
+    if token and "&" not in token:  # str.islower/isupper test the same characters as the loop below, in C
+        if token.islower():
+            return Tag.AL
+        if token.isupper():
+            return Tag.AU if sum(map(str.isupper, token)) > 1 else Tag.IU
+        if token[0].isupper() and token[1:].islower():
+            return Tag.IU
+    return tag_by_characters(token)
+
+
+def tag_by_characters(token: str) -> Tag:
+    """``tag``'s definition, character by character (``tag`` takes shortcuts for the common cases)."""
     n_cased = 0
     n_upper = 0
     first_upper = False
@@ -138,6 +150,16 @@ def is_recasing_of(candidate: str, token: str) -> bool:
 @lru_cache(maxsize=1 << 18)
 def is_capitalized(token: str) -> bool:
     """Has an upper-case first cased character (IU, AU, or MX starting upper)."""
+    if "&" not in token and token:
+        if token[0].isupper():
+            return True
+        if token[0].islower():
+            return False
+    return is_capitalized_by_characters(token)
+
+
+def is_capitalized_by_characters(token: str) -> bool:
+    """``is_capitalized``'s definition, character by character."""
     for c in _masked(token):
         if c.isupper():
             return True

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -341,21 +341,25 @@ class FeatureExtractor:
         return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, cells=cells, lm=split,
                     bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses)
 
-    def _describe_target(self, tok: str) -> tuple:
-        col = -1
-        if is_punctuation(tok):
-            col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
-        low = casing.lower(tok)
-        start, count = self.candidates.plain(tok)
-        return (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(low, -1), start, count,
-                self._key(low), self._key(casing.strip_diacritics(low)), len(tok), tok.isascii(), tok == low)
+    def _describe_target(self, toks: list[str]) -> Iterable[tuple]:
+        key = self._key
+        segs = self.candidates.plain_all(toks)
+        for tok, (start, count) in zip(toks, segs):
+            col = -1
+            if is_punctuation(tok):
+                col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
+            low = casing.lower(tok)
+            yield (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(low, -1), start, count,
+                   key(low), key(casing.strip_diacritics(low)), len(tok), tok.isascii(), tok == low)
 
-    def _describe_source(self, word: str) -> tuple:
-        low = casing.lower(word)
-        return (casing.has_letter(word), word in casing.SENTENCE_END, word in _FINAL, casing.is_capitalized(word),
-                len(word) > 3, _telling_case(word), self.candidates.strip_id(word), self._source_id(word, False),
-                self._source_id(word, True), self._key(low), self._key(casing.strip_diacritics(low)), len(word),
-                word.isascii(), word == low, "-" in word.strip("-"))
+    def _describe_source(self, words: list[str]) -> Iterable[tuple]:
+        key, source_id, strip_id = self._key, self._source_id, self.candidates.strip_id
+        for word in words:
+            low = casing.lower(word)
+            yield (casing.has_letter(word), word in casing.SENTENCE_END, word in _FINAL, casing.is_capitalized(word),
+                   len(word) > 3, _telling_case(word), strip_id(word), source_id(word, False),
+                   source_id(word, True), key(low), key(casing.strip_diacritics(low)), len(word),
+                   word.isascii(), word == low, "-" in word.strip("-"))
 
     def _parts(self, word: str) -> list[int]:
         """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""

@@ -29,8 +29,12 @@ def gen(
 ) -> list[str]:
     """Candidates for ``token``; ``seen_forms`` are training forms of lower(token), most frequent first."""
     low = casing.lower_all(token)
-    out: list[str] = []
-    seen: set[str] = set()
+    if token.isascii() and "&" not in token:  # ASCII case mappings keep length and lowercase
+        out = list(dict.fromkeys((low, casing.upper_first(low), low.upper())))
+    else:
+        out = [f for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
+               if casing.is_recasing_of(f, token)]
+    seen = set(out)
 
     def add(form: str) -> None:
         if form not in seen and casing.is_recasing_of(form, token):
@@ -38,8 +42,6 @@ def gen(
             out.append(form)
 
     key = casing.lower(token)
-    for form in (low, casing.upper_first(low), casing.upper_all(low)):
-        add(form)
     if "-" in low.strip("-"):
         add("-".join(casing.upper_first(part) for part in low.split("-")))
     for form in source_words:

@@ -162,7 +162,8 @@ class ArrayLM:
         save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
                         "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
                         "order": np.array(self.order), "vocab": text_array(self.vocab),
-                        "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table})
+                        "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table,
+                        "bi_extended": self.bi_extended})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
@@ -173,6 +174,8 @@ class ArrayLM:
             if "bi_hash" in z:  # stored since the hash lookups; built on first use otherwise
                 lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
                 lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
+            if "bi_extended" in z:  # stored since recasing needs it at once (made on first use otherwise)
+                lm.__dict__["bi_extended"] = z["bi_extended"]
         return lm
 
     @classmethod

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .batch import gc_paused
 from .crf import make_batches, viterbi
 from .errors import RecaserError
 from .features import FeatureExtractor, Lattice
@@ -139,6 +140,10 @@ class Recaser:
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""
+        with gc_paused():
+            return self._recase_batch(triples)
+
+    def _recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         flat = self.extractor.flat([lowered(t) for t in triples])
         wb, wm = self.weights.bilingual, self.weights.monolingual
         # each sentence scored with the weights of its mode (with or without a source)

@@ -4,12 +4,21 @@ and a batch's lattices equal those built one sentence at a time."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_features import arpa, extractor  # noqa: F401  (fixtures)
 
 from moses_recaser import casing
-from moses_recaser.batch import Layout, WordTypes, alignment_pairs, first_in_sentence, positional, source_flags
+from moses_recaser.batch import (
+    Layout,
+    WordTypes,
+    alignment_pairs,
+    first_in_sentence,
+    gc_paused,
+    positional,
+    source_flags,
+)
 from moses_recaser.features import _FINAL, HEADLINE_MAX
 from moses_recaser.features import source_flags as sentence_flags
 from moses_recaser.triples import Triple
@@ -109,13 +118,32 @@ def test_a_batch_gives_the_lattices_of_its_sentences_one_by_one(extractor, ts): 
 def test_word_types_describe_each_type_once_in_order_of_first_sight():
     seen = []
 
-    def describe(w: str) -> tuple:
-        seen.append(w)
-        return (len(w), w.isupper())
+    def describe(words: list[str]) -> list[tuple]:
+        seen.append(words)
+        return [(len(w), w.isupper()) for w in words]
 
     types = WordTypes([("len", np.int64), ("upper", bool)], describe)
     assert types.numbers(["b", "AA", "b"]).tolist() == [0, 1, 0]
     assert types.numbers(["ccc", "AA"]).tolist() == [2, 1]
-    assert seen == ["b", "AA", "ccc"]
+    assert seen == [["b", "AA"], ["ccc"]]
     assert types["len"].tolist() == [1, 2, 3] and types["upper"].tolist() == [False, True, False]
     assert types.numbers([]).tolist() == []
+
+
+def test_gc_paused_restores_the_collector_even_on_error():
+    import gc
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), gc_paused():
+        raise ValueError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
@@ -17,6 +19,18 @@ from moses_recaser.casing import Tag
 ])
 def test_tags(token, tag):
     assert casing.tag(token) == tag
+
+
+# tokens mixing cased letters of every kind (incl. titlecase digraphs, final sigma, Other_Lowercase),
+# uncased characters and Moses entities, so the shortcuts of tag and is_capitalized meet every case
+_token = st.lists(st.sampled_from(["a", "A", "é", "É", "ǅ", "ǆ", "Ǆ", "ß", "ς", "Σ", "ª", "ʰ", "3", "-", "'", "北",
+                                   "&amp;", "&apos;", "&", ";"]), max_size=6).map("".join) | st.text(max_size=5)
+
+
+@given(_token)
+def test_tag_shortcuts_agree_with_the_definition(token):
+    assert casing.tag(token) == casing.tag_by_characters(token)
+    assert casing.is_capitalized(token) == casing.is_capitalized_by_characters(token)
 
 
 @pytest.mark.parametrize("token,iu,au", [

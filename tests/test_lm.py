@@ -131,6 +131,10 @@ def test_array_queries_equal_kenlm_states(corpus, tmp_path, order):
     lm = ArrayLM.from_arpa(arpa)
     lm.save(tmp_path / "lm.npz")
     lm = ArrayLM.load(tmp_path / "lm.npz")
+    # the stored "a trigram extends this bigram" flags, against their definition
+    contexts = set((lm.tri_keys // lm.V).tolist())
+    assert lm.bi_extended.tolist() == [k in contexts for k in lm.bi_keys.tolist()]
+    assert 0 < lm.bi_extended.sum() < len(lm.bi_keys)
     rng = np.random.default_rng(order)
     words = [w for s in corpus[:200] for w in s] + ["UNSEEN-1", "Zzyzx", "</s>"]
     for _ in range(3000):

@@ -1,0 +1,49 @@
+"""GEN: the cased candidates of one output token."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from moses_recaser import casing
+from moses_recaser.gen import gen
+
+
+@pytest.mark.parametrize("token,seen,source,want", [
+    ("house", (), (), ["house", "House", "HOUSE"]),
+    ("HOUSE", (), (), ["house", "House", "HOUSE"]),  # the input's own case does not matter
+    ("2014", (), (), ["2014"]),
+    ("a", (), (), ["a", "A"]),  # IU and AU coincide
+    ("montreal-trudeau", (), (), ["montreal-trudeau", "Montreal-trudeau", "MONTREAL-TRUDEAU", "Montreal-Trudeau"]),
+    ("&apos;malley", (), (), ["&apos;malley", "&apos;Malley", "&apos;MALLEY"]),
+    ("straße", (), (), ["straße", "Straße", "STRAßE"]),
+    ("iphone", ("iPhone", "IPHONE"), (), ["iphone", "Iphone", "IPHONE", "iPhone"]),
+    ("mcdonald", (), ("McDonald", "house"), ["mcdonald", "Mcdonald", "MCDONALD", "McDonald"]),
+    ("montreal", (), ("Montréal",), ["montreal", "Montreal", "MONTREAL"]),  # diacritics: the case pattern
+    ("ebay", (), ("EBay", "eBay"), ["ebay", "Ebay", "EBAY", "EBay", "eBay"]),
+])
+def test_gen_hand_cases(token, seen, source, want):
+    assert gen(token, seen, source) == want
+
+
+def test_gen_caps_training_forms_but_keeps_its_own_and_the_sources():
+    seen = ["aBc", "abC", "ABc", "AbC", "aBC"]
+    assert gen("abc", seen, (), max_candidates=5) == ["abc", "Abc", "ABC", "aBc", "abC"]
+    assert gen("abc", seen, ("AbC",), max_candidates=3) == ["abc", "Abc", "ABC", "AbC"]
+
+
+_token = st.lists(st.sampled_from(["a", "B", "é", "É", "ß", "ς", "Σ", "İ", "ǅ", "3", "-", "'", "&apos;", "&", "x"]),
+                  min_size=1, max_size=6).map("".join) | st.text(min_size=1, max_size=5)
+
+
+@given(_token, st.lists(_token, max_size=3), st.lists(_token, max_size=3))
+def test_gen_gives_distinct_recasings_starting_with_the_tag_forms(token, seen, source):
+    seen = [s for s in seen if casing.lower(s) == casing.lower(token)] + [casing.upper_all(token)]
+    out = gen(token, seen, source)
+    assert len(out) == len(set(out))
+    assert all(casing.is_recasing_of(f, token) for f in out)
+    low = casing.lower_all(token)
+    tag_forms = [f for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
+                 if casing.is_recasing_of(f, token)]
+    assert out[:len(tag_forms)] == tag_forms
