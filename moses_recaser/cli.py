@@ -133,7 +133,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize, feature_set=args.features,
         alignment_mode=args.phrase_features, sigma=args.sigma, max_iter=args.max_iter,
         max_candidates=args.max_candidates, npa_seed=args.seed, heldout_sentences=args.heldout,
-        sigma_grid=tuple(args.sigma_grid or ()),
+        sigma_grid=tuple(args.sigma_grid or ()), monolingual=[str(Path(m).resolve()) for m in args.mono or ()],
     )
     if args.stats is None and (args.src is None or args.tgt is None):
         raise RecaserError("give the training bitext (--src and --tgt) or a statistics model (--stats)")
@@ -433,6 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev-tgt", required=True, help="cased dev reference")
     p.add_argument("--dev-alignment", help="dev word alignment; else aligned with the training data")
     p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
+    p.add_argument("--mono", action="append", metavar="FILE",
+                   help="cased, tokenized target-language text without a source, for the LM and the case "
+                        "prior (repeatable; e.g. the LM data of the Moses system)")
     p.add_argument("--lm-order", type=int, default=3)
     p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
     p.add_argument("--features", default="full", choices=["paper", "full"],

@@ -49,6 +49,9 @@ class ExperimentConfig:
     learning_curve: list[int] = field(default_factory=list)  # training sizes in target words
     wmt21: str | None = None  # end-to-end BLEU on WMT21 system outputs of this pair (e.g. de-en)
     wmt21_systems: list[str] = field(default_factory=list)  # empty: every system
+    # target-language files under the corpus folder (``de-en/newstest2020.de``, slices as in splits) whose
+    # text joins the LM and the case prior of every capitalizer (not the translation tables)
+    monolingual: list[str] = field(default_factory=list)
 
 
 def _suggest(key: str, valid: list[str]) -> str:

@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -143,20 +144,48 @@ def _subset(files: tuple[Path, Path], align: Path, words: int, cache: Path, name
     return out[0], out[1], out[2]
 
 
+MAX_SHARED = 0.01  # share of the dev/test target lines the monolingual text may repeat (short lines aside)
+
+
+def monolingual_text(cfg: ExperimentConfig, root: Path, cache: Path, held_out: Sequence[Path]) -> Path | None:
+    """The config's monolingual files, tokenized and concatenated; refused when they repeat more than
+    MAX_SHARED of the dev and test target lines of five or more tokens (the evaluation data leaked)."""
+    if not cfg.monolingual:
+        return None
+    parts = []
+    for entry in cfg.monolingual:
+        base, start, end = _parse_name(entry)
+        raw = root / cfg.corpus / base
+        if not raw.is_file():
+            raise RecaserError("monolingual file not found (config key 'monolingual')", str(raw))
+        parts.append((tokenized(raw, cfg.target, cache), start, end))
+    out = concatenate(parts, cache / "sets" / f"{cfg.name}.mono.{_key(cfg.monolingual)}.{cfg.target}")
+    text = set(read_lines(out))
+    for path in held_out:
+        lines = [x for x in read_lines(path) if len(x.split()) >= 5]
+        shared = [k for k, x in enumerate(lines) if x in text]
+        if len(shared) > MAX_SHARED * len(lines):
+            raise RecaserError(f"the monolingual text repeats {len(shared)} of the {len(lines)} target lines of "
+                               f"{path.name} (e.g. {lines[shared[0]][:60]!r}); leave that set out")
+    return out
+
+
 def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tuple[Path, Path, Path],
-                cache: Path, tag: str) -> Path:
+                cache: Path, tag: str, mono: Path | None = None) -> Path:
     import tempfile
 
     from .train import TrainSettings
     from .train import train as train_crf
 
     settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
-                             alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout)
+                             alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout,
+                             monolingual=[str(mono)] if mono is not None else [])
     from .features import FEATURE_REVISION, feature_names
 
     # the feature definitions are code: a change to them must not reuse a cached model
-    key = _key(list(train) + list(dev), asdict(settings), __version__, feature_names(cfg.features, []),
-               FEATURE_REVISION)
+    # settings added later count only when used, so that models cached before them stay valid
+    doc = {k: v for k, v in asdict(settings).items() if v or k not in ("monolingual", "monolingual_digest")}
+    key = _key(list(train) + list(dev), doc, __version__, feature_names(cfg.features, []), FEATURE_REVISION)
     model = cache / "models" / f"{cfg.name}.{tag}.{key}"
     if (model / "manifest.yaml").is_file():
         return model
@@ -167,7 +196,9 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
     return model
 
 
-def systems_for(cfg: ExperimentConfig, model: Path, train_target: Path) -> dict[str, object]:
+def systems_for(cfg: ExperimentConfig, model: Path, train_target: Sequence[Path]) -> dict[str, object]:
+    """The capitalizers to compare; ``train_target``: the target text sacremoses trains on (the
+    training target and any monolingual text, as the model's LM and case prior had)."""
     from .baselines import CopySourceBaseline, MosesTruecaserBaseline, TrigramRecaser, UnigramRecaser
     from .recaser import Recaser
 
@@ -178,9 +209,10 @@ def systems_for(cfg: ExperimentConfig, model: Path, train_target: Path) -> dict[
         elif name == "trigram":
             out[name] = TrigramRecaser(model)
         elif name == "sacremoses":
-            out[name] = MosesTruecaserBaseline(x.split() for x in read_lines(train_target))
+            out[name] = MosesTruecaserBaseline(x.split() for p in train_target for x in read_lines(p))
         elif name == "sacremoses+copy":
-            base = out.get("sacremoses") or MosesTruecaserBaseline(x.split() for x in read_lines(train_target))
+            base = out.get("sacremoses") or MosesTruecaserBaseline(x.split() for p in train_target
+                                                                   for x in read_lines(p))
             out[name] = CopySourceBaseline(base)  # type: ignore[arg-type]
         elif name in ("crf", "crf-monolingual"):
             out[name] = out.get("crf") or Recaser(model)
@@ -190,7 +222,7 @@ def systems_for(cfg: ExperimentConfig, model: Path, train_target: Path) -> dict[
     return out
 
 
-def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], train_target: Path,
+def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], train_target: Sequence[Path],
              out: Path, tag: str = "") -> dict:
     triples = [phrase_align_triple(t) for t in read_aligned_bitext(str(test[0]), str(test[1]), str(test[2]))]
     refs = [t.target for t in triples]
@@ -233,17 +265,19 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     files = prepare(cfg, base, cdir)
     aligns = align_all(files, cfg, cdir)
     tri = {s: (files[s][0], files[s][1], aligns[s]) for s in files}  # priors stay in aligns["priors"]
-    model = train_model(cfg, tri["train"], tri["dev"], cdir, "full")
+    mono = monolingual_text(cfg, base, cdir, [files["dev"][1], files["test"][1]])
+    target_text = [files["train"][1]] + ([mono] if mono is not None else [])
+    model = train_model(cfg, tri["train"], tri["dev"], cdir, "full", mono)
     results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
-    results["full"] = evaluate(cfg, model, tri["test"], files["train"][1], out)
+    results["full"] = evaluate(cfg, model, tri["test"], target_text, out)
     curve = []
     for words in cfg.learning_curve:
         sub = _subset(files["train"], aligns["train"], words, cdir, cfg.name)
-        m = train_model(cfg, sub, tri["dev"], cdir, f"w{words}")
+        m = train_model(cfg, sub, tri["dev"], cdir, f"w{words}", mono)
         n_words = sum(len(x.split()) for x in read_lines(sub[1]))
         sub_cfg = ExperimentConfig(**{**asdict(cfg), "systems": ["trigram", "crf"]})
         sub_cfg.splits = cfg.splits
-        r = evaluate(sub_cfg, m, tri["test"], sub[1], out, tag=f".w{words}")
+        r = evaluate(sub_cfg, m, tri["test"], [sub[1]] + target_text[1:], out, tag=f".w{words}")
         curve.append({"words": n_words, "crf": r["systems"]["crf"]["precision"],
                       "trigram": r["systems"]["trigram"]["precision"]})
     if curve:
@@ -255,7 +289,7 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     if cfg.wmt21:
         from .bleu import run_bleu
 
-        caps = systems_for(cfg, model, files["train"][1])
+        caps = systems_for(cfg, model, target_text)
         results["bleu"] = run_bleu(cfg.wmt21, base, caps, aligns["priors"],
                                    out / "wmt21", cfg.wmt21_systems or None)
     with atomic_output(out / "results.json") as fh:

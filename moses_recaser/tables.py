@@ -193,14 +193,7 @@ class StatsCounts:
     target_tokens: int = 0
 
     def add(self, source: Sequence[str], target: Sequence[str], links: Iterable[tuple[int, int]]) -> None:
-        self.sentences += 1
-        self.target_tokens += len(target)
-        self.forms.update(target)
-        self.punct.update(punctuation_before_words(target))
-        for tok in target:
-            if casing.has_letter(tok):
-                self.initial[tok] += 1
-                break
+        self.add_target(target)
         src_pos, tgt_pos = casing.positional(source), casing.positional(target)
         for s, t in links:
             f, e = source[s], target[t]
@@ -209,6 +202,18 @@ class StatsCounts:
                 continue  # case due to position, not to the word
             self.cased.add(f, e)
             self.tags[casing.tag(f), casing.tag(e)] += 1
+
+    def add_target(self, target: Sequence[str]) -> None:
+        """The target-side counts (forms, sentence-initial forms, punctuation) of one sentence: all that
+        target-language text without a source (``train --mono``) adds."""
+        self.sentences += 1
+        self.target_tokens += len(target)
+        self.forms.update(target)
+        self.punct.update(punctuation_before_words(target))
+        for tok in target:
+            if casing.has_letter(tok):
+                self.initial[tok] += 1
+                break
 
     def merge(self, other: StatsCounts) -> None:
         self.cased.merge(other.cased)

@@ -1,7 +1,8 @@
 """Training pipeline: statistics from the training bitext, CRF weights from a separate dev set.
 
 1. word-align training (and dev) data, unless alignments are given (eflomal, one joint run);
-2. tables and the cased LM from the training data only (never from dev or test);
+2. tables and the cased LM from the training data only (never from dev or test); target-language
+   text without a source (``monolingual``, ``--mono``) joins the LM and the target-side counts;
 3. dev: the naive phrase aligner turns its word links into phrase pairs; lattices over GEN of the
    lowercased dev reference, with the reference form added where GEN misses it;
 4. bilingual weights by L-BFGS on eq. 5; monolingual weights on the same lattices with every
@@ -20,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,7 @@ from .recaser import Weights, chunks, load_lm
 from .stats import _is_arpa, estimate_lm
 from .store import write_model
 from .tables import Tables, count_triples, punctuation_before_words
+from .textio import LineReader, split_tokens
 from .triples import Triple, lowered
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,10 @@ class TrainSettings:
     punct_min_count: int = 2
     discount_fallback: bool = True
     alignment_source: str = "files"  # or "eflomal"
+    # cased, tokenized target-language text without a source: its sentences join the LM and the
+    # target-side counts (case prior, training forms), not the translation tables
+    monolingual: list[str] = field(default_factory=list)
+    monolingual_digest: str | None = None  # sha256 of their contents, set when read
 
     def check(self) -> None:
         if self.feature_set not in FEATURE_SETS:
@@ -82,6 +89,8 @@ class TrainSettings:
         ]
         if self.heldout_sentences:
             parts.append(f"heldout:{self.heldout_sentences}x{self.heldout_folds}")
+        if self.monolingual_digest:
+            parts.append(f"mono:{self.monolingual_digest[:8]}")
         if weights is not None:
             parts.append("w:" + hashlib.sha256(np.asarray(weights, dtype="<f8").tobytes()).hexdigest()[:8])
         return "|".join(parts)
@@ -153,12 +162,31 @@ def _stats_from_model(directory: str, settings: TrainSettings) -> tuple[Tables, 
     return tables_from_files(d), lm_file(d, manifest)
 
 
-def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str) -> tuple[Tables, Path]:
-    tables = Tables.from_counts(count_triples(train))
+def read_monolingual(paths: Sequence[str]) -> tuple[list[list[str]], str]:
+    """The sentences of cased, tokenized target-language files (empty lines skipped) and a digest of
+    their contents, for the signature."""
+    digest = hashlib.sha256()
+    out: list[list[str]] = []
+    for path in paths:
+        digest.update(b"\0file\0")
+        for line in LineReader(path):
+            digest.update(line.encode("utf-8") + b"\n")
+            toks = split_tokens(line)
+            if toks:
+                out.append(toks)
+    return out, digest.hexdigest()
+
+
+def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str,
+           mono: Sequence[list[str]] = ()) -> tuple[Tables, Path]:
+    counts = count_triples(train)
+    for toks in mono:
+        counts.add_target(toks)
+    tables = Tables.from_counts(counts)
     if settings.lm is not None:
         return tables, Path(settings.lm)
     arpa = work / f"lm.{tag}.arpa"
-    estimate_lm((t.target for t in train), settings.lm_order, str(arpa), settings.discount_fallback)
+    estimate_lm(chain((t.target for t in train), mono), settings.lm_order, str(arpa), settings.discount_fallback)
     return tables, arpa
 
 
@@ -183,6 +211,13 @@ def train(
     t0 = time.perf_counter()
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
+    if stats_model is not None and settings.monolingual:
+        raise RecaserError("--mono cannot be combined with --stats (the statistics model is final); estimate an "
+                           "LM on the text with lmplz and give it with --lm")
+    mono: list[list[str]] = []
+    if settings.monolingual:
+        mono, settings.monolingual_digest = read_monolingual(settings.monolingual)
+        log.info("monolingual target text: %d sentences, %d tokens", len(mono), sum(map(len, mono)))
     # a statistics model is checked before any corpus is read
     preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
     train_set = _read_bitext(src, tgt, alignment) if stats_model is None else []
@@ -205,7 +240,7 @@ def train(
     if preloaded is not None:
         tables, lm_path = preloaded
     else:
-        tables, lm_path = _stats(train_set, settings, work, "all")
+        tables, lm_path = _stats(train_set, settings, work, "all", mono)
     files["lm.arpa" if _is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     report.seconds["statistics"] = time.perf_counter() - t0
 
@@ -224,7 +259,7 @@ def train(
     report.dev_sentences, report.dev_words = len(dev), words
     report.gen_oracle = hits / words if words else 0.0
     if settings.heldout_sentences:
-        lattices += _heldout_lattices(train_set, settings, names, work)
+        lattices += _heldout_lattices(train_set, settings, names, work, mono)
         report.heldout_sentences = settings.heldout_sentences
     report.seconds["lattices"] = time.perf_counter() - t0
     log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev), words, 100 * report.gen_oracle)
@@ -293,7 +328,7 @@ def select_sigma(lattices: Sequence[Lattice], n_features: int, grid: Sequence[fl
 
 
 def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
-                      work: Path) -> list[Lattice]:
+                      work: Path, mono: Sequence[list[str]] = ()) -> list[Lattice]:
     """Lattices of held-out training sentences, each fold featurized with the other folds' statistics."""
     rng = np.random.default_rng(settings.npa_seed)
     k = settings.heldout_folds
@@ -306,7 +341,7 @@ def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, name
         pick = rng.permutation(len(held))[:per_fold]
         held = [phrase_align_triple(held[i], settings.npa_lengths, settings.npa_seed) for i in sorted(pick)]
         log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
-        tables, lm_path = _stats(rest, settings, work, f"fold{f}")
+        tables, lm_path = _stats(rest, settings, work, f"fold{f}", mono)
         extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
                                      settings.max_candidates)
         out += build_lattices(extractor, held)[0]

@@ -23,6 +23,7 @@ def test_tiny_experiment_end_to_end(tmp_path, capsys):
     assert (out / "results.md").read_text().startswith("# tico19-tiny")
     assert (out / "learning_curve.png").stat().st_size > 1000
     assert next(p["words"] for p in results["learning_curve"]) >= 3000
+    assert "|mono:" in systems["crf"]["signature"]  # the config's monolingual text went into the model
     for name in systems:
         lines = (out / f"test.{name}.en").read_text(encoding="utf-8").splitlines()
         assert len(lines) == 150

@@ -1,0 +1,100 @@
+"""Target-language text without a source (``train --mono``, config key ``monolingual``): it joins the
+LM and the target-side counts, not the translation tables, and it is recorded in the signature."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from moses_recaser.cli import main
+from moses_recaser.config import ExperimentConfig, SplitConfig
+from moses_recaser.errors import RecaserError
+from moses_recaser.experiment import monolingual_text
+from moses_recaser.recaser import Recaser
+from moses_recaser.store import read_manifest, tables_from_files
+from moses_recaser.triples import Triple
+
+# a name the TICO-19 bitext never has, in sentences of its own
+_MONO = ["The Zorblax Institute published new figures on Monday .",
+         "According to Zorblax , the figures are final .",
+         "Zorblax said the vaccine trial in Geneva would go on ."] * 3
+
+
+@pytest.fixture(scope="module")
+def mono_model(tico, tmp_path_factory):
+    d = tmp_path_factory.mktemp("mono")
+    mono = d / "mono.en"
+    mono.write_text("".join(x + "\n" for x in _MONO) + "\n", encoding="utf-8")  # an empty line is skipped
+    args = ["-q", "train", "--src", str(tico / "train.fr"), "--tgt", str(tico / "train.en"),
+            "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--max-iter", "60"]
+    assert main([*args, "--mono", str(mono), "--model", str(d / "with")]) == 0
+    return d, mono
+
+
+def test_mono_text_joins_lm_and_forms_not_translation_tables(mono_model, tico):
+    d, mono = mono_model
+    tables = tables_from_files(d / "with")
+    assert "Zorblax" in tables.forms.vocab
+    assert "Zorblax" not in tables.cased.tgt_vocab and "zorblax" not in tables.lower.tgt_vocab
+    assert "Zorblax" not in tables_from_files(tico / "model").forms.vocab
+    assert "\tZorblax Institute\t" in (d / "with" / "lm.arpa").read_text(encoding="utf-8")
+
+
+def test_mono_text_is_in_settings_and_signature(mono_model):
+    d, mono = mono_model
+    m = read_manifest(d / "with")
+    assert m.settings["monolingual"] == [str(mono.resolve())]
+    digest = hashlib.sha256(b"\0file\0" + mono.read_bytes()).hexdigest()
+    assert m.settings["monolingual_digest"] == digest
+    assert f"|mono:{digest[:8]}|" in m.signature
+
+
+def test_mono_text_capitalizes_a_name_the_bitext_lacks(mono_model, tico):
+    d, _ = mono_model
+    t = Triple(0, [], "the zorblax report was published on monday .".split())
+    assert Recaser(d / "with").recase_batch([t])[0][1] == "Zorblax"
+    assert Recaser(tico / "model").recase_batch([t])[0][1] == "zorblax"
+
+
+def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
+    bad = tmp_path / "bad.en"
+    bad.write_bytes(b"fine line\nbad \xff byte\n")
+    args = ["-q", "train", "--src", str(tico / "train.fr"), "--tgt", str(tico / "train.en"),
+            "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--model", str(tmp_path / "m")]
+    assert main([*args, "--mono", str(bad)]) != 0
+    err = capsys.readouterr().err
+    assert "bad.en" in err and ":2" in err and "UTF-8" in err
+    assert not (tmp_path / "m").exists()
+    assert main(["-q", "train", "--stats", str(tico / "model"), "--dev-src", str(tico / "dev.fr"),
+                 "--dev-tgt", str(tico / "dev.en"), "--mono", str(bad), "--model", str(tmp_path / "m")]) != 0
+    assert "--mono cannot be combined with --stats" in capsys.readouterr().err
+
+
+def _corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpora"
+    (root / "news" / "xx-en").mkdir(parents=True)
+    for name, n in (("train", 30), ("test", 20), ("extra", 40)):
+        lines = [f"{name} sentence number {k} with Some Names in it ." for k in range(n)]
+        (root / "news" / "xx-en" / f"{name}.en").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return root
+
+
+def test_config_monolingual_text_is_tokenized_and_checked_for_leaks(tmp_path):
+    root = _corpus(tmp_path)
+    cfg = ExperimentConfig(name="t", corpus="news", pair="xx-en", source="xx", target="en",
+                           splits=SplitConfig(train=["train"], dev=["train"], test=["test"]),
+                           monolingual=["xx-en/extra.en[0:10]", "xx-en/train.en"])
+    test = root / "news" / "xx-en" / "test.en"
+    out = monolingual_text(cfg, root, tmp_path / "cache", [test])
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 40 and lines[0] == "extra sentence number 0 with Some Names in it ."
+    assert monolingual_text(ExperimentConfig(), root, tmp_path / "cache", [test]) is None
+    # the test set's own text among the monolingual files: refused, naming the set
+    cfg.monolingual = ["xx-en/extra.en", "xx-en/test.en[0:5]"]
+    with pytest.raises(RecaserError, match=r"repeats 5 of the 20 target lines of test.en"):
+        monolingual_text(cfg, root, tmp_path / "cache", [test])
+    cfg.monolingual = ["xx-en/missing.en"]
+    with pytest.raises(RecaserError, match="monolingual file not found"):
+        monolingual_text(cfg, root, tmp_path / "cache", [test])
