@@ -4,7 +4,8 @@
   (``-moses`` is accepted and ignored), plus ``-source TOK_INPUT -trace DECODER_OUTPUT [-alignment WA]``
   for the bilingual model. With recase.perl's flags alone it runs in monolingual mode.
 - ``train``: ``-dir DIR -corpus CASED_TARGET -config OUT`` as train-recaser.perl's EMS template, plus
-  ``-source-corpus CASED_SOURCE -alignment ALIGN`` to reuse EMS's word alignment. The last
+  ``-source-corpus CASED_SOURCE -alignment ALIGN`` to reuse EMS's word alignment and ``-mono FILE`` for
+  target-language text without a source (the LM corpus). The last
   ``-dev-size`` sentence pairs of the corpus train the CRF weights; the rest give the tables and LM.
   ``-config OUT`` is the file later steps receive as ``-model``: it points at the model directory.
 - ``meta``: patch an installed ``experiment.meta`` with this project's step definitions.
@@ -173,7 +174,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             p = parts / f"{name}.{ext}"
             p.write_text("".join(x + "\n" for x in lines[sl]), encoding="utf-8")
             files[f"{name}.{ext}"] = str(p)
-    settings = TrainSettings(lm_order=args.lm_order, lm=args.lm, feature_set=args.features)
+    settings = TrainSettings(lm_order=args.lm_order, lm=args.lm, feature_set=args.features,
+                             monolingual=[str(Path(m).resolve()) for m in args.mono or ()])
     model = out_dir / "model"
     with tempfile.TemporaryDirectory(prefix="moses-recaser-ems.") as work:
         train(files["train.src"], files["train.tgt"], files.get("train.align"), files["dev.src"], files["dev.tgt"],
@@ -237,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "dev-size", dest="dev_size", type=int, default=2000,
           help="sentence pairs held out from the end of the corpus to train the CRF weights (at most 10%%)")
     _flag(p, "lm", help="an existing KenLM model of the cased target")
+    _flag(p, "mono", action="append", metavar="FILE",
+          help="cased tokenized target-language text without a source (e.g. EMS's LM corpus), for the LM and "
+               "the case prior; repeatable")
     _flag(p, "lm-order", dest="lm_order", type=int, default=3)
     _flag(p, "features", default="full", choices=["paper", "full"])
     for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):

@@ -166,10 +166,15 @@ def ems_work(tico, tmp_path_factory):
     _write(w / "evaluation" / "test.output.1", trace)
     _write(w / "evaluation" / "test.output.1.wa", wa)
     _write(w / "evaluation" / "test.cleaned.1", cleaned)
-    # [RECASING] train, as the overlay's template expands it
+    # the LM corpus: TICO-19 English lines no split uses
+    from moses_recaser.tokenize import tokenizer
+
+    raw = (Path(__file__).parents[1] / "data" / "tico19" / "tico19-test.en").read_text(encoding="utf-8")
+    _write(w / "lm" / "corpus.en", [" ".join(tokenizer("en")(x)) for x in raw.splitlines()[800:1400]])
+    # [RECASING] train, as the overlay's template expands it, with -mono from recasing-settings
     cmd = (f"{EMS} train -dir {w}/recasing/moses.ini.1.model -corpus {w}/recasing/corpus.1.en "
            f"-source-corpus {w}/recasing/corpus.1.fr -alignment {w}/model/aligned.1.grow-diag-final-and "
-           f"-config {w}/recasing/moses.ini.1 -dev-size 100")
+           f"-config {w}/recasing/moses.ini.1 -dev-size 100 -mono {w}/lm/corpus.en")
     subprocess.run(["bash", "-c", cmd], check=True, capture_output=True)
     return w
 
@@ -184,6 +189,10 @@ def test_training_step_writes_the_config_later_steps_receive(ems_work):
     config = (ems_work / "recasing" / "moses.ini.1").read_text(encoding="utf-8")
     assert config.startswith("# moses-recaser model") and "model: " in config
     assert (ems_work / "recasing" / "moses.ini.1.model" / "model" / "manifest.yaml").is_file()
+    from moses_recaser.store import read_manifest
+
+    m = read_manifest(ems_work / "recasing" / "moses.ini.1.model" / "model")
+    assert m.settings["monolingual"] == [str(ems_work / "lm" / "corpus.en")] and "|mono:" in m.signature
 
 
 def test_recase_step_as_the_overlay_expands_it(ems_work):

@@ -34,7 +34,7 @@ def mono_model(tico, tmp_path_factory):
 
 
 def test_mono_text_joins_lm_and_forms_not_translation_tables(mono_model, tico):
-    d, mono = mono_model
+    d, _ = mono_model
     tables = tables_from_files(d / "with")
     assert "Zorblax" in tables.forms.vocab
     assert "Zorblax" not in tables.cased.tgt_vocab and "zorblax" not in tables.lower.tgt_vocab
@@ -53,7 +53,7 @@ def test_mono_text_is_in_settings_and_signature(mono_model):
 
 def test_mono_text_capitalizes_a_name_the_bitext_lacks(mono_model, tico):
     d, _ = mono_model
-    t = Triple(0, [], "the zorblax report was published on monday .".split())
+    t = Triple(0, [], ["the", "zorblax", "report", "was", "published", "on", "monday", "."])
     assert Recaser(d / "with").recase_batch([t])[0][1] == "Zorblax"
     assert Recaser(tico / "model").recase_batch([t])[0][1] == "zorblax"
 
