@@ -7,6 +7,7 @@ needs it: only experiments and benchmarks read it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -46,11 +47,16 @@ def cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def tokenized(raw: Path, lang: str, cache: Path) -> Path:
-    """A Moses-tokenized copy of a raw corpus file, made once and kept in the cache."""
+    """A Moses-tokenized copy of a raw corpus file, made once and kept in the cache. It is made anew
+    when the raw file's contents change (a sha256 beside it), not when a fresh copy of the corpora only
+    has newer times: the later stages are keyed by their input files' times, so a needless rewrite
+    would realign and retrain every experiment."""
     from .tokenize import tokenizer
 
     out = cache / "tok" / raw.parent.name / f"{raw.name}.tok.{lang}"
-    if out.is_file() and out.stat().st_mtime >= raw.stat().st_mtime:
+    stamp = out.with_name(out.name + ".sha256")
+    digest = hashlib.sha256(raw.read_bytes()).hexdigest()
+    if out.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tok = tokenizer(lang)
@@ -58,6 +64,8 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
     with atomic_output(out) as fh:
         for line in read_lines(raw):
             fh.write(" ".join(tok(line)) + "\n")
+    with atomic_output(stamp) as fh:
+        fh.write(digest + "\n")
     return out
 
 

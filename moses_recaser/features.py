@@ -356,10 +356,12 @@ class FeatureExtractor:
         key, source_id, strip_id = self._key, self._source_id, self.candidates.strip_id
         for word in words:
             low = casing.lower(word)
+            sid = source_id(word, False)
             yield (casing.has_letter(word), word in casing.SENTENCE_END, word in _FINAL, casing.is_capitalized(word),
-                   len(word) > 3, _telling_case(word), strip_id(word), source_id(word, False),
-                   source_id(word, True), key(low), key(casing.strip_diacritics(low)), len(word),
-                   word.isascii(), word == low, "-" in word.strip("-"))
+                   len(word) > 3, _telling_case(word), strip_id(word), sid,
+                   sid if word == low else source_id(word, True),  # a lowercase word is its own positional key
+                   key(low), key(casing.strip_diacritics(low)), len(word), word.isascii(), word == low,
+                   "-" in word.strip("-"))
 
     def _parts(self, word: str) -> list[int]:
         """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""

@@ -44,3 +44,21 @@ def test_every_shipped_config_loads():
     for name in names:
         cfg = load_config(ROOT / "configs" / name)
         assert cfg.splits.train and cfg.splits.dev and cfg.splits.test
+
+
+def test_tokenized_copies_follow_contents_not_file_times(tmp_path):
+    import os
+
+    from moses_recaser.datasets import tokenized
+
+    raw = tmp_path / "corpus" / "news.en"
+    raw.parent.mkdir()
+    raw.write_text("Hello, world.\n", encoding="utf-8")
+    out = tokenized(raw, "en", tmp_path / "cache")
+    assert out.read_text(encoding="utf-8") == "Hello , world .\n"
+    made = out.stat().st_mtime_ns
+    later = made + 10**9
+    os.utime(raw, ns=(later, later))  # a fresh copy of the same corpus: kept
+    assert tokenized(raw, "en", tmp_path / "cache") == out and out.stat().st_mtime_ns == made
+    raw.write_text("Goodbye, world.\n", encoding="utf-8")  # other contents: made anew
+    assert tokenized(raw, "en", tmp_path / "cache").read_text(encoding="utf-8") == "Goodbye , world .\n"

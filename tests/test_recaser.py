@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -194,3 +195,29 @@ def test_the_console_command_flushes_its_output_and_exit_code(tico, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "moses_recaser.cli", "recase", "--model", str(tmp_path / "none"),
                           "--input", "-"], input="x\n", capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "model not found" in bad.stderr
+
+
+_chars = st.sampled_from(["a", "A", "σ", "Σ", "ς", "i", "İ", "ı", "I", "ß", "ẞ", "'", ".", "\n", "x"])
+_sentence = st.lists(st.lists(_chars, min_size=1, max_size=4).map("".join), max_size=4)
+
+
+@given(st.lists(st.tuples(_sentence, st.lists(st.sampled_from(["same", "upper", "lower", "swap", "drop"]),
+                                               min_size=4, max_size=4)), max_size=4))
+def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
+    from moses_recaser.recaser import _check_case_only_all
+
+    inputs, outputs = [], []
+    for sent, how in cases:
+        out = []
+        for tok, h in zip(sent, how):
+            out.append({"same": tok, "upper": tok.upper(), "lower": tok.lower(), "swap": tok.swapcase(),
+                        "drop": tok[1:]}[h])
+        inputs.append(sent)
+        outputs.append(out)
+    ok = all(len(i) == len(o) and all(casing.is_recasing_of(b, a) for a, b in zip(i, o))
+             for i, o in zip(inputs, outputs))
+    if ok:
+        _check_case_only_all(inputs, outputs)
+    else:
+        with pytest.raises(AssertionError, match="recasing changed tokens"):
+            _check_case_only_all(inputs, outputs)
