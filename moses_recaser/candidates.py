@@ -83,9 +83,6 @@ class CasePrior:
         self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
         self.__dict__["_suffix"] = dict(zip(suffixes, z["prior.suffix_probs"]))
 
-    def log_prob(self, form: str) -> float:
-        return self.log_probs([form])[0]
-
     def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
         suffix, forms_n, lower_n, uniform, beta = self._suffix, self._forms, self._lower, self.uniform, self.BETA
         lower, tag, log = casing.lower, casing.tag, math.log
@@ -245,12 +242,9 @@ class Candidates:
             self._pending = []
         return self._pool
 
-    def plain(self, tok: str) -> tuple[int, int]:
-        """GEN(tok) without source words, as a segment of the pool."""
-        return self.plain_all([tok])[0]
-
     def plain_all(self, toks: Sequence[str]) -> list[tuple[int, int]]:
-        """``plain`` of each token (the new candidates described together)."""
+        """GEN of each token without source words, as segments of the pool (the new candidates
+        described together)."""
         known = self._plain
         todo = [t for t in dict.fromkeys(toks) if t not in known]
         if todo:
@@ -275,7 +269,7 @@ class Candidates:
         return Facts(*(self._facts[name] for name, _ in _COLUMNS))
 
     def save(self, path: str | os.PathLike[str], extra: Mapping[str, np.ndarray] | None = None) -> None:
-        """Write the registry with GEN of every lowercase training type (``plain``), the training
+        """Write the registry with GEN of every lowercase training type (``plain_all``), the training
         forms by lowercase, the source keys met so far and the case prior's tables (and ``extra``)."""
         lows = sorted(self.forms)
         self.plain_all(lows)
