@@ -9,8 +9,9 @@ the trigram baseline and sacremoses' MosesTruecaser (truecase + detruecase) on t
 in its own process, alternated over --runs rounds; median, min and max wall time, sentences/s and
 words/s, and each one's ratio to sacremoses. Also the whole `moses-recaser recase` process (start,
 imports, model load, reading, recasing, writing; bytecode cache on, as installed) with 1 and 2 worker
-processes, and the model's load time and peak RSS. Machines here are noisy: compare ratios measured in
-the same run, not absolute figures across runs.
+processes, and the model's load time and peak RSS. With --before REV, the CRF in-process and the whole
+process are also timed with the code of that revision (a git worktree), in the same rounds. Machines here
+are noisy: compare ratios measured in the same run, not absolute figures across runs.
 """
 
 from __future__ import annotations
@@ -72,6 +73,15 @@ def _with_links(triples):
     return triples
 
 
+def measure_at(code: str, kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str) -> dict:
+    """``measure`` with the package and this script of an older revision (checked out in ``code``)."""
+    prog = ("import json, queue, sys; sys.path.insert(0, 'tools'); import bench; q = queue.Queue(); "
+            f"bench._child(*{[kind, model, src, ref, align, train_tgt]!r}, q); print(json.dumps(q.get()))")
+    out = subprocess.run([sys.executable, "-c", prog], cwd=code, env=dict(os.environ, PYTHONPATH=code), check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def measure(kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str) -> dict:
     ctx = mp.get_context("fork")
     q = ctx.Queue()
@@ -112,7 +122,8 @@ def main() -> None:
     ap.add_argument("--test-align", help="Pharaoh links test source -> reference (else diagonal links)")
     ap.add_argument("--train-tgt", required=True, help="the model's training target (sacremoses trains on it)")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--before", metavar="REV", help="also time the whole process at this git revision (before/after)")
+    ap.add_argument("--before", metavar="REV",
+                    help="also time the CRF in-process and the whole process at this git revision (before/after)")
     ap.add_argument("--before-model", help="the model for --before, when that revision cannot read --model "
                                            "(a newer model format)")
     ap.add_argument("--json", default="runs/bench.json")
@@ -123,39 +134,41 @@ def main() -> None:
     # Python's bytecode cache on, as in an installed package (some shells set PYTHONDONTWRITEBYTECODE,
     # and every process then compiles the package anew); the untimed first runs below write it
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    kinds = ["crf", "trigram", "sacremoses"]
+    kinds = ["crf", "trigram", "sacremoses"] + ([f"crf@{args.before}"] if args.before else [])
     rows: dict[str, list[dict]] = {k: [] for k in kinds}
-    for _ in range(args.runs):
-        for k in kinds:
-            rows[k].append(measure(k, args.model, args.test_src, args.test_ref, args.test_align, args.train_tgt))
     tmp = Path(args.json).parent
     tmp.mkdir(parents=True, exist_ok=True)
     procs: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
     old: list[tuple[float, float]] = []
     before_model = str(Path(args.before_model or args.model).resolve())
+    files = [str(Path(f).resolve()) if f else None for f in (args.test_src, args.test_ref, args.test_align,
+                                                             args.train_tgt)]
     with tempfile.TemporaryDirectory(prefix="bench-before.") as wt:
         if args.before:
             subprocess.run(["git", "worktree", "add", "--detach", wt, args.before], check=True, capture_output=True)
         try:
+            for _ in range(args.runs):
+                for k in kinds:
+                    if "@" in k:  # the CRF in-process at the older revision, in the same rounds
+                        rows[k].append(measure_at(wt, "crf", before_model, *files))  # type: ignore[arg-type]
+                    else:
+                        rows[k].append(measure(k, args.model, args.test_src, args.test_ref, args.test_align,
+                                               args.train_tgt))
+            src, ref, align, _ = files
             whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, 1)  # untimed
             if args.before:
-                whole_process(before_model, str(Path(args.test_src).resolve()),
-                              str(Path(args.test_ref).resolve()),
-                              str(Path(args.test_align).resolve()) if args.test_align else None, tmp.resolve(), 1,
-                              code=wt)
+                whole_process(before_model, src, ref, align, tmp.resolve(), 1, code=wt)  # type: ignore[arg-type]
             for _ in range(args.runs):
                 for th, runs in procs.items():
                     runs.append(whole_process(args.model, args.test_src, args.test_ref, args.test_align, tmp, th))
                 if args.before:
-                    old.append(whole_process(before_model, str(Path(args.test_src).resolve()),
-                                             str(Path(args.test_ref).resolve()),
-                                             str(Path(args.test_align).resolve()) if args.test_align else None,
-                                             tmp.resolve(), 1, code=wt))
+                    old.append(whole_process(before_model, src, ref, align, tmp.resolve(), 1,  # type: ignore[arg-type]
+                                             code=wt))
         finally:
             if args.before:
                 subprocess.run(["git", "worktree", "remove", "--force", wt], check=False, capture_output=True)
     sac = statistics.median(r["recase_s"] for r in rows["sacremoses"])
-    print(f"{'system':<11} {'median s':>9} {'min':>7} {'max':>7} {'sent/s':>8} {'words/s':>9} {'x sacremoses':>12} "
+    print(f"{'system':<13} {'median s':>9} {'min':>7} {'max':>7} {'sent/s':>8} {'words/s':>9} {'x sacremoses':>12} "
           f"{'load s':>7} {'RSS MiB':>8}")
     summary = {}
     for k in kinds:
@@ -167,7 +180,7 @@ def main() -> None:
                       "load_s": statistics.median(r["load_s"] for r in rows[k]),
                       "peak_rss_mib": max(r["peak_rss_mib"] for r in rows[k])}
         s = summary[k]
-        print(f"{k:<11} {med:>9.2f} {min(t):>7.2f} {max(t):>7.2f} {n / med:>8.0f} {w / med:>9.0f} "
+        print(f"{k:<13} {med:>9.2f} {min(t):>7.2f} {max(t):>7.2f} {n / med:>8.0f} {w / med:>9.0f} "
               f"{s['ratio_to_sacremoses']:>12.2f} {s['load_s']:>7.2f} {s['peak_rss_mib']:>8.0f}")
     whole = {}
     for th, runs in procs.items():
