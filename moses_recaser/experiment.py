@@ -149,7 +149,8 @@ MAX_SHARED = 0.01  # share of the dev/test target lines the monolingual text may
 
 def monolingual_text(cfg: ExperimentConfig, root: Path, cache: Path, held_out: Sequence[Path]) -> Path | None:
     """The config's monolingual files, tokenized and concatenated; refused when they repeat more than
-    MAX_SHARED of the dev and test target lines of five or more tokens (the evaluation data leaked)."""
+    MAX_SHARED of the lines of five or more tokens of any ``held_out`` file (dev and test targets, WMT21
+    references): the evaluation data would have leaked into training."""
     if not cfg.monolingual:
         return None
     parts = []
@@ -167,6 +168,17 @@ def monolingual_text(cfg: ExperimentConfig, root: Path, cache: Path, held_out: S
         if len(shared) > MAX_SHARED * len(lines):
             raise RecaserError(f"the monolingual text repeats {len(shared)} of the {len(lines)} target lines of "
                                f"{path.name} (e.g. {lines[shared[0]][:60]!r}); leave that set out")
+    return out
+
+
+def held_out_targets(cfg: ExperimentConfig, root: Path, cache: Path, files: dict[str, tuple[Path, Path]]) -> list[Path]:
+    """The tokenized texts no training data may repeat: the dev and test targets, and the WMT21
+    references the end-to-end runs score against."""
+    out = [files["dev"][1], files["test"][1]]
+    if cfg.wmt21:
+        from .bleu import wmt21_runs
+
+        out.append(tokenized(wmt21_runs(root, cfg.wmt21)[1], cfg.target, cache))
     return out
 
 
@@ -265,7 +277,7 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     files = prepare(cfg, base, cdir)
     aligns = align_all(files, cfg, cdir)
     tri = {s: (files[s][0], files[s][1], aligns[s]) for s in files}  # priors stay in aligns["priors"]
-    mono = monolingual_text(cfg, base, cdir, [files["dev"][1], files["test"][1]])
+    mono = monolingual_text(cfg, base, cdir, held_out_targets(cfg, base, cdir, files))
     target_text = [files["train"][1]] + ([mono] if mono is not None else [])
     model = train_model(cfg, tri["train"], tri["dev"], cdir, "full", mono)
     results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}

@@ -11,7 +11,7 @@ import pytest
 from moses_recaser.cli import main
 from moses_recaser.config import ExperimentConfig, SplitConfig
 from moses_recaser.errors import RecaserError
-from moses_recaser.experiment import monolingual_text
+from moses_recaser.experiment import held_out_targets, monolingual_text
 from moses_recaser.recaser import Recaser
 from moses_recaser.store import read_manifest, tables_from_files
 from moses_recaser.triples import Triple
@@ -98,3 +98,20 @@ def test_config_monolingual_text_is_tokenized_and_checked_for_leaks(tmp_path):
     cfg.monolingual = ["xx-en/missing.en"]
     with pytest.raises(RecaserError, match="monolingual file not found"):
         monolingual_text(cfg, root, tmp_path / "cache", [test])
+
+
+def test_wmt21_references_count_as_held_out(tmp_path):
+    root = _corpus(tmp_path)
+    d = root / "wmt-system-outputs" / "wmt21" / "txt"
+    for sub, name in (("sources", "newstest2021.xx-en.src.xx"), ("references", "newstest2021.xx-en.ref.A.en"),
+                      ("system-outputs", "newstest2021.xx-en.hyp.sys1.en")):
+        (d / sub).mkdir(parents=True)
+        (d / sub / name).write_text("Reference sentence one, about Some Names here.\n", encoding="utf-8")
+    files = {s: (root / "x", root / "news" / "xx-en" / f"{f}.en") for s, f in (("dev", "train"), ("test", "test"))}
+    cfg = ExperimentConfig(name="t", corpus="news", pair="xx-en", source="xx", target="en", wmt21="xx-en",
+                           monolingual=["../wmt-system-outputs/wmt21/txt/references/newstest2021.xx-en.ref.A.en"])
+    held = held_out_targets(cfg, root, tmp_path / "cache", files)
+    assert held[:2] == [files["dev"][1], files["test"][1]]
+    assert held[2].read_text(encoding="utf-8") == "Reference sentence one , about Some Names here .\n"  # tokenized
+    with pytest.raises(RecaserError, match="repeats 1 of the 1 target lines of newstest2021"):
+        monolingual_text(cfg, root, tmp_path / "cache", held)
