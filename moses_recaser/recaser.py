@@ -147,8 +147,11 @@ class Recaser:
         flat = self.extractor.flat([lowered(t) for t in triples])
         wb, wm = self.weights.bilingual, self.weights.monolingual
         # each sentence scored with the weights of its mode (with or without a source)
-        phi = np.where(np.repeat(flat.bilingual, flat.n_pos)[np.repeat(np.arange(len(flat.per_pos)), flat.per_pos)],
-                       flat.unary @ wb[1:], flat.unary @ wm[1:])
+        if flat.bilingual.all() or not flat.bilingual.any():
+            phi = flat.unary @ (wb if flat.bilingual.all() else wm)[1:]
+        else:
+            phi = np.where(np.repeat(flat.bilingual, flat.n_pos)[np.repeat(np.arange(len(flat.per_pos)), flat.per_pos)],
+                           flat.unary @ wb[1:], flat.unary @ wm[1:])
         paths = flat.best_paths(phi, np.where(flat.bilingual, wb[0], wm[0]))
         out = flat.words(paths, self.extractor.candidates.strings)
         _check_case_only_all([t.target for t in triples], out)

@@ -131,6 +131,18 @@ def test_property_case_only_and_same_length(tico, lines, with_source):
             assert casing.lower(a) == casing.lower(b) and len(a) == len(b)
 
 
+def test_a_batch_mixing_sentences_with_and_without_source_recases_each_as_alone(tico):
+    rec = _recaser(tico)
+    triples = [t for t, _ in zip(read_aligned_bitext(str(tico / "test.fr"), str(tico / "test.lc.en")), range(40))]
+    for t in triples:
+        t.links = [(min(i, len(t.source) - 1), i) for i in range(len(t.target))]
+    mixed = [t if k % 2 else Triple(t.id, [], t.target) for k, t in enumerate(triples)]
+    alone = [rec.recase_batch([t])[0] for t in mixed]
+    assert rec.recase_batch(mixed) == alone
+    # the two modes differ on some of these sentences, so a mix-up of weights would show
+    assert any(alone[k] != rec.recase_batch([Triple(k, [], triples[k].target)])[0] for k in range(1, 40, 2))
+
+
 _CACHE: dict = {}
 
 
