@@ -87,6 +87,7 @@ def tables_to_files(tables: Tables, directory: Path) -> None:
         tt: TranslationTable = getattr(tables, name)
         for attr in ("keys", "counts", "src_total", "src_types", "tgt_count"):
             arrays[f"{name}_{attr}"] = getattr(tt, attr)
+        arrays[f"{name}_hash"] = tt.index.table
         write_vocab(directory / f"{name}.src.vocab", tt.src_vocab)
         write_vocab(directory / f"{name}.tgt.vocab", tt.tgt_vocab)
     arrays["tag_counts"] = tables.tags.counts
@@ -107,6 +108,7 @@ def tables_from_files(directory: Path) -> Tables:
             src_vocab=read_vocab(directory / f"{name}.src.vocab"),
             tgt_vocab=read_vocab(directory / f"{name}.tgt.vocab"),
             **{attr: arrays[f"{name}_{attr}"] for attr in ("keys", "counts", "src_total", "src_types", "tgt_count")},
+            hash_table=arrays.get(f"{name}_hash"),  # models written before it was stored: built on first use
         )
     return Tables(
         cased=tts["cased"],

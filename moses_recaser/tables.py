@@ -28,12 +28,14 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from . import casing
 from .casing import Tag
 from .errors import RecaserError
+from .hashindex import HashIndex
 from .triples import Triple
 
 N_TAGS = len(Tag)
@@ -65,6 +67,12 @@ class TranslationTable:
     tgt_count: np.ndarray  # c(E), over links
     src_ids: dict[str, int] = field(default_factory=dict, repr=False)
     tgt_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    hash_table: np.ndarray | None = field(default=None, repr=False)  # ``index``'s table, as stored
+
+    @cached_property
+    def index(self) -> HashIndex:
+        """Hash lookups of pair keys (recasing asks for hundreds of thousands a test set)."""
+        return HashIndex(self.keys, self.hash_table)
 
     def __post_init__(self) -> None:
         if not self.src_ids:
@@ -130,9 +138,8 @@ class TranslationTable:
         count = np.zeros(len(f0), dtype=self.counts.dtype)
         both = np.flatnonzero(known_e & known_f)  # only pairs of known words can be listed
         if len(self.keys) and len(both):
-            key = f0[both] * len(self.tgt_vocab) + e0[both]
-            pos = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-            count[both] = np.where(self.keys[pos] == key, self.counts[pos], 0)
+            pos, found = self.index.find(f0[both] * len(self.tgt_vocab) + e0[both])
+            count[both] = np.where(found, self.counts[pos], 0)
         types = self.src_types[f0].astype(np.float64)
         p = (count + types * p0) / (self.src_total[f0] + types)
         return np.where(known_f, p, p0)
