@@ -118,9 +118,8 @@ class TranslationTable:
         fi, ei = self.src_ids.get(f), self.tgt_ids.get(e)
         if fi is None or ei is None:
             return 0
-        key = fi * len(self.tgt_vocab) + ei
-        pos = int(np.searchsorted(self.keys, key))
-        return int(self.counts[pos]) if pos < len(self.keys) and self.keys[pos] == key else 0
+        pos, found = self.index.find(np.array([fi * len(self.tgt_vocab) + ei], dtype=np.int64))
+        return int(self.counts[pos[0]]) if found[0] else 0
 
     def prob(self, f: str, e: str) -> float:
         """p(e|f), smoothed (one pair; recasing asks ``probs`` for arrays of pairs)."""
