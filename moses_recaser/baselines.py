@@ -67,11 +67,8 @@ class TrigramRecaser:
                                           int(self.manifest.settings.get("max_candidates", 5)))
         self.weights = np.array([1.0])
 
+    @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
-        with gc_paused():
-            return self._recase_batch(triples)
-
-    def _recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
         flat = self.extractor.flat([Triple(t.id, [], lowered(t).target) for t in triples])
         paths = flat.best_paths(np.zeros(len(flat.ids)), np.full(len(flat.n_pos), self.weights[0]))

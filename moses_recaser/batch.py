@@ -27,7 +27,8 @@ from .triples import Triple
 def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for one batch: a batch allocates many small containers
     (lists, tuples) and makes no reference cycles, so the collector's passes only add time (about 15%
-    of a recasing batch); memory is freed by reference counting as usual. Restored on exit."""
+    of a recasing batch); memory is freed by reference counting as usual. Restored on exit. Also a
+    decorator (``@gc_paused()``), as every ``contextmanager`` is."""
     was = gc.isenabled()
     gc.disable()
     try:

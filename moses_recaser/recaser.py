@@ -138,12 +138,9 @@ class Recaser:
     def lattices(self, triples: Sequence[Triple]) -> list[Lattice]:
         return self.extractor.lattices([lowered(t) for t in triples])
 
+    @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""
-        with gc_paused():
-            return self._recase_batch(triples)
-
-    def _recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         flat = self.extractor.flat([lowered(t) for t in triples])
         wb, wm = self.weights.bilingual, self.weights.monolingual
         # each sentence scored with the weights of its mode (with or without a source)

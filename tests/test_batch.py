@@ -147,3 +147,14 @@ def test_gc_paused_restores_the_collector_even_on_error():
         assert not gc.isenabled()  # left as the caller had it
     finally:
         gc.enable()
+
+
+def test_gc_paused_as_a_decorator():
+    import gc
+
+    @gc_paused()
+    def inside() -> bool:
+        return gc.isenabled()
+
+    assert inside() is False and inside() is False  # usable more than once
+    assert gc.isenabled()
