@@ -39,15 +39,19 @@ def is_upper_word(token: str) -> bool:
 
 
 class CasePrior:
-    """log p(E | lower(E)) from non-initial training counts, backed off to p(tag | 3-letter suffix).
+    """log p(E | lower(E)) from non-initial training counts, smoothed with p(tag | shape) of rare words
+    (``shape_probs``), which is all that an unseen word gets.
     Built on first use: with a stored registry, recasing needs it only for unseen types, and the
-    registry stores its lowercase counts and suffix table (``arrays``, ``use``)."""
+    registry stores its lowercase counts and shape counts (``arrays``, ``use``)."""
 
     BETA = 1.0
+    RARE = 3  # words whose lowercase occurs at most this often stand for the unseen ones
+    SHAPE_BETA = 4.0
+    MAX_SUFFIX = 4
+    REVISION = 2  # of the definition, kept with a stored registry (1: every token's 3-letter suffix)
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
-        self.uniform = np.full(len(Tag), 1.0 / len(Tag))
 
     @cached_property
     def _forms(self) -> dict[str, int]:
@@ -62,34 +66,76 @@ class CasePrior:
             lower[low] = lower.get(low, 0) + c
         return lower
 
+    @staticmethod
+    def shape_keys(low: str) -> list[str]:
+        """A lowercase word's shape, least specific first: its length (8 or more: 8), then its last 1 to
+        MAX_SUFFIX letters, apart for words shorter than 5 (acronyms are short) and the rest."""
+        n = len(low)
+        band = "s" if n < 5 else "l"
+        return [f"#{min(n, 8)}"] + [f"{band}{k}:{low[-k:]}" for k in range(1, min(n, CasePrior.MAX_SUFFIX) + 1)]
+
     @cached_property
-    def _suffix(self) -> dict[str, np.ndarray]:
-        suffix: dict[str, np.ndarray] = {}
+    def _shape(self) -> dict[str, np.ndarray]:
+        """Tag counts per shape key over the types of rare words, not over tokens: unseen words are like
+        rare ones, and a suffix's frequent words (``long``, ``strong``) tell little of its unseen ones
+        (``yunlong``)."""
+        lower = self._lower
+        counts: dict[str, np.ndarray] = {}
         for w, c in self._forms.items():
-            if c and casing.has_letter(w):
-                suffix.setdefault(casing.lower(w)[-3:], np.zeros(len(Tag)))[int(casing.tag(w))] += c
-        return {k: (v + 1.0) / (v.sum() + len(Tag)) for k, v in suffix.items()}
+            low = casing.lower(w)
+            if c and lower[low] <= self.RARE and casing.has_letter(w):
+                t = int(casing.tag(w))
+                for key in self.shape_keys(low):
+                    counts.setdefault(key, np.zeros(len(Tag)))[t] += 1.0
+        return counts
+
+    @cached_property
+    def _base(self) -> np.ndarray:
+        total = sum((v for k, v in self._shape.items() if k.startswith("#")), np.zeros(len(Tag)))
+        return (total + 1.0) / (total.sum() + len(Tag))
+
+    def shape_probs(self, low: str) -> np.ndarray:
+        """p(tag | shape of ``low``): each shape key's counts smoothed towards the estimate of the key
+        before it, down to the longest suffix that rare training words have."""
+        shape, beta = self._shape, self.SHAPE_BETA
+        p = self._base
+        for k, key in enumerate(self.shape_keys(low)):
+            v = shape.get(key)
+            if v is None:
+                if k:
+                    break
+                continue  # a length no rare word has: its suffixes still count
+            p = (v + beta * p) / (v.sum() + beta)
+        return p
+
+    def looks_like_a_name(self, low: str) -> bool:
+        """The shape of ``low`` is more often capitalized than not among rare training words."""
+        p = self.shape_probs(low)
+        return bool(p[Tag.IU] + p[Tag.AU] > p[Tag.AL])
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The lowercase counts and the suffix table, for ``use``."""
-        lower, suffix = self._lower, self._suffix
+        """The lowercase counts and the shape counts, for ``use``."""
+        lower, shape = self._lower, self._shape
         return {"prior.lower": text_array(lower), "prior.lower_counts": np.array(list(lower.values()), dtype=np.int64),
-                "prior.suffixes": text_array(suffix),
-                "prior.suffix_probs": np.array(list(suffix.values())).reshape(-1, len(Tag))}
+                "prior.shapes": text_array(shape),
+                "prior.shape_counts": np.array(list(shape.values())).reshape(-1, len(Tag))}
 
     def use(self, z: Mapping[str, np.ndarray]) -> None:
         """Take ``arrays``' tables instead of working them out."""
-        lower, suffixes = words_of(z["prior.lower"]), words_of(z["prior.suffixes"])
+        lower, shapes = words_of(z["prior.lower"]), words_of(z["prior.shapes"])
         self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
-        self.__dict__["_suffix"] = dict(zip(suffixes, z["prior.suffix_probs"]))
+        self.__dict__["_shape"] = dict(zip(shapes, z["prior.shape_counts"]))
 
     def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
-        suffix, forms_n, lower_n, uniform, beta = self._suffix, self._forms, self._lower, self.uniform, self.BETA
+        forms_n, lower_n, beta, shape_probs = self._forms, self._lower, self.BETA, self.shape_probs
         lower, tag, log = casing.lower, casing.tag, math.log
         out = []
+        low_q, q_low = "", self._base
         for form in forms:
             low = lower(form)
-            q = float(suffix.get(low[-3:], uniform)[int(tag(form))])
+            if low != low_q:  # a type's forms come together
+                low_q, q_low = low, shape_probs(low)
+            q = float(q_low[int(tag(form))])
             out.append(log((forms_n.get(form, 0) + beta * q) / (lower_n.get(low, 0) + beta)))
         return out
 
@@ -107,7 +153,7 @@ class Facts:
     cased: np.ndarray  # int64: id among the cased table's targets (-1: none)
     upper: np.ndarray  # bool: all upper
     lm: np.ndarray  # int64: LM word id (-1 without array LM)
-    oov: np.ndarray  # bool: its lowercase never in the training target (the case prior is the suffix's)
+    oov: np.ndarray  # bool: its lowercase never in the training target (the case prior is the shape's)
     head: np.ndarray  # int64: strip id of its first hyphen part when that is capitalized (-1: not)
 
 
@@ -320,7 +366,7 @@ class Candidates:
         return True
 
     def _settings(self) -> list[int]:
-        return [int(self.prior is not None), self.max_candidates, self.lm_vocab]
+        return [CasePrior.REVISION if self.prior is not None else 0, self.max_candidates, self.lm_vocab]
 
     def source_id(self, key: str) -> int:
         i = self.src_ids.get(key)

@@ -34,9 +34,10 @@ candidates of a position matter.
 
 Beyond the paper (feature set ``full``):
 - ``case_prior``: log p(E | lower(E)) from the training target's non-initial counts, smoothed with
-  p(tag | last three letters); ``case_prior:unseen``, the same for words whose lowercase never
-  occurred in training, where it is p(tag | last three letters) alone (``lebanese``, but also
-  ``corona``, whose suffix is mostly names'), so the two get their own weights;
+  p(tag | shape), the tags of rare training words of the same length and ending
+  (``candidates.CasePrior``); ``case_prior:unseen``, the same for words whose lowercase never
+  occurred in training, where it is p(tag | shape) alone (``yunlong`` like the rare ``Dalong``, not
+  like ``long``), so the two get their own weights;
 - ``src_identical``: the candidate, which has a cased letter, equals (up to diacritics) a source word
   that is not capitalized by its position (names, acronyms, odd case copied through); a positional
   source word counts when its case is more than a capital first letter (``Hans-Peter``, ``NSA``);
@@ -52,6 +53,9 @@ Beyond the paper (feature set ``full``):
   repeats verbatim up to case (``The Next Day``, ``Like A Rocket Man``), and the candidate is the
   source's form; such runs are copied titles and names, whatever the alignment says;
 - ``unseen_form``: the candidate has a cased letter and never occurred in the training target;
+- ``after_name``: the candidate is capitalized and follows a word that training never saw and whose
+  shape reads as a name's (``CasePrior.looks_like_a_name``): "Yunlong County", "Golmud City". The LM
+  backs off to unigrams after an unseen word, so it cannot tell this itself;
 - headline features: the source line looks like a headline (no sentence-final punctuation, at most
   ``HEADLINE_MAX`` tokens) or is title-cased (most of its longer non-initial words capitalized),
   crossed with the candidate's tag (IU, AU) and with whether the word is short (<= 3 letters, the
@@ -83,7 +87,7 @@ from .triples import Triple
 
 PAPER_FEATURES = ["cap_t1", "cap_tag_t1", "upper_translation", "initial"]
 EXTRA_FEATURES = ["case_prior", "case_prior:unseen", "src_identical", "src_identical:rare", "src_identical:IU",
-                  "src_part", "src_span", "unseen_form",
+                  "src_part", "src_span", "unseen_form", "after_name",
                   "hl:IU", "hl:IU:short", "hl:AU", "tc:IU", "tc:IU:short"]
 MONOLINGUAL_OFF = {"cap_t1", "cap_tag_t1", "upper_translation"} | {
     f for f in EXTRA_FEATURES if f.startswith(("hl:", "tc:", "src_"))
@@ -92,7 +96,7 @@ FEATURE_SETS = ("paper", "full")
 OTHER_PUNCT = "punct=<other>"
 HEADLINE_MAX = 20
 # bumped whenever a feature's definition changes, so that cached experiment models are retrained
-FEATURE_REVISION = 4
+FEATURE_REVISION = 6
 RARE_PRIOR = math.log(0.5)
 _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
 
@@ -230,6 +234,7 @@ class _Batch:
     count: np.ndarray  # ... (Candidates.segment)
     first: np.ndarray  # (S,) the first position with a letter (-1: none)
     punct: np.ndarray  # (N,) feature column of the punctuation before each word (-1: none)
+    after_name: np.ndarray  # (N,) the word before is an unseen word that looks like a name
     e_lower: np.ndarray  # (N,) each word's id among the lowercase table's targets
     bilingual: np.ndarray  # (S,) the sentence has a source
     headline: np.ndarray  # (S,) its source looks like a headline ...
@@ -244,11 +249,11 @@ class _Batch:
 
 
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
-# targets, GEN's segment, and what GEN's test for a source word needs (lowercase and stripped keys, length,
-# ASCII, equal to its lowercase)
+# targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
+# ASCII, equal to its lowercase), and unseen but shaped like a name
 _TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64), ("start", np.int64),
                    ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool),
-                   ("is_low", bool)]
+                   ("is_low", bool), ("name", bool)]
 # per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
 # telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), as above, and
 # hyphenated
@@ -342,7 +347,8 @@ class FeatureExtractor:
                     bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses)
 
     def _describe_target(self, toks: list[str]) -> Iterable[tuple]:
-        key = self._key
+        key, prior, training = self._key, self.candidates.prior, self.candidates.is_training_type
+        named = "after_name" in self.index and prior is not None
         segs = self.candidates.plain_all(toks)
         for tok, (start, count) in zip(toks, segs):
             col = -1
@@ -350,7 +356,8 @@ class FeatureExtractor:
                 col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
             low = casing.lower(tok)
             yield (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(low, -1), start, count,
-                   key(low), key(casing.strip_diacritics(low)), len(tok), tok.isascii(), tok == low)
+                   key(low), key(casing.strip_diacritics(low)), len(tok), tok.isascii(), tok == low,
+                   named and casing.has_letter(tok) and not training(low) and prior.looks_like_a_name(low))
 
     def _describe_source(self, words: list[str]) -> Iterable[tuple]:
         key, source_id, strip_id = self._key, self._source_id, self.candidates.strip_id
@@ -379,8 +386,12 @@ class FeatureExtractor:
         punct = np.full(N, -1, dtype=np.int64)
         punct[1:] = T["punct"][tt[:-1]]
         punct[layout.tgt_start[layout.n_tgt > 0]] = -1
+        after_name = np.zeros(N, dtype=bool)
+        after_name[1:] = T["name"][tt[:-1]]
+        after_name[layout.tgt_start[layout.n_tgt > 0]] = False
         b = _Batch(layout=layout, start=T["start"][tt], count=T["count"][tt],
                    first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start), punct=punct,
+                   after_name=after_name,
                    e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
                    title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64),
                    part_keys=np.zeros(0, dtype=np.int64), spans=None,
@@ -506,6 +517,7 @@ class FeatureExtractor:
         m = cap & (pc >= 0)
         U[np.nonzero(m)[0], pc[m]] = 1.0
         put("unseen_form", not_an & F.unseen[ids])
+        put("after_name", cap & b.after_name[G])
         if not b.bilingual.any():
             return
         # src_identical: (sentence, word without diacritics) of the candidate among the source's

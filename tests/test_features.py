@@ -121,6 +121,19 @@ def test_case_prior_of_unseen_words_has_its_own_feature(extractor):
     assert set(seen.values()) == {0.0} and values(extractor, t, 2, "case_prior")["reason"] < 0
 
 
+def test_after_name_fires_after_an_unseen_word_shaped_like_a_name(extractor):
+    prior = extractor.candidates.prior
+    assert prior.looks_like_a_name("xaris") and not prior.looks_like_a_name("xeeps")  # like Paris, sleeps
+    t = Triple(0, [], ["the", "xaris", "cat", "of"])
+    assert values(extractor, t, 2, "after_name") == {"cat": 0.0, "Cat": 1.0, "CAT": 1.0}
+    assert set(values(extractor, t, 3, "after_name").values()) == {0.0}  # "cat" was seen
+    # an unseen word of a lowercase shape, a seen name, or a sentence start: nothing
+    for words in (["the", "xeeps", "cat"], ["the", "paris", "cat"]):
+        assert set(values(extractor, Triple(0, [], words), 2, "after_name").values()) == {0.0}
+    lat = extractor.lattices([Triple(0, [], ["xaris"]), Triple(1, [], ["cat", "xaris"])])
+    assert not lat[1].unary[0, :, extractor.index["after_name"]].any()
+
+
 def test_initial_and_punctuation_features(extractor):
     t = Triple(0, [], [",", "the", "cat", ",", "he"])
     assert values(extractor, t, 1, "initial") == {"the": 0.0, "The": 1.0, "THE": 1.0}
@@ -182,7 +195,7 @@ def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tm
     built.candidates.save(path)
     stored = FeatureExtractor(tables, lm, extractor.names, alignment="links", candidates_file=path)
     assert "paris" in stored.candidates._plain  # every lowercase training type is stored
-    assert "_suffix" in vars(stored.candidates.prior)  # the case prior's tables come with it
+    assert "_shape" in vars(stored.candidates.prior)  # the case prior's tables come with it
     fresh = FeatureExtractor(tables, lm, extractor.names, alignment="links")
     triples = [
         Triple(0, ["Le", "chat", "de", "Paris"], ["the", "cat", "of", "paris"], links=[(0, 0), (1, 1), (3, 3)]),

@@ -1,0 +1,65 @@
+"""The case prior: seen words' case odds, and the shape of rare words for the unseen ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from moses_recaser.candidates import CasePrior
+from moses_recaser.casing import Tag
+from moses_recaser.tables import StatsCounts, Tables
+
+
+def prior_of(lines: list[str]) -> CasePrior:
+    # target-language text alone: the prior reads only the target forms
+    counts = StatsCounts()
+    for line in lines:
+        counts.add_target(["x"] + line.split())  # "x" takes the sentence-initial position
+    return CasePrior(Tables.from_counts(counts))
+
+
+# frequent "-ong" words are lowercase, rare ones are names; rare long "-ing" words are lowercase,
+# short rare words are acronyms
+TEXT = (["it was long and strong and wrong"] * 50
+        + ["he met Yanlong and Dalong and Zhong and Wenlong"]
+        + ["a calming , soothing , humming , drumming sound"]
+        + ["the NTB and the ABX met the KPQ"])
+
+
+def test_unseen_words_follow_rare_words_not_frequent_ones():
+    prior = prior_of(TEXT)
+    p = prior.shape_probs("yunlong")
+    assert p[Tag.IU] > 0.5 > p[Tag.AL]  # like Yanlong, Dalong: not like long, strong
+    q = prior.shape_probs("rumming")
+    assert q[Tag.AL] > 0.5 > q[Tag.IU]
+    # short words: the acronyms' length
+    assert prior.shape_probs("zqx")[Tag.AU] > prior.shape_probs("zqxwvbnm")[Tag.AU]
+
+
+def test_the_shape_estimate_backs_off_to_shorter_suffixes_and_sums_to_one():
+    prior = prior_of(TEXT)
+    for low in ("yunlong", "ong", "g", "qqqqqqqqqq", "é", "zzz"):
+        p = prior.shape_probs(low)
+        assert math.isclose(p.sum(), 1.0) and (p > 0).all()
+    # no rare word ends in "xyz": the length's estimate
+    length_only = prior.shape_probs("abcxyz")
+    other = prior.shape_probs("defxyz")
+    np.testing.assert_allclose(length_only, other)
+
+
+def test_seen_words_keep_their_counts():
+    prior = prior_of(TEXT)
+    long_, Long = prior.log_probs(["long", "Long"])
+    assert long_ > math.log(0.95) and Long < math.log(0.05)
+    # an unseen word's log prior is its shape's
+    (yun,) = prior.log_probs(["Yunlong"])
+    assert math.isclose(yun, math.log(prior.shape_probs("yunlong")[Tag.IU]))
+
+
+def test_stored_tables_give_the_same_prior():
+    built = prior_of(TEXT)
+    stored = CasePrior(built.tables)
+    stored.use(built.arrays())
+    words = ["Yunlong", "yunlong", "NTB", "ntb", "long", "Calming", "ABXQ"]
+    assert stored.log_probs(words) == built.log_probs(words)
