@@ -48,7 +48,9 @@ class CasePrior:
     RARE = 3  # words whose lowercase occurs at most this often stand for the unseen ones
     SHAPE_BETA = 4.0
     MAX_SUFFIX = 4
-    REVISION = 2  # of the definition, kept with a stored registry (1: every token's 3-letter suffix)
+    # of the definition, kept with a stored registry (1: every token's 3-letter suffix; 2: rare words' shape;
+    # 3: unseen hyphenated words by their parts)
+    REVISION = 3
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
@@ -127,6 +129,20 @@ class CasePrior:
         self.__dict__["_shape"] = dict(zip(shapes, z["prior.shape_counts"]))
 
     def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
+        """log p(form | lowercase); an unseen hyphenated word's is the sum of its parts' (``Coronavirus-Krise``
+        takes the case of ``Krise``; its own shape would read the mixed case as unlikely)."""
+        lower_n, lower = self._lower, casing.lower
+        out = []
+        for form in forms:
+            low = lower(form)
+            parts = form.split("-")
+            if len(parts) > 1 and low not in lower_n and sum(map(casing.has_letter, parts)) > 1:
+                out.append(sum(self._log_probs([p for p in parts if casing.has_letter(p)])))
+            else:
+                out.extend(self._log_probs([form]))
+        return out
+
+    def _log_probs(self, forms: Sequence[str]) -> list[float]:
         forms_n, lower_n, beta, shape_probs = self._forms, self._lower, self.BETA, self.shape_probs
         lower, tag, log = casing.lower, casing.tag, math.log
         out = []
@@ -226,6 +242,25 @@ class Candidates:
         vocab, offsets = self.tables.forms.vocab, self._seen[1]
         return [vocab[i] for i in self._seen[2][offsets[row]:offsets[row + 1]].tolist()]
 
+    def gen_forms(self, tok: str) -> Sequence[str]:
+        """The training forms GEN takes: ``seen``, or for an unseen hyphenated word its parts' most frequent
+        forms joined (``YouTube-Plattform``, ``SPD-Bundestagsfraktion``); an unseen part takes the case its
+        shape makes likelier (``CasePrior.shape_probs``), lowercase or capitalized."""
+        forms = self.seen(tok)
+        if forms or "-" not in tok.strip("-"):
+            return forms
+        return ["-".join(self._likeliest(p) for p in tok.split("-"))]
+
+    def _likeliest(self, part: str) -> str:
+        seen = self.seen(part)
+        if seen:
+            return seen[0]
+        low = casing.lower(part)
+        if self.prior is None or not casing.has_letter(low):
+            return low
+        p = self.prior.shape_probs(low)
+        return casing.upper_first(low) if p[Tag.IU] > p[Tag.AL] else low
+
     @cached_property
     def form_set(self) -> set[str]:
         return set(self.tables.forms.vocab)
@@ -294,7 +329,7 @@ class Candidates:
         known = self._plain
         todo = [t for t in dict.fromkeys(toks) if t not in known]
         if todo:
-            gens = [gen(t, self.seen(t), (), self.max_candidates) for t in todo]
+            gens = [gen(t, self.gen_forms(t), (), self.max_candidates) for t in todo]
             self.add(chain.from_iterable(gens))
             ids = self.ids
             for t, forms in zip(todo, gens):
@@ -307,7 +342,7 @@ class Candidates:
         key = (tok, src_forms)
         seg = self._sourced.get(key)
         if seg is None:
-            forms = gen(tok, self.seen(tok), src_forms, self.max_candidates)
+            forms = gen(tok, self.gen_forms(tok), src_forms, self.max_candidates)
             seg = self._sourced[key] = self.segment([self.id(f) for f in forms])
         return seg
 

@@ -96,7 +96,7 @@ FEATURE_SETS = ("paper", "full")
 OTHER_PUNCT = "punct=<other>"
 HEADLINE_MAX = 20
 # bumped whenever a feature's definition changes, so that cached experiment models are retrained
-FEATURE_REVISION = 6
+FEATURE_REVISION = 7
 RARE_PRIOR = math.log(0.5)
 _FINAL = {".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"}
 

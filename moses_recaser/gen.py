@@ -5,7 +5,8 @@ GEN(w) is the union of (listed in this order, which only breaks ties determinist
 1. {AL(w), IU(w), AU(w)}, and for hyphenated words each part capitalized (``Montreal-Trudeau``);
 2. the aligned source words whose lowercase equals lower(w) (URLs, file names, odd case), and the
    case pattern of an aligned source word equal to w up to diacritics and case (``Montréal``);
-3. the cased forms seen in training whose lowercase is lower(w), most frequent first.
+3. the cased forms seen in training whose lowercase is lower(w), most frequent first (for an unseen
+   hyphenated word, its parts' most frequent forms joined: ``Candidates.gen_forms``).
 
 Every candidate differs from the input token in case only (same length, same lowercase); any
 form that would not is dropped, so recasing can never change a token. The list is capped at

@@ -7,7 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from moses_recaser import casing
-from moses_recaser.gen import gen
+from moses_recaser.candidates import Candidates, CasePrior
+from moses_recaser.gen import MAX_CANDIDATES, gen
+from moses_recaser.tables import StatsCounts, Tables
 
 
 @pytest.mark.parametrize("token,seen,source,want", [
@@ -47,3 +49,17 @@ def test_gen_gives_distinct_recasings_starting_with_the_tag_forms(token, seen, s
     tag_forms = [f for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
                  if casing.is_recasing_of(f, token)]
     assert out[:len(tag_forms)] == tag_forms
+
+
+def test_gen_joins_the_parts_training_forms_for_an_unseen_hyphenated_word():
+    counts = StatsCounts()
+    for line in ["x the QR and the Code and YouTube", "x a Krise and a Bundestagsfraktion"] * 3:
+        counts.add_target(line.split())
+    tables = Tables.from_counts(counts)
+    cands = Candidates(tables, CasePrior(tables), None, MAX_CANDIDATES)
+    assert cands.gen_forms("qr-code") == ["QR-Code"]
+    assert "QR-Code" in gen("qr-code", cands.gen_forms("qr-code"))
+    # an unseen part: the case its shape makes likelier (like "Bundestagsfraktion", "Krise")
+    assert cands.gen_forms("youtube-plattfraktion") == ["YouTube-Plattfraktion"]
+    # a seen word: its training forms
+    assert cands.gen_forms("youtube") == ["YouTube"] and not cands.gen_forms("nothing")

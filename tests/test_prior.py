@@ -63,3 +63,18 @@ def test_stored_tables_give_the_same_prior():
     stored.use(built.arrays())
     words = ["Yunlong", "yunlong", "NTB", "ntb", "long", "Calming", "ABXQ"]
     assert stored.log_probs(words) == built.log_probs(words)
+
+
+def test_an_unseen_hyphenated_word_takes_its_parts_case():
+    prior = prior_of(TEXT + ["the Krise and the Krise and the Code met the QR"] * 3)
+    lp = dict(zip(*[["Corona-Krise", "Corona-krise", "corona-krise"],
+                    prior.log_probs(["Corona-Krise", "Corona-krise", "corona-krise"])]))
+    assert lp["Corona-Krise"] > lp["Corona-krise"] and lp["Corona-Krise"] > lp["corona-krise"]
+    # the sum of its parts' log priors; a part without a letter adds nothing
+    parts = prior.log_probs(["Corona", "Krise"])
+    assert math.isclose(lp["Corona-Krise"], sum(parts))
+    assert math.isclose(prior.log_probs(["Corona-Krise-19"])[0], sum(parts))
+    # a seen hyphenated word keeps its own counts
+    seen = prior_of(["x the long-term"] * 5)
+    (own,) = seen.log_probs(["long-term"])
+    assert math.isclose(own, math.log((5 + seen.shape_probs("long-term")[Tag.AL]) / 6))
