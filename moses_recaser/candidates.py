@@ -131,28 +131,24 @@ class CasePrior:
     def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
         """log p(form | lowercase); an unseen hyphenated word's is the sum of its parts' (``Coronavirus-Krise``
         takes the case of ``Krise``; its own shape would read the mixed case as unlikely)."""
-        lower_n, lower = self._lower, casing.lower
-        out = []
-        for form in forms:
-            low = lower(form)
-            parts = form.split("-")
-            if len(parts) > 1 and low not in lower_n and sum(map(casing.has_letter, parts)) > 1:
-                out.append(sum(self._log_probs([p for p in parts if casing.has_letter(p)])))
-            else:
-                out.extend(self._log_probs([form]))
-        return out
-
-    def _log_probs(self, forms: Sequence[str]) -> list[float]:
         forms_n, lower_n, beta, shape_probs = self._forms, self._lower, self.BETA, self.shape_probs
-        lower, tag, log = casing.lower, casing.tag, math.log
+        lower, tag, log, has_letter = casing.lower, casing.tag, math.log, casing.has_letter
+
+        def one(form: str, low: str, q: np.ndarray) -> float:
+            return log((forms_n.get(form, 0) + beta * float(q[int(tag(form))])) / (lower_n.get(low, 0) + beta))
+
         out = []
         low_q, q_low = "", self._base
         for form in forms:
             low = lower(form)
+            if "-" in form and low not in lower_n:
+                parts = [p for p in form.split("-") if has_letter(p)]
+                if len(parts) > 1:
+                    out.append(sum(one(p, lower(p), shape_probs(lower(p))) for p in parts))
+                    continue
             if low != low_q:  # a type's forms come together
                 low_q, q_low = low, shape_probs(low)
-            q = float(q_low[int(tag(form))])
-            out.append(log((forms_n.get(form, 0) + beta * q) / (lower_n.get(low, 0) + beta)))
+            out.append(one(form, low, q_low))
         return out
 
 
