@@ -354,10 +354,10 @@ class FeatureExtractor:
             col = -1
             if is_punctuation(tok):
                 col = self.index.get("punct=" + tok, self.index.get(OTHER_PUNCT, -1))
-            low = casing.lower(tok)
-            yield (col, casing.has_letter(tok), self.tables.lower.tgt_ids.get(low, -1), start, count,
+            low, letter = casing.lower(tok), casing.has_letter(tok)
+            yield (col, letter, self.tables.lower.tgt_ids.get(low, -1), start, count,
                    key(low), key(casing.strip_diacritics(low)), len(tok), tok.isascii(), tok == low,
-                   named and casing.has_letter(tok) and not training(low) and prior.looks_like_a_name(low))
+                   named and letter and not training(low) and prior.looks_like_a_name(low))
 
     def _describe_source(self, words: list[str]) -> Iterable[tuple]:
         key, source_id, strip_id = self._key, self._source_id, self.candidates.strip_id
@@ -380,18 +380,12 @@ class FeatureExtractor:
     def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None) -> _Batch:
         T = self._target_types
         layout = Layout.of(triples)
-        S, N = len(triples), int(layout.n_tgt.sum())
+        S = len(triples)
         target = list(chain.from_iterable(t.target for t in triples))
         tt = T.numbers(target)
-        punct = np.full(N, -1, dtype=np.int64)
-        punct[1:] = T["punct"][tt[:-1]]
-        punct[layout.tgt_start[layout.n_tgt > 0]] = -1
-        after_name = np.zeros(N, dtype=bool)
-        after_name[1:] = T["name"][tt[:-1]]
-        after_name[layout.tgt_start[layout.n_tgt > 0]] = False
         b = _Batch(layout=layout, start=T["start"][tt], count=T["count"][tt],
-                   first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start), punct=punct,
-                   after_name=after_name,
+                   first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start),
+                   punct=_of_previous(T["punct"][tt], layout, -1), after_name=_of_previous(T["name"][tt], layout, False),
                    e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
                    title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64),
                    part_keys=np.zeros(0, dtype=np.int64), spans=None,
@@ -581,6 +575,16 @@ class FeatureExtractor:
             low = casing.lower_all(word)
             w = word if word in ids or low not in ids else low
         return self.candidates.source_id(w)
+
+
+def _of_previous(values: np.ndarray, layout: Layout, fill: object) -> np.ndarray:
+    """Each word's value of the word before it in its sentence (``fill`` for a sentence's first word)."""
+    out = np.empty_like(values)
+    out[1:] = values[:-1]
+    if len(out):
+        out[0] = fill
+    out[layout.tgt_start[layout.n_tgt > 0]] = fill
+    return out
 
 
 def _in_source(sent: np.ndarray, word: np.ndarray, keys: np.ndarray) -> np.ndarray:
