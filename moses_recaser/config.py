@@ -113,4 +113,8 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         raise RecaserError("empty config", p, 1)
     if not isinstance(node, yaml.MappingNode):
         raise RecaserError("a config must be a YAML mapping of settings", p, node.start_mark.line + 1)
-    return _build(ExperimentConfig, node, p)
+    cfg = _build(ExperimentConfig, node, p)
+    if cfg.learning_curve and not {"trigram", "crf"} <= set(cfg.systems):
+        line = next(k.start_mark.line + 1 for k, _ in node.value if k.value == "learning_curve")
+        raise RecaserError("a learning curve compares crf with trigram: list both under 'systems'", p, line)
+    return cfg

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .errors import RecaserError
@@ -70,17 +70,42 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
 
 
 def concatenate(parts: Sequence[Path | tuple[Path, int | None, int | None]], out: Path) -> Path:
-    """Concatenate files (e.g. several newstest years), or line slices [start, end) of them, into one."""
+    """Concatenate files (e.g. several newstest years), or line slices [start, end) of them, into one.
+    Kept while its contents are those of the parts (a sha256 beside it): a changed split list or slice
+    makes it anew, newer copies of the same parts do not (the later stages are keyed by its time)."""
     spans = [p if isinstance(p, tuple) else (p, None, None) for p in parts]
-    if out.is_file() and all(out.stat().st_mtime >= p.stat().st_mtime for p, _, _ in spans):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(out) as fh:
+
+    def lines() -> Iterator[str]:
         for p, start, end in spans:
             for k, line in enumerate(read_lines(p)):
                 if (start is None or k >= start) and (end is None or k < end):
-                    fh.write(line + "\n")
+                    yield line + "\n"
+
+    h = hashlib.sha256()
+    for line in lines():
+        h.update(line.encode("utf-8"))
+    digest = h.hexdigest()
+    stamp = out.with_name(out.name + ".sha256")
+    if out.is_file():
+        known = stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else _sha256(out)
+        if known == digest:
+            if not stamp.is_file():  # made before the stamps: adopted, its time kept
+                stamp.write_text(digest + "\n", encoding="utf-8")
+            return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(out) as fh:
+        fh.writelines(lines())
+    with atomic_output(stamp) as fh:
+        fh.write(digest + "\n")
     return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def newstest_pair(root: Path, pair: str, names: Sequence[str], src: str, tgt: str, cache: Path,

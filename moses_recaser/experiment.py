@@ -127,21 +127,40 @@ def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache:
 
 
 def _subset(files: tuple[Path, Path], align: Path, words: int, cache: Path, name: str) -> tuple[Path, Path, Path]:
-    """The first lines of the training data holding ``words`` target words."""
-    out = [cache / "subsets" / f"{name}.{words}.{x}" for x in ("src", "tgt", "align")]
+    """The first lines of the training data holding ``words`` target words (named after the files they
+    come from, so that other training data makes other subsets)."""
+    key = _key(files[0], files[1], align)
+    out = [cache / "subsets" / f"{name}.{words}.{key}.{x}" for x in ("src", "tgt", "align")]
+    _head([files[0], files[1], align], 1, words, out)
+    return out[0], out[1], out[2]
+
+
+def _mono_subset(mono: Path, words: int, cache: Path) -> Path:
+    """The first lines of the monolingual text holding ``words`` words (the learning curve scales the
+    monolingual text with the bitext, so that each point's LM and case prior see the same share)."""
+    out = cache / "subsets" / f"{mono.name}.{words}.{_key(mono)}"
+    _head([mono], 0, words, [out])
+    return out
+
+
+def _head(files: Sequence[Path], count: int, words: int, out: Sequence[Path]) -> None:
+    """Writes to ``out`` the first lines of the parallel ``files`` holding ``words`` words of file ``count``."""
     if all(p.is_file() for p in out):
-        return out[0], out[1], out[2]
+        return
     out[0].parent.mkdir(parents=True, exist_ok=True)
     rows, total = [], 0
-    for row in zip(read_lines(files[0]), read_lines(files[1]), read_lines(align)):
-        rows.append(row)
-        total += len(row[1].split())
+    for row in zip(*(read_lines(f) for f in files)):
         if total >= words:
             break
+        rows.append(row)
+        total += len(row[count].split())
     for k, p in enumerate(out):
         with atomic_output(p) as fh:
             fh.writelines(r[k] + "\n" for r in rows)
-    return out[0], out[1], out[2]
+
+
+def _words(path: Path) -> int:
+    return sum(len(x.split()) for x in read_lines(path))
 
 
 MAX_SHARED = 0.01  # share of the dev/test target lines the monolingual text may repeat (short lines aside)
@@ -282,33 +301,61 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     model = train_model(cfg, tri["train"], tri["dev"], cdir, "full", mono)
     results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
     results["full"] = evaluate(cfg, model, tri["test"], target_text, out)
-    curve = []
+    curve, curve_models = [], []
+    full_words = _words(files["train"][1])
+    mono_words = _words(mono) if mono is not None else 0
     for words in cfg.learning_curve:
         sub = _subset(files["train"], aligns["train"], words, cdir, cfg.name)
-        m = train_model(cfg, sub, tri["dev"], cdir, f"w{words}", mono)
-        n_words = sum(len(x.split()) for x in read_lines(sub[1]))
+        n_words = _words(sub[1])
+        sub_mono = _mono_subset(mono, round(mono_words * n_words / full_words), cdir) if mono is not None else None
+        m = train_model(cfg, sub, tri["dev"], cdir, f"w{words}", sub_mono)
         sub_cfg = ExperimentConfig(**{**asdict(cfg), "systems": ["trigram", "crf"]})
         sub_cfg.splits = cfg.splits
-        r = evaluate(sub_cfg, m, tri["test"], [sub[1]] + target_text[1:], out, tag=f".w{words}")
-        curve.append({"words": n_words, "crf": r["systems"]["crf"]["precision"],
-                      "trigram": r["systems"]["trigram"]["precision"]})
+        r = evaluate(sub_cfg, m, tri["test"], [sub[1]] + ([sub_mono] if sub_mono is not None else []), out,
+                     tag=f".w{words}")
+        curve.append({"words": n_words, "monolingual_words": _words(sub_mono) if sub_mono is not None else 0,
+                      "crf": r["systems"]["crf"]["precision"], "trigram": r["systems"]["trigram"]["precision"]})
+        curve_models.append((f".w{words}", m))
     if curve:
-        full_words = sum(len(x.split()) for x in read_lines(files["train"][1]))
-        curve.append({"words": full_words, "crf": results["full"]["systems"]["crf"]["precision"],
+        curve.append({"words": full_words, "monolingual_words": mono_words,
+                      "crf": results["full"]["systems"]["crf"]["precision"],
                       "trigram": results["full"]["systems"]["trigram"]["precision"]})
         results["learning_curve"] = curve
         plot_curve(curve, out / "learning_curve.png", cfg.name)
     if cfg.wmt21:
+        from .baselines import TrigramRecaser
         from .bleu import run_bleu
+        from .recaser import Recaser
 
         caps = systems_for(cfg, model, target_text)
-        results["bleu"] = run_bleu(cfg.wmt21, base, caps, aligns["priors"],
-                                   out / "wmt21", cfg.wmt21_systems or None)
+        for tag, m in curve_models:  # the learning curve's models recase the same aligned outputs
+            caps["trigram" + tag], caps["crf" + tag] = TrigramRecaser(m), Recaser(m)
+        bleu = run_bleu(cfg.wmt21, base, caps, aligns["priors"], out / "wmt21", cfg.wmt21_systems or None)
+        if curve_models:
+            results["wmt21_curve"] = _split_curve(bleu, curve, [tag for tag, _ in curve_models])
+            plot_curve(results["wmt21_curve"], out / "wmt21_gap_curve.png", f"{cfg.name}, WMT21 {cfg.wmt21}",
+                       ylabel="mean gap to the case-insensitive BLEU", scale=1.0)
+        results["bleu"] = bleu
     with atomic_output(out / "results.json") as fh:
         json.dump(results, fh, indent=1)
     with atomic_output(out / "results.md") as fh:
         fh.write(results_markdown(results))
     return results
+
+
+def _split_curve(bleu: dict, curve: list[dict], tags: list[str]) -> list[dict]:
+    """Moves the learning curve's capitalizers out of ``bleu`` into points of mean gap per training size
+    (the last point: the full model's)."""
+    gaps = []
+    for point, tag in zip(curve, tags + [""]):
+        gaps.append({"words": point["words"], "monolingual_words": point["monolingual_words"],
+                     "crf": bleu["mean_gap"]["crf" + tag], "trigram": bleu["mean_gap"]["trigram" + tag]})
+    for name in [s + tag for tag in tags for s in ("crf", "trigram")]:
+        for row in bleu["systems"].values():
+            row.pop(name)
+        bleu["mean_gap"].pop(name)
+        bleu["mean_bleu"].pop(name)
+    return gaps
 
 
 def results_markdown(results: dict) -> str:
@@ -326,18 +373,28 @@ def results_markdown(results: dict) -> str:
         lines += ["", (f"CRF vs trigram: relative error reduction {100 * c['relative_error_reduction']:.1f}%, "
                       f"paired bootstrap p = {c['paired_bootstrap_p']:.4f}.")]
     if results.get("learning_curve"):
-        lines += ["", "| training words | trigram (%) | CRF (%) |", "|---|---|---|"]
+        lines += ["", "| training words (bitext + monolingual) | trigram (%) | CRF (%) |", "|---|---|---|"]
         for p in results["learning_curve"]:
-            lines.append(f"| {p['words']:,} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
+            lines.append(f"| {_size(p)} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
     lines += ["", "Signatures:", ""] + [f"- {n}: `{r['signature']}`" for n, r in full["systems"].items()]
     if results.get("bleu"):
         from .bleu import bleu_markdown
 
         lines += ["", bleu_markdown(results["bleu"])]
+    if results.get("wmt21_curve"):
+        lines += ["Mean gap to the case-insensitive upper bound by training size (the same aligned outputs):", "",
+                  "| training words (bitext + monolingual) | trigram gap | CRF gap |", "|---|---|---|"]
+        lines += [f"| {_size(p)} | {p['trigram']:.2f} | {p['crf']:.2f} |" for p in results["wmt21_curve"]]
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
-def plot_curve(curve: list[dict], path: Path, title: str) -> None:
+def _size(point: dict) -> str:
+    mono = point.get("monolingual_words", 0)
+    return f"{point['words']:,}" + (f" + {mono:,}" if mono else "")
+
+
+def plot_curve(curve: list[dict], path: Path, title: str, ylabel: str = "precision (%)", scale: float = 100.0) -> None:
     try:
         import matplotlib
 
@@ -348,11 +405,11 @@ def plot_curve(curve: list[dict], path: Path, title: str) -> None:
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [p["words"] for p in curve]
-    ax.plot(xs, [100 * p["crf"] for p in curve], "o-", label="CRF-based capitalizer")
-    ax.plot(xs, [100 * p["trigram"] for p in curve], "s--", label="LM-based (trigram) capitalizer")
+    ax.plot(xs, [scale * p["crf"] for p in curve], "o-", label="CRF-based capitalizer")
+    ax.plot(xs, [scale * p["trigram"] for p in curve], "s--", label="LM-based (trigram) capitalizer")
     ax.set_xscale("log")
-    ax.set_xlabel("training corpus size (target words)")
-    ax.set_ylabel("precision (%)")
+    ax.set_xlabel("training bitext size (target words)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from moses_recaser.cli import main
 
 ROOT = Path(__file__).parents[1]
@@ -36,6 +38,59 @@ def test_tiny_experiment_end_to_end(tmp_path, capsys):
     assert "| crf |" in capsys.readouterr().out
 
 
+def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
+    """End-to-end BLEU on a WMT21-shaped tree made of shipped TICO-19 lines no split uses: the learning
+    curve's models recase the same aligned outputs, and their gaps come out as a curve of their own."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "tico19").symlink_to(ROOT / "data" / "tico19")
+    txt = root / "wmt-system-outputs" / "wmt21" / "txt"
+    lines = {lang: (ROOT / "data" / "tico19" / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()[1400:1440]
+             for lang in ("fr", "en")}
+    for sub, name, lang in [("sources", "newstest2021.fr-en.src.fr", "fr"),
+                            ("references", "newstest2021.fr-en.ref.A.en", "en"),
+                            ("system-outputs", "newstest2021.fr-en.hyp.ref-copy.en", "en")]:
+        (txt / sub).mkdir(parents=True, exist_ok=True)
+        (txt / sub / name).write_text("".join(x + "\n" for x in lines[lang]), encoding="utf-8")
+    config = tmp_path / "tiny-wmt21.yaml"
+    config.write_text((ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8") + "wmt21: fr-en\n",
+                      encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["-q", "experiment", str(config), "--data-root", str(root), "--out", str(out),
+                 "--cache", str(tmp_path / "cache")]) == 0
+    results = json.loads((out / "results.json").read_text())
+    curve, bleu = results["wmt21_curve"], results["bleu"]
+    assert [p["words"] for p in curve] == [p["words"] for p in results["learning_curve"]]
+    assert curve[-1]["crf"] == bleu["mean_gap"]["crf"] and curve[-1]["trigram"] == bleu["mean_gap"]["trigram"]
+    # the monolingual text shrinks with the bitext
+    share = [p["monolingual_words"] / p["words"] for p in curve]
+    assert curve[0]["monolingual_words"] < curve[-1]["monolingual_words"]
+    assert max(share) - min(share) < 0.2 * share[-1]
+    # the curve's capitalizers leave the main table as it was; their recased files are kept
+    row = bleu["systems"]["ref-copy"]
+    assert set(row) == {"native", "lowercase", "unigram", "trigram", "sacremoses", "crf-monolingual", "crf"}
+    assert row["native"]["bleu"] == pytest.approx(100.0) and row["lowercase"]["bleu"] < row["crf"]["bleu"] <= row["crf"]["bleu_ci"]
+    full = (out / "wmt21" / "fr-en.ref-copy.crf.en").read_text(encoding="utf-8").splitlines()
+    for words in (3000, 6000):
+        recased = (out / "wmt21" / f"fr-en.ref-copy.crf.w{words}.en").read_text(encoding="utf-8").splitlines()
+        assert len(recased) == 40 and [x.lower() for x in recased] == [x.lower() for x in full]
+    assert (out / "wmt21_gap_curve.png").stat().st_size > 1000
+    assert "by training size" in (out / "results.md").read_text(encoding="utf-8")
+
+
+def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
+    from moses_recaser.config import load_config
+    from moses_recaser.errors import RecaserError
+
+    config = tmp_path / "c.yaml"
+    text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace("systems: [unigram, trigram, sacremoses, crf-monolingual, crf]", "systems: [crf]"),
+                      encoding="utf-8")
+    with pytest.raises(RecaserError, match="learning curve") as err:
+        load_config(config)
+    assert err.value.line == text.splitlines().index("learning_curve: [3000, 6000]") + 1
+
+
 def test_every_shipped_config_loads():
     from moses_recaser.config import load_config
 
@@ -62,3 +117,28 @@ def test_tokenized_copies_follow_contents_not_file_times(tmp_path):
     assert tokenized(raw, "en", tmp_path / "cache") == out and out.stat().st_mtime_ns == made
     raw.write_text("Goodbye, world.\n", encoding="utf-8")  # other contents: made anew
     assert tokenized(raw, "en", tmp_path / "cache").read_text(encoding="utf-8") == "Goodbye , world .\n"
+
+
+def test_concatenated_splits_follow_their_parts_contents(tmp_path):
+    import os
+
+    from moses_recaser.datasets import concatenate
+
+    a, b = tmp_path / "a.en", tmp_path / "b.en"
+    a.write_text("one\ntwo\nthree\n", encoding="utf-8")
+    b.write_text("four\n", encoding="utf-8")
+    out = tmp_path / "sets" / "train.en"
+    assert concatenate([a, (b, None, None)], out).read_text(encoding="utf-8") == "one\ntwo\nthree\nfour\n"
+    made = out.stat().st_mtime_ns
+    later = made + 10**9
+    os.utime(a, ns=(later, later))  # a fresh copy of the same part: kept, its time too
+    assert concatenate([a, b], out) == out and out.stat().st_mtime_ns == made
+    # another slice, or another split list, under the same name: made anew
+    assert concatenate([(a, 1, 3), b], out).read_text(encoding="utf-8") == "two\nthree\nfour\n"
+    assert concatenate([a], out).read_text(encoding="utf-8") == "one\ntwo\nthree\n"
+    # a concatenation made before the stamps is adopted when its contents are right, not rewritten
+    out.with_name(out.name + ".sha256").unlink()
+    made = out.stat().st_mtime_ns
+    assert concatenate([a], out) == out and out.stat().st_mtime_ns == made
+    out.with_name(out.name + ".sha256").unlink()
+    assert concatenate([b], out).read_text(encoding="utf-8") == "four\n"
