@@ -375,7 +375,7 @@ def results_markdown(results: dict) -> str:
     if results.get("learning_curve"):
         lines += ["", "| training words (bitext + monolingual) | trigram (%) | CRF (%) |", "|---|---|---|"]
         for p in results["learning_curve"]:
-            lines.append(f"| {_size(p)} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
+            lines.append(f"| {size_label(p)} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
     lines += ["", "Signatures:", ""] + [f"- {n}: `{r['signature']}`" for n, r in full["systems"].items()]
     if results.get("bleu"):
         from .bleu import bleu_markdown
@@ -384,12 +384,13 @@ def results_markdown(results: dict) -> str:
     if results.get("wmt21_curve"):
         lines += ["Mean gap to the case-insensitive upper bound by training size (the same aligned outputs):", "",
                   "| training words (bitext + monolingual) | trigram gap | CRF gap |", "|---|---|---|"]
-        lines += [f"| {_size(p)} | {p['trigram']:.2f} | {p['crf']:.2f} |" for p in results["wmt21_curve"]]
+        lines += [f"| {size_label(p)} | {p['trigram']:.2f} | {p['crf']:.2f} |" for p in results["wmt21_curve"]]
         lines.append("")
     return "\n".join(lines) + "\n"
 
 
-def _size(point: dict) -> str:
+def size_label(point: dict) -> str:
+    """A learning-curve point's training size: bitext target words (+ monolingual words)."""
     mono = point.get("monolingual_words", 0)
     return f"{point['words']:,}" + (f" + {mono:,}" if mono else "")
 

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from moses_recaser.experiment import size_label
+
 ORDER = ["unigram", "trigram", "sacremoses", "sacremoses+copy", "crf-monolingual", "crf"]
 
 
@@ -26,11 +28,11 @@ def main(dirs: list[str]) -> None:
     curves = [r for r in runs if r.get("learning_curve")]
     for r in curves:
         print(f"\nLearning curve, {r['name']} (precision %, test set as above):\n")
-        print("| training words | trigram | CRF | CRF error reduction |")
+        print("| training words (bitext + monolingual) | trigram | CRF | CRF error reduction |")
         print("|---|---|---|---|")
         for p in r["learning_curve"]:
             rer = (p["crf"] - p["trigram"]) / (1 - p["trigram"])
-            print(f"| {p['words']:,} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} | {100 * rer:.1f}% |")
+            print(f"| {size_label(p)} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} | {100 * rer:.1f}% |")
     bleus = [r for r in runs if r.get("bleu")]
     if bleus:
         names = list(bleus[0]["bleu"]["mean_gap"])
@@ -42,6 +44,14 @@ def main(dirs: list[str]) -> None:
             b = r["bleu"]
             print(f"| {b['pair']} | {len(b['systems'])} | "
                   + " | ".join(f"{b['mean_bleu'][n]:.2f} / {b['mean_gap'][n]:.2f}" for n in names) + " |")
+    for r in runs:
+        if r.get("wmt21_curve"):
+            print(f"\nWMT21 {r['bleu']['pair']}: mean gap to the case-insensitive upper bound by training size "
+                  f"({r['name']} learning curve, the same aligned outputs):\n")
+            print("| training words (bitext + monolingual) | trigram gap | CRF gap |")
+            print("|---|---|---|")
+            for p in r["wmt21_curve"]:
+                print(f"| {size_label(p)} | {p['trigram']:.2f} | {p['crf']:.2f} |")
 
 
 if __name__ == "__main__":
