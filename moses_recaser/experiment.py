@@ -334,7 +334,8 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
         if curve_models:
             results["wmt21_curve"] = _split_curve(bleu, curve, [tag for tag, _ in curve_models])
             plot_curve(results["wmt21_curve"], out / "wmt21_gap_curve.png", f"{cfg.name}, WMT21 {cfg.wmt21}",
-                       ylabel="mean gap to the case-insensitive BLEU", scale=1.0)
+                       ylabel="mean gap to the case-insensitive BLEU", scale=1.0,
+                       level=("the systems' native casing", bleu["mean_gap"]["native"]))
         results["bleu"] = bleu
     with atomic_output(out / "results.json") as fh:
         json.dump(results, fh, indent=1)
@@ -395,12 +396,15 @@ def size_label(point: dict) -> str:
     return f"{point['words']:,}" + (f" + {mono:,}" if mono else "")
 
 
-def plot_curve(curve: list[dict], path: Path, title: str, ylabel: str = "precision (%)", scale: float = 100.0) -> None:
+def plot_curve(curve: list[dict], path: Path, title: str, ylabel: str = "precision (%)", scale: float = 100.0,
+               level: tuple[str, float] | None = None) -> None:
+    """Precision (or gap) against training size, CRF vs trigram; ``level``: a labelled horizontal line."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         log.warning("matplotlib is not installed (pip install 'moses-recaser[plot]'); no learning-curve plot")
         return
@@ -408,7 +412,15 @@ def plot_curve(curve: list[dict], path: Path, title: str, ylabel: str = "precisi
     xs = [p["words"] for p in curve]
     ax.plot(xs, [scale * p["crf"] for p in curve], "o-", label="CRF-based capitalizer")
     ax.plot(xs, [scale * p["trigram"] for p in curve], "s--", label="LM-based (trigram) capitalizer")
+    if level is not None:
+        ax.axhline(level[1], color="grey", linestyle=":", label=level[0])
     ax.set_xscale("log")
+    ticks: list[float] = []
+    for x in sorted(xs, reverse=True):  # the sizes themselves, but none crowding a larger one
+        if not ticks or x * 1.5 <= ticks[-1]:
+            ticks.append(x)
+    ax.set_xticks(ticks, [f"{x / 1000:,.0f}k" for x in ticks])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("training bitext size (target words)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
