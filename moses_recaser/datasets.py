@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .errors import RecaserError
-from .textio import atomic_output, read_lines
+from .textio import atomic_output, read_lines, sha256
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
     with atomic_output(out) as fh:
         for line in read_lines(raw):
             fh.write(" ".join(tok(line)) + "\n")
-    with atomic_output(stamp) as fh:
-        fh.write(digest + "\n")
+    _write_stamp(stamp, digest)
     return out
 
 
@@ -87,25 +86,21 @@ def concatenate(parts: Sequence[Path | tuple[Path, int | None, int | None]], out
     digest = h.hexdigest()
     stamp = out.with_name(out.name + ".sha256")
     if out.is_file():
-        known = stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else _sha256(out)
-        if known == digest:
-            if not stamp.is_file():  # made before the stamps: adopted, its time kept
-                stamp.write_text(digest + "\n", encoding="utf-8")
+        stamped = stamp.is_file()
+        if (stamp.read_text(encoding="utf-8").strip() if stamped else sha256(out)) == digest:
+            if not stamped:  # made before the stamps: adopted, its time kept
+                _write_stamp(stamp, digest)
             return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(out) as fh:
         fh.writelines(lines())
-    with atomic_output(stamp) as fh:
-        fh.write(digest + "\n")
+    _write_stamp(stamp, digest)
     return out
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _write_stamp(path: Path, digest: str) -> None:
+    with atomic_output(path) as fh:
+        fh.write(digest + "\n")
 
 
 def newstest_pair(root: Path, pair: str, names: Sequence[str], src: str, tgt: str, cache: Path,

@@ -20,7 +20,6 @@ never leaves a half-written model.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
@@ -35,18 +34,10 @@ import yaml
 
 from .errors import RecaserError
 from .tables import Forms, Tables, TagTable, TranslationTable
-from .textio import atomic_directory
+from .textio import atomic_directory, sha256
 
 FORMAT_VERSION = 2
 MANIFEST = "manifest.yaml"
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def text_array(words: Iterable[str]) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import lzma
 import os
@@ -100,6 +101,15 @@ class LineReader:
             self.close()
         if self.lineno == 0 and not self.allow_empty:
             raise RecaserError("empty file (no lines)", self.name, 1)
+
+
+def sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_lines(path: str | os.PathLike[str], *, require_newline: bool = False) -> Iterator[str]:
