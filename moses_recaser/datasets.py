@@ -55,7 +55,7 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
 
     out = cache / "tok" / raw.parent.name / f"{raw.name}.tok.{lang}"
     stamp = out.with_name(out.name + ".sha256")
-    digest = hashlib.sha256(raw.read_bytes()).hexdigest()
+    digest = sha256(raw)
     if out.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

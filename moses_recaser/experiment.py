@@ -302,8 +302,9 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
     results["full"] = evaluate(cfg, model, tri["test"], target_text, out)
     curve, curve_models = [], []
-    full_words = _words(files["train"][1])
-    mono_words = _words(mono) if mono is not None else 0
+    if cfg.learning_curve:  # sizes of the whole, which each point's monolingual share follows
+        full_words = _words(files["train"][1])
+        mono_words = _words(mono) if mono is not None else 0
     for words in cfg.learning_curve:
         sub = _subset(files["train"], aligns["train"], words, cdir, cfg.name)
         n_words = _words(sub[1])

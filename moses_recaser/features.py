@@ -581,9 +581,7 @@ def _of_previous(values: np.ndarray, layout: Layout, fill: object) -> np.ndarray
     """Each word's value of the word before it in its sentence (``fill`` for a sentence's first word)."""
     out = np.empty_like(values)
     out[1:] = values[:-1]
-    if len(out):
-        out[0] = fill
-    out[layout.tgt_start[layout.n_tgt > 0]] = fill
+    out[layout.tgt_start[layout.n_tgt > 0]] = fill  # word 0 among them
     return out
 
 
