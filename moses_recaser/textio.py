@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from .errors import RecaserError
+from moses_recaser.errors import RecaserError
 
 # Moses splits input on runs of spaces and tabs only (not on other Unicode white space).
 _TOKEN_SEP = re.compile(r"[ \t]+")

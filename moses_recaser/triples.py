@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from .errors import RecaserError
-from .textio import LineReader
+from moses_recaser.errors import RecaserError
+from moses_recaser.textio import LineReader
 
 Phrase = tuple[int, int, int, int]
 Link = tuple[int, int]
@@ -87,7 +87,7 @@ class Triple:
 
 def lowered(t: Triple) -> Triple:
     """The triple with its target lowercased (a recaser's input is lowercase by definition)."""
-    from .casing import lower_all
+    from moses_recaser.casing import lower_all
 
     low = list(map(str.lower, t.target))  # casing.lower, mapped in C: this runs on every sentence
     if low == t.target:

@@ -49,9 +49,9 @@ def tico(tmp_path_factory):
 
     Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
     """
-    from moses_recaser.stats import StatsSettings  # noqa: F401 - import check
-    from moses_recaser.tokenize import tokenizer
-    from moses_recaser.train import TrainSettings, train
+    from moses_recaser.stats.build import StatsSettings  # noqa: F401 - import check
+    from moses_recaser.moses.tokenizer import tokenizer
+    from moses_recaser.model.train import TrainSettings, train
 
     d = tmp_path_factory.mktemp("tico")
     sides = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moses_recaser.alignment import format_links, parse_links, symmetrize
+from moses_recaser.stats.symal import format_links, parse_links, symmetrize
 from moses_recaser.errors import RecaserError
 
 # Example 1: a diagonal neighbour. src2tgt a = {0-0, 1-1}, tgt2src b = {0-0}.

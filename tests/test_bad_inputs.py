@@ -8,7 +8,7 @@ import re
 import pytest
 import yaml
 
-from moses_recaser.cli import main
+from moses_recaser.cli.main import main
 
 
 def _write(path, text: str | bytes):

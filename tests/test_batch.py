@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from test_features import arpa, extractor  # noqa: F401  (fixtures)
 
 from moses_recaser import casing
-from moses_recaser.batch import (
+from moses_recaser.model.batch import (
     Layout,
     WordTypes,
     alignment_pairs,
@@ -19,8 +19,8 @@ from moses_recaser.batch import (
     positional,
     source_flags,
 )
-from moses_recaser.features import _FINAL, HEADLINE_MAX
-from moses_recaser.features import source_flags as sentence_flags
+from moses_recaser.model.features import _FINAL, HEADLINE_MAX
+from moses_recaser.model.features import source_flags as sentence_flags
 from moses_recaser.triples import Triple
 
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -8,8 +8,8 @@ import kenlm
 import pytest
 from conftest import TRACES
 
-from moses_recaser.cli import main
-from moses_recaser.store import read_manifest, tables_from_files
+from moses_recaser.cli.main import main
+from moses_recaser.modeldir import read_manifest, tables_from_files
 
 
 def _write(path, lines):

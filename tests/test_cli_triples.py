@@ -8,7 +8,7 @@ import sys
 
 from conftest import TRACES
 
-from moses_recaser.cli import main
+from moses_recaser.cli.main import main
 
 PROMIX = TRACES / "mosesdecoder-promix-test_data"
 
@@ -27,7 +27,7 @@ def test_triples_from_stdin_1best(tmp_path):
     src = tmp_path / "src"
     src.write_text("Das Haus\nKlein\n", encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "moses_recaser.cli", "triples", "--source", str(src), "--trace", "-"],
+        [sys.executable, "-m", "moses_recaser.cli.main", "triples", "--source", str(src), "--trace", "-"],
         input="the house |0-1| \nsmall |0-0| \n", capture_output=True, text=True, check=True,
     )
     rows = [json.loads(x) for x in proc.stdout.splitlines()]

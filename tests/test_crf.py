@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from moses_recaser.crf import _potentials, batch_objective, fit, forward, make_batches, viterbi
-from moses_recaser.features import Lattice
+from moses_recaser.model.crf import _potentials, batch_objective, fit, forward, make_batches, viterbi
+from moses_recaser.model.features import Lattice
 
 
 def random_lattice(rng: np.random.Generator, n: int, D: int = 3, gold: bool = True) -> Lattice:

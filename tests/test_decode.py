@@ -8,9 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from moses_recaser import decode
-from moses_recaser.crf import make_batches, viterbi
-from moses_recaser.features import Lattice
+from moses_recaser.model import viterbi as decode
+from moses_recaser.model.crf import make_batches, viterbi
+from moses_recaser.model.features import Lattice
 
 
 def _noise(*keys: np.ndarray, salt: int) -> np.ndarray:

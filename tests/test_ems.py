@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from moses_recaser import casing
-from moses_recaser.aligner import align
-from moses_recaser.alignment import format_links
-from moses_recaser.emsmeta import dangling_inputs, overlay, parse_meta, patch_meta
+from moses_recaser.stats.eflomal import align
+from moses_recaser.stats.symal import format_links
+from moses_recaser.ems.meta import dangling_inputs, overlay, parse_meta, patch_meta
 from moses_recaser.errors import RecaserError
-from moses_recaser.metrics import case_scores
-from moses_recaser.npa import phrase_align_triple
+from moses_recaser.harness.metrics import case_scores
+from moses_recaser.stats.npa import phrase_align_triple
 
 EMS = str(Path(sys.executable).parent / "moses-recaser-ems")
 
@@ -167,7 +167,7 @@ def ems_work(tico, tmp_path_factory):
     _write(w / "evaluation" / "test.output.1.wa", wa)
     _write(w / "evaluation" / "test.cleaned.1", cleaned)
     # the LM corpus: TICO-19 English lines no split uses
-    from moses_recaser.tokenize import tokenizer
+    from moses_recaser.moses.tokenizer import tokenizer
 
     raw = (Path(__file__).parents[1] / "data" / "tico19" / "tico19-test.en").read_text(encoding="utf-8")
     _write(w / "lm" / "corpus.en", [" ".join(tokenizer("en")(x)) for x in raw.splitlines()[800:1400]])
@@ -189,7 +189,7 @@ def test_training_step_writes_the_config_later_steps_receive(ems_work):
     config = (ems_work / "recasing" / "moses.ini.1").read_text(encoding="utf-8")
     assert config.startswith("# moses-recaser model") and "model: " in config
     assert (ems_work / "recasing" / "moses.ini.1.model" / "model" / "manifest.yaml").is_file()
-    from moses_recaser.store import read_manifest
+    from moses_recaser.modeldir import read_manifest
 
     m = read_manifest(ems_work / "recasing" / "moses.ini.1.model" / "model")
     assert m.settings["monolingual"] == [str(ems_work / "lm" / "corpus.en")] and "|mono:" in m.signature

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from moses_recaser.cli import main
+from moses_recaser.cli.main import main
 
 ROOT = Path(__file__).parents[1]
 
@@ -79,7 +79,7 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
 
 
 def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
-    from moses_recaser.config import load_config
+    from moses_recaser.harness.config import load_config
     from moses_recaser.errors import RecaserError
 
     config = tmp_path / "c.yaml"
@@ -92,7 +92,7 @@ def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
 
 
 def test_every_shipped_config_loads():
-    from moses_recaser.config import load_config
+    from moses_recaser.harness.config import load_config
 
     names = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
     assert {"fr-en.yaml", "en-fr.yaml", "de-en.yaml", "zh-en.yaml", "fr-de.yaml", "de-fr.yaml"} <= set(names)
@@ -104,7 +104,7 @@ def test_every_shipped_config_loads():
 def test_tokenized_copies_follow_contents_not_file_times(tmp_path):
     import os
 
-    from moses_recaser.datasets import tokenized
+    from moses_recaser.harness.datasets import tokenized
 
     raw = tmp_path / "corpus" / "news.en"
     raw.parent.mkdir()
@@ -122,7 +122,7 @@ def test_tokenized_copies_follow_contents_not_file_times(tmp_path):
 def test_concatenated_splits_follow_their_parts_contents(tmp_path):
     import os
 
-    from moses_recaser.datasets import concatenate
+    from moses_recaser.harness.datasets import concatenate
 
     a, b = tmp_path / "a.en", tmp_path / "b.en"
     a.write_text("one\ntwo\nthree\n", encoding="utf-8")

@@ -8,15 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from moses_recaser.features import (
+from moses_recaser.model.features import (
     FeatureExtractor,
     feature_names,
     source_flags,
     source_spans,
 )
-from moses_recaser.lm import count_ngrams, estimate, write_arpa
-from moses_recaser.lmquery import ArrayLM
-from moses_recaser.tables import Tables, count_triples
+from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
+from moses_recaser.stats.arpa_arrays import ArrayLM
+from moses_recaser.stats.tables import Tables, count_triples
 from moses_recaser.triples import Triple
 
 TOY = [

@@ -10,10 +10,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from moses_recaser.config import load_config
+from moses_recaser.harness.config import load_config
 from moses_recaser.errors import RecaserError
-from moses_recaser.moses import read_aligned_bitext, read_nbest, read_trace
-from moses_recaser.store import read_manifest
+from moses_recaser.moses.trace import read_aligned_bitext, read_nbest, read_trace
+from moses_recaser.modeldir import read_manifest
 from moses_recaser.triples import read_triples
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

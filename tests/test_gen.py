@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from moses_recaser import casing
-from moses_recaser.candidates import Candidates, CasePrior
-from moses_recaser.gen import MAX_CANDIDATES, gen
-from moses_recaser.tables import StatsCounts, Tables
+from moses_recaser.model.candidates import Candidates, CasePrior
+from moses_recaser.model.gen import MAX_CANDIDATES, gen
+from moses_recaser.stats.tables import StatsCounts, Tables
 
 
 @pytest.mark.parametrize("token,seen,source,want", [

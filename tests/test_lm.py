@@ -11,7 +11,7 @@ import pytest
 from conftest import DATA
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.lm import count_ngrams, estimate, read_corpus, write_arpa
+from moses_recaser.stats.kneser_ney import count_ngrams, estimate, read_corpus, write_arpa
 from moses_recaser.textio import read_lines
 
 LMPLZ = DATA / "lmplz"
@@ -123,7 +123,7 @@ def test_array_queries_equal_kenlm_states(corpus, tmp_path, order):
     """log10 p(c | a b) from the array engine equals kenlm's, context built through kenlm states."""
     import numpy as np
 
-    from moses_recaser.lmquery import ArrayLM
+    from moses_recaser.stats.arpa_arrays import ArrayLM
 
     arpa = tmp_path / "lm.arpa"
     arpa.write_text(_our_arpa(corpus, order), encoding="utf-8")
@@ -164,7 +164,7 @@ def test_hash_index_finds_every_key_and_no_other():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from moses_recaser.hashindex import HashIndex
+    from moses_recaser.stats.hashindex import HashIndex
 
     @settings(max_examples=200, deadline=None)
     @given(st.sets(st.integers(0, 2**40), max_size=300), st.lists(st.integers(0, 2**40), max_size=50))

@@ -6,7 +6,7 @@ import pytest
 
 from moses_recaser.casing import Tag
 from moses_recaser.errors import RecaserError
-from moses_recaser.metrics import case_scores, gen_oracle, paired_bootstrap_precision
+from moses_recaser.harness.metrics import case_scores, gen_oracle, paired_bootstrap_precision
 
 
 def test_precision_f1_and_confusion_by_hand():

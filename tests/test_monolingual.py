@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from moses_recaser.cli import main
-from moses_recaser.config import ExperimentConfig, SplitConfig
+from moses_recaser.cli.main import main
+from moses_recaser.harness.config import ExperimentConfig, SplitConfig
 from moses_recaser.errors import RecaserError
-from moses_recaser.experiment import held_out_targets, monolingual_text
-from moses_recaser.recaser import Recaser
-from moses_recaser.store import read_manifest, tables_from_files
+from moses_recaser.harness.experiment import held_out_targets, monolingual_text
+from moses_recaser.model.recaser import Recaser
+from moses_recaser.modeldir import read_manifest, tables_from_files
 from moses_recaser.triples import Triple
 
 # a name the TICO-19 bitext never has, in sentences of its own

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.moses import (
+from moses_recaser.moses.trace import (
     TraceOptions,
     parse_nbest_line,
     parse_trace_line,

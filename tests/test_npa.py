@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.npa import length_distribution, phrase_align, phrase_align_triple
+from moses_recaser.stats.npa import length_distribution, phrase_align, phrase_align_triple
 from moses_recaser.triples import Triple, check_phrases
 
 

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from moses_recaser.candidates import CasePrior
+from moses_recaser.model.candidates import CasePrior
 from moses_recaser.casing import Tag
-from moses_recaser.tables import StatsCounts, Tables
+from moses_recaser.stats.tables import StatsCounts, Tables
 
 
 def prior_of(lines: list[str]) -> CasePrior:

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moses_recaser import casing
-from moses_recaser.cli import main
-from moses_recaser.metrics import case_scores
-from moses_recaser.moses import read_aligned_bitext
-from moses_recaser.recaser import Recaser
-from moses_recaser.store import read_manifest
+from moses_recaser.cli.main import main
+from moses_recaser.harness.metrics import case_scores
+from moses_recaser.moses.trace import read_aligned_bitext
+from moses_recaser.model.recaser import Recaser
+from moses_recaser.modeldir import read_manifest
 from moses_recaser.triples import Triple
 
 
@@ -168,8 +168,8 @@ def test_output_is_deterministic_across_runs_and_threads(tico, tmp_path):
 
 
 def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
-    from moses_recaser.moses import read_aligned_bitext
-    from moses_recaser.npa import phrase_align_triple
+    from moses_recaser.moses.trace import read_aligned_bitext
+    from moses_recaser.stats.npa import phrase_align_triple
 
     triples = list(read_aligned_bitext(str(tico / "test.fr"), str(tico / "test.lc.en")))
     f = tmp_path / "t.jsonl"
@@ -189,7 +189,7 @@ def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
 
 def test_recasing_commands_can_still_limit_blas_threads():
     # cli.single_threaded_blas works only while numpy is unloaded: importing the CLIs must not load it
-    code = "import sys, moses_recaser.cli, moses_recaser.ems; print('numpy' in sys.modules)"
+    code = "import sys, moses_recaser.cli.main, moses_recaser.cli.ems; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -198,13 +198,13 @@ def test_the_console_command_flushes_its_output_and_exit_code(tico, tmp_path):
     # as a process of its own, the command leaves with os._exit (cli.exit_now): piped output must be whole
     model, lc = str(tico / "model"), tico / "test.lc.en"
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout block-buffered
-    out = subprocess.run([sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--input", "-"],
+    out = subprocess.run([sys.executable, "-m", "moses_recaser.cli.main", "-q", "recase", "--model", model, "--input", "-"],
                          input=lc.read_text(encoding="utf-8"), capture_output=True, text=True, check=False,
                          env=buffered)
     want = tmp_path / "want.en"
     assert main(["-q", "recase", "--model", model, "--input", str(lc), "-o", str(want)]) == 0
     assert out.returncode == 0 and out.stdout == want.read_text(encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "moses_recaser.cli", "recase", "--model", str(tmp_path / "none"),
+    bad = subprocess.run([sys.executable, "-m", "moses_recaser.cli.main", "recase", "--model", str(tmp_path / "none"),
                           "--input", "-"], input="x\n", capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "model not found" in bad.stderr
 
@@ -216,7 +216,7 @@ _sentence = st.lists(st.lists(_chars, min_size=1, max_size=4).map("".join), max_
 @given(st.lists(st.tuples(_sentence, st.lists(st.sampled_from(["same", "upper", "lower", "swap", "drop"]),
                                                min_size=4, max_size=4)), max_size=4))
 def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
-    from moses_recaser.recaser import _check_case_only_all
+    from moses_recaser.model.recaser import _check_case_only_all
 
     inputs, outputs = [], []
     for sent, how in cases:

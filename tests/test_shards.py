@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from moses_recaser.aligner import align
-from moses_recaser.alignment import format_links
-from moses_recaser.cli import main
+from moses_recaser.stats.eflomal import align
+from moses_recaser.stats.symal import format_links
+from moses_recaser.cli.main import main
 from moses_recaser.errors import RecaserError
-from moses_recaser.shards import parse_shard, shard_range
-from moses_recaser.store import read_manifest
+from moses_recaser.stats.shards import parse_shard, shard_range
+from moses_recaser.modeldir import read_manifest
 
 
 @pytest.fixture(scope="module")

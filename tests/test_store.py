@@ -8,8 +8,8 @@ import yaml
 from test_tables import TOY
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.store import FORMAT_VERSION, read_manifest, tables_from_files, write_model
-from moses_recaser.tables import Tables, count_triples
+from moses_recaser.modeldir import FORMAT_VERSION, read_manifest, tables_from_files, write_model
+from moses_recaser.stats.tables import Tables, count_triples
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moses_recaser.casing import Tag
-from moses_recaser.tables import Tables, count_triples
+from moses_recaser.stats.tables import Tables, count_triples
 from moses_recaser.triples import Triple
 
 TOY = [
@@ -74,7 +74,7 @@ def test_forms(tables):
 def test_tables_round_trip_with_their_hash_index(tables, tmp_path):
     import numpy as np
 
-    from moses_recaser.store import tables_from_files, tables_to_files
+    from moses_recaser.modeldir import tables_from_files, tables_to_files
 
     tables_to_files(tables, tmp_path)
     again = tables_from_files(tmp_path)

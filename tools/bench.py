@@ -30,20 +30,20 @@ from pathlib import Path
 
 
 def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str, q: mp.Queue) -> None:
-    from moses_recaser.moses import read_aligned_bitext
+    from moses_recaser.moses.trace import read_aligned_bitext
     from moses_recaser.triples import Triple, lowered
 
     t_load = time.perf_counter()
     if kind == "crf":
-        from moses_recaser.recaser import Recaser
+        from moses_recaser.model.recaser import Recaser
 
         system = Recaser(model)
     elif kind == "trigram":
-        from moses_recaser.baselines import TrigramRecaser
+        from moses_recaser.harness.baselines import TrigramRecaser
 
         system = TrigramRecaser(model)
     else:
-        from moses_recaser.baselines import MosesTruecaserBaseline
+        from moses_recaser.harness.baselines import MosesTruecaserBaseline
 
         with open(train_tgt, encoding="utf-8") as fh:
             system = MosesTruecaserBaseline(line.split() for line in fh)
@@ -55,7 +55,7 @@ def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_t
             triples = _with_links(triples)
     else:
         triples = [Triple(t.id, [], lowered(t).target) for t in triples]
-    from moses_recaser.recaser import chunks
+    from moses_recaser.model.recaser import chunks
 
     t0 = time.perf_counter()
     out = [x for part in chunks(triples) for x in system.recase_batch(part)]  # streamed as the CLI does
@@ -99,7 +99,7 @@ def whole_process(model: str, src: str, ref: str, align: str | None, tmp: Path, 
     package from directory ``code`` when given: an older revision, for before/after figures)."""
     low = tmp / "bench.lc"
     low.write_text(Path(ref).read_text(encoding="utf-8").lower(), encoding="utf-8")
-    cmd = [sys.executable, "-m", "moses_recaser.cli", "-q", "recase", "--model", model, "--source", src,
+    cmd = [sys.executable, "-m", "moses_recaser.cli.main", "-q", "recase", "--model", model, "--source", src,
            "--input", str(low), "--threads", str(threads), "-o", str(tmp / "bench.out")]
     if align:
         cmd += ["--input-alignment", align]

@@ -21,11 +21,11 @@ TRAIN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "ne
 
 
 def _stage(name: str, src: str, tgt: str, align: str, out: str, q: mp.Queue) -> None:
-    from moses_recaser.aligner import align as eflomal_align
-    from moses_recaser.alignment import format_links
-    from moses_recaser.lm import count_ngrams, estimate, write_arpa
-    from moses_recaser.moses import read_aligned_bitext
-    from moses_recaser.tables import Tables, count_triples
+    from moses_recaser.stats.eflomal import align as eflomal_align
+    from moses_recaser.stats.symal import format_links
+    from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
+    from moses_recaser.moses.trace import read_aligned_bitext
+    from moses_recaser.stats.tables import Tables, count_triples
 
     t0 = time.perf_counter()
     if name == "align":
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--data-root")
     ap.add_argument("--json", default="runs/bench_stats.json")
     args = ap.parse_args()
-    from moses_recaser.datasets import cache_dir, data_root, newstest_pair
+    from moses_recaser.harness.datasets import cache_dir, data_root, newstest_pair
 
     cache = cache_dir()
     src, tgt = newstest_pair(data_root(args.data_root), "fr-en", TRAIN, "fr", "en", cache, "fr-en.train")

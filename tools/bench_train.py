@@ -77,7 +77,7 @@ def subset(parts: list[list[str]], words: int, out: Path, dev_target: str) -> in
 
 
 def _child(work: str, dev: list[str], q: mp.Queue) -> None:
-    from moses_recaser.train import TrainSettings, train
+    from moses_recaser.model.train import TrainSettings, train
 
     w = Path(work)
     t0 = time.perf_counter()

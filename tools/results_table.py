@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from moses_recaser.experiment import size_label
+from moses_recaser.harness.experiment import size_label
 
 ORDER = ["unigram", "trigram", "sacremoses", "sacremoses+copy", "crf-monolingual", "crf"]
 

@@ -1,0 +1,107 @@
+"""End-to-end BLEU on real MT output (WMT21 system outputs), recased from lowercase.
+
+For every system: tokenize its output (Moses rules), lowercase it, align it to the tokenized source
+with eflomal and the priors of the training alignment (these systems give no trace), recase with
+each capitalizer, detokenize, and score cased BLEU and chrF against reference A with sacrebleu.
+Beside them: the system's own cased BLEU (its native casing), and the case-insensitive BLEU of the
+recased output, the upper bound a perfect capitalizer reaches.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from moses_recaser import casing
+from moses_recaser.errors import RecaserError
+from moses_recaser.textio import read_lines
+from moses_recaser.triples import Triple
+
+log = logging.getLogger(__name__)
+
+
+def sacrebleu_scores(hyps: Sequence[str], refs: Sequence[str]) -> dict:
+    import sacrebleu
+
+    bleu = sacrebleu.BLEU()
+    bleu_ci = sacrebleu.BLEU(lowercase=True)
+    chrf = sacrebleu.CHRF()
+    b = bleu.corpus_score(list(hyps), [list(refs)])
+    ci = bleu_ci.corpus_score(list(hyps), [list(refs)])
+    c = chrf.corpus_score(list(hyps), [list(refs)])
+    return {"bleu": b.score, "bleu_ci": ci.score, "chrf": c.score,
+            "bleu_signature": str(bleu.get_signature()), "bleu_ci_signature": str(bleu_ci.get_signature()),
+            "chrf_signature": str(chrf.get_signature())}
+
+
+def wmt21_runs(root: Path, pair: str, systems: Sequence[str] | None = None) -> tuple[Path, Path, list[Path]]:
+    d = root / "wmt-system-outputs" / "wmt21" / "txt"
+    src_lang, tgt_lang = pair.split("-")
+    src = d / "sources" / f"newstest2021.{pair}.src.{src_lang}"
+    ref = d / "references" / f"newstest2021.{pair}.ref.A.{tgt_lang}"
+    hyps = sorted((d / "system-outputs").glob(f"newstest2021.{pair}.hyp.*.{tgt_lang}"))
+    if systems:
+        hyps = [h for h in hyps if h.name.split(".hyp.")[1].rsplit(".", 1)[0] in systems]
+    if not src.is_file() or not ref.is_file() or not hyps:
+        raise RecaserError(f"no WMT21 {pair} source, reference or system outputs here", str(d))
+    return src, ref, hyps
+
+
+def run_bleu(pair: str, root: Path, capitalizers: dict[str, object], priors: Path, out: Path,
+             systems: Sequence[str] | None = None) -> dict:
+    from sacremoses import MosesDetokenizer
+
+    from moses_recaser.stats.eflomal import align
+    from moses_recaser.moses.tokenizer import tokenizer
+
+    src_lang, tgt_lang = pair.split("-")
+    src_path, ref_path, hyp_paths = wmt21_runs(root, pair, systems)
+    src_tok = [tokenizer(src_lang)(x) for x in read_lines(src_path)]
+    refs = list(read_lines(ref_path))
+    detok = MosesDetokenizer(lang=tgt_lang)
+    results: dict = {"pair": pair, "systems": {}}
+    out.mkdir(parents=True, exist_ok=True)
+    for hyp_path in hyp_paths:
+        system = hyp_path.name.split(".hyp.")[1].rsplit(".", 1)[0]
+        raw = list(read_lines(hyp_path))
+        tok = [tokenizer(tgt_lang)(x) for x in raw]
+        low = [[casing.lower_all(w) for w in t] for t in tok]
+        links = align(src_tok, low, priors=priors)
+        triples = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(src_tok, low, links))]
+        row: dict = {"native": sacrebleu_scores(raw, refs)}
+        lowered = [detok.detokenize(t) for t in low]
+        row["lowercase"] = sacrebleu_scores(lowered, refs)
+        for name, cap in capitalizers.items():
+            inp = [Triple(t.id, [], t.target) for t in triples] if name == "crf-monolingual" else triples
+            recased = cap.recase_batch(inp)  # type: ignore[attr-defined]
+            text = [detok.detokenize(t) for t in recased]
+            (out / f"{pair}.{system}.{name}.{tgt_lang}").write_text("".join(x + "\n" for x in text),
+                                                                   encoding="utf-8")
+            row[name] = sacrebleu_scores(text, refs)
+        results["systems"][system] = row
+        log.info("%s %s: native %.2f, crf %.2f, upper bound %.2f", pair, system, row["native"]["bleu"],
+                 row.get("crf", row["native"])["bleu"], row.get("crf", row["native"])["bleu_ci"])
+    names = ["native"] + list(capitalizers)
+    results["mean_gap"] = {
+        n: statistics.mean(r[n]["bleu_ci"] - r[n]["bleu"] for r in results["systems"].values()) for n in names
+    }
+    results["mean_bleu"] = {n: statistics.mean(r[n]["bleu"] for r in results["systems"].values()) for n in names}
+    return results
+
+
+def bleu_markdown(results: dict) -> str:
+    names = list(results["mean_gap"])
+    lines = [f"## End-to-end BLEU, WMT21 {results['pair']} ({len(results['systems'])} systems)", "",
+             "| system | " + " | ".join(f"{n} BLEU" for n in names) + " | upper bound |",
+             "|---|" + "---|" * (len(names) + 1)]
+    for system, r in results["systems"].items():
+        ub = r[names[-1]]["bleu_ci"]
+        lines.append(f"| {system} | " + " | ".join(f"{r[n]['bleu']:.2f}" for n in names) + f" | {ub:.2f} |")
+    lines.append("| **mean gap to the upper bound** | " + " | ".join(f"{results['mean_gap'][n]:.2f}" for n in names)
+                 + " | |")
+    any_row = next(iter(results["systems"].values()))
+    lines += ["", (f"sacrebleu: `{any_row['native']['bleu_signature']}`, case-insensitive "
+                  f"`{any_row['native']['bleu_ci_signature']}`")]
+    return "\n".join(lines) + "\n"

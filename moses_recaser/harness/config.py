@@ -1,0 +1,120 @@
+"""Experiment configs (YAML): a typed schema, with errors that name the file, the line and the key.
+
+An unknown key is an error that suggests the closest valid key (``sigmma`` -> ``sigma``), because a
+misspelt setting that is silently ignored gives results for a different experiment than the one
+the user wrote down.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import yaml
+
+from moses_recaser.errors import RecaserError
+
+
+@dataclass
+class SplitConfig:
+    """Newstest set names (files ``<name>.<lang>`` in the pair's directory), concatenated in order."""
+
+    train: list[str] = field(default_factory=list)
+    dev: list[str] = field(default_factory=list)
+    test: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ExperimentConfig:
+    name: str = "experiment"
+    data_root: str | None = None  # default: the shared corpora beside the project; MOSES_RECASER_DATA or --data-root
+    corpus: str = "wmt-newstest"  # folder under the data root
+    pair: str = "fr-en"  # folder under the corpus
+    source: str = "fr"
+    target: str = "en"
+    source_dir: str | None = None  # multi-parallel sets: the source side from another pair's folder
+    target_dir: str | None = None
+    pivot: str = "en"  # ... whose sides in this language must match line by line
+    splits: SplitConfig = field(default_factory=SplitConfig)
+    tokenizer: str = "sacremoses"  # Moses rules, escaping on (jieba segmentation for zh)
+    symmetrization: str = "grow-diag-final-and"
+    lm_order: int = 3
+    features: str = "full"
+    phrase_features: str = "links"
+    sigma: float = 1.0
+    heldout: int = 0
+    systems: list[str] = field(default_factory=lambda: ["unigram", "trigram", "sacremoses", "crf-monolingual", "crf"])
+    learning_curve: list[int] = field(default_factory=list)  # training sizes in target words
+    wmt21: str | None = None  # end-to-end BLEU on WMT21 system outputs of this pair (e.g. de-en)
+    wmt21_systems: list[str] = field(default_factory=list)  # empty: every system
+    # target-language files under the corpus folder (``de-en/newstest2020.de``, slices as in splits) whose
+    # text joins the LM and the case prior of every capitalizer (not the translation tables)
+    monolingual: list[str] = field(default_factory=list)
+
+
+def _suggest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f"; did you mean '{close[0]}'?" if close else f"; valid keys: {', '.join(valid)}"
+
+
+def _check_type(value: Any, default: Any, key: str, path: str, line: int) -> Any:
+    if isinstance(default, bool) or default is None:
+        if default is None and value is not None and not isinstance(value, str):
+            raise RecaserError(f"'{key}' must be a string", path, line)
+        return value
+    if isinstance(default, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, list):
+        if not isinstance(value, list):
+            raise RecaserError(f"'{key}' must be a list", path, line)
+        return value
+    if not isinstance(value, type(default)) or isinstance(value, bool) != isinstance(default, bool):
+        raise RecaserError(f"'{key}' must be a {type(default).__name__}, got {value!r}", path, line)
+    return value
+
+
+def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
+    obj = cls()
+    valid = [f.name for f in fields(cls)]
+    for key_node, value_node in node.value:
+        key = key_node.value
+        line = key_node.start_mark.line + 1
+        if key not in valid:
+            raise RecaserError(f"unknown key '{key}'{_suggest(key, valid)}", path, line)
+        current = getattr(obj, key)
+        if hasattr(current, "__dataclass_fields__"):
+            if not isinstance(value_node, yaml.MappingNode):
+                raise RecaserError(f"'{key}' must be a mapping", path, line)
+            setattr(obj, key, _build(type(current), value_node, path))
+            continue
+        value = yaml.safe_load(yaml.serialize(value_node))
+        setattr(obj, key, _check_type(value, current, key, path, line))
+    return obj
+
+
+def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
+    p = os.fspath(path)
+    try:
+        with open(p, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise RecaserError("config file not found", p) from None
+    except UnicodeDecodeError as exc:
+        raise RecaserError(f"invalid UTF-8 at byte {exc.start}", p) from None
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise RecaserError(f"not valid YAML: {getattr(exc, 'problem', exc)}", p,
+                           mark.line + 1 if mark is not None else 1) from None
+    if node is None:
+        raise RecaserError("empty config", p, 1)
+    if not isinstance(node, yaml.MappingNode):
+        raise RecaserError("a config must be a YAML mapping of settings", p, node.start_mark.line + 1)
+    cfg = _build(ExperimentConfig, node, p)
+    if cfg.learning_curve and not {"trigram", "crf"} <= set(cfg.systems):
+        line = next(k.start_mark.line + 1 for k, _ in node.value if k.value == "learning_curve")
+        raise RecaserError("a learning curve compares crf with trigram: list both under 'systems'", p, line)
+    return cfg

@@ -1,0 +1,210 @@
+"""A trained recaser: model directory -> (triple -> recased tokens), by exact Viterbi.
+
+With a source sentence (and alignment) the bilingual weights are used; without one, the
+monolingual weights, trained on the same dev data with every source feature switched off, so a
+missing source never fails. Output tokens differ from the input in case only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+from moses_recaser.model.batch import gc_paused
+from moses_recaser.model.crf import make_batches, viterbi
+from moses_recaser.errors import RecaserError
+from moses_recaser.model.features import FeatureExtractor, Lattice
+from moses_recaser.modeldir import Manifest, read_manifest, tables_from_files, verify_files
+from moses_recaser.triples import Triple, lowered
+
+log = logging.getLogger(__name__)
+CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
+
+
+def chunks(items: Iterable, size: int = CHUNK) -> Iterator[list]:  # type: ignore[type-arg]
+    chunk: list = []  # type: ignore[type-arg]
+    for x in items:
+        chunk.append(x)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+@dataclass
+class Weights:
+    names: list[str]  # feature names; the LM weight comes first as "lm"
+    bilingual: np.ndarray
+    monolingual: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {
+            "names": ["lm"] + self.names,
+            "bilingual": [float(x) for x in self.bilingual],
+            "monolingual": [float(x) for x in self.monolingual],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict, where: str) -> Weights:
+        try:
+            names = [str(x) for x in doc["names"]]
+            bi = np.array(doc["bilingual"], dtype=np.float64)
+            mono = np.array(doc["monolingual"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RecaserError(f"the model's weights are malformed ({exc})", where) from None
+        if names[:1] != ["lm"] or len(bi) != len(names) or len(mono) != len(names):
+            raise RecaserError("the model's weights do not match its feature names", where)
+        return cls(names=names[1:], bilingual=bi, monolingual=mono)
+
+
+def load_lm(path: Path) -> object:
+    import kenlm
+
+    config = kenlm.Config()
+    config.show_progress = False
+    config.arpa_complain = kenlm.ARPALoadComplain.NONE
+    try:
+        return kenlm.Model(str(path), config)
+    except (OSError, RuntimeError) as exc:
+        raise RecaserError(f"KenLM cannot read the LM: {exc}", str(path)) from None
+
+
+def load_model_lm(model_dir: Path, manifest: Manifest) -> object:
+    """The model's LM for queries: the stored query arrays (lm.npz) when present, else kenlm."""
+    if "lm.npz" in manifest.files:
+        from moses_recaser.stats.arpa_arrays import ArrayLM
+
+        return ArrayLM.load(model_dir / "lm.npz")
+    return load_lm(lm_file(model_dir, manifest))
+
+
+def lm_file(model_dir: Path, manifest: Manifest) -> Path:
+    for name in ("lm.bin", "lm.arpa"):
+        if name in manifest.files:
+            return model_dir / name
+    raise RecaserError("the model has no LM file", str(model_dir))
+
+
+class Recaser:
+    """Load once, recase many triples."""
+
+    def __init__(self, model_dir: str | os.PathLike[str], *, alignment: str | None = None) -> None:
+        from moses_recaser.modeldir import resolve_model
+
+        self.dir = resolve_model(model_dir)
+        self.manifest = read_manifest(self.dir, verify=False)
+        # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
+        # read), computed on a second thread while the model loads: hashlib releases the GIL
+        skip = {"lm.arpa"} if "lm.npz" in self.manifest.files else set()
+        with ThreadPoolExecutor(1) as pool:
+            verified = pool.submit(verify_files, self.dir, self.manifest.files, skip)
+            try:
+                self._load(alignment)
+            except Exception:
+                verified.result()  # a damaged file is the better message
+                raise
+            verified.result()
+
+    def _load(self, alignment: str | None) -> None:
+        where = str(self.dir / "manifest.yaml")
+        if "weights" not in self.manifest.extra:
+            raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
+        self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
+        self.settings = self.manifest.settings
+        self.tables = tables_from_files(self.dir)
+        self.lm = load_model_lm(self.dir, self.manifest)
+        self.alignment_mode = alignment or str(self.settings.get("alignment_mode", "phrase"))
+        self.extractor = FeatureExtractor(
+            self.tables,
+            self.lm,
+            self.weights.names,
+            alignment=self.alignment_mode,
+            max_candidates=int(self.settings.get("max_candidates", 5)),
+            candidates_file=self.dir / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
+        )
+
+    @property
+    def signature(self) -> str:
+        return self.manifest.signature
+
+    def lattices(self, triples: Sequence[Triple]) -> list[Lattice]:
+        return self.extractor.lattices([lowered(t) for t in triples])
+
+    @gc_paused()
+    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+        """Recased target tokens for each triple (empty targets give empty lists)."""
+        flat = self.extractor.flat([lowered(t) for t in triples])
+        wb, wm = self.weights.bilingual, self.weights.monolingual
+        # each sentence scored with the weights of its mode (with or without a source)
+        if flat.bilingual.all() or not flat.bilingual.any():
+            phi = flat.unary @ (wb if flat.bilingual.all() else wm)[1:]
+        else:
+            phi = np.where(np.repeat(flat.bilingual, flat.n_pos)[np.repeat(np.arange(len(flat.per_pos)), flat.per_pos)],
+                           flat.unary @ wb[1:], flat.unary @ wm[1:])
+        paths = flat.best_paths(phi, np.where(flat.bilingual, wb[0], wm[0]))
+        out = flat.words(paths, self.extractor.candidates.strings)
+        _check_case_only_all([t.target for t in triples], out)
+        return out
+
+    def recase(self, triples: Iterable[Triple], chunk: int = CHUNK) -> Iterator[list[str]]:
+        for part in chunks(triples, chunk):
+            yield from self.recase_batch(part)
+
+    def _contributions(self, lat: Lattice, w: np.ndarray, i: int, k: int, padded: list[int]) -> dict[str, float]:
+        """Each non-zero feature's weighted value for candidate k at position i (LM given the best path)."""
+        out = {name: float(w[1 + d] * lat.unary[i, k, d]) for d, name in enumerate(self.weights.names)
+               if lat.unary[i, k, d] != 0.0}
+        out["lm"] = float(w[0] * lat.lm[i, padded[i], padded[i + 1], k])
+        return out
+
+    def explain(self, triple: Triple) -> list[dict]:
+        """Per word: the chosen form, the runner-up, and each feature's contribution to their scores."""
+        lat = self.extractor.lattice(lowered(triple))
+        if not lat.n:
+            return []
+        w = self.weights.bilingual if triple.source else self.weights.monolingual
+        (batch,) = make_batches([lat])
+        path, _ = viterbi(batch, w)
+        best = path[0]
+        rows = []
+        padded = [0, 0] + [int(x) for x in best] + [0]
+        for i, cands in enumerate(lat.cands):
+            j = int(best[i])
+            scored = {k: self._contributions(lat, w, i, k, padded) for k in range(len(cands))}
+            alts = [k for k in scored if k != j]
+            runner = max(alts, key=lambda k: sum(scored[k].values())) if alts else None
+            rows.append({
+                "word": triple.target[i],
+                "chosen": cands[j],
+                "features": scored[j],
+                "runner_up": None if runner is None else cands[runner],
+                "runner_up_features": None if runner is None else scored[runner],
+            })
+        return rows
+
+
+def _check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:
+    """``_check_case_only`` on every sentence, in one go when all is well."""
+    if list(map(len, inputs)) == list(map(len, outputs)):
+        flat_in, flat_out = list(chain.from_iterable(inputs)), list(chain.from_iterable(outputs))
+        # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
+        # final-sigma rule as the end of a token does, so this is the per-token test
+        if list(map(len, flat_in)) == list(map(len, flat_out)) and \
+                "\n".join(flat_in).lower() == "\n".join(flat_out).lower():
+            return
+    for inp, out in zip(inputs, outputs, strict=True):
+        _check_case_only(inp, out)
+
+
+def _check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
+    # casing.is_recasing_of on every token (same length, same lowercase), with the maps in C
+    if list(map(len, inp)) != list(map(len, out)) or list(map(str.lower, inp)) != list(map(str.lower, out)):
+        raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

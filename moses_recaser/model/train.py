@@ -1,0 +1,348 @@
+"""Training pipeline: statistics from the training bitext, CRF weights from a separate dev set.
+
+1. word-align training (and dev) data, unless alignments are given (eflomal, one joint run);
+2. tables and the cased LM from the training data only (never from dev or test); target-language
+   text without a source (``monolingual``, ``--mono``) joins the LM and the target-side counts;
+3. dev: the naive phrase aligner turns its word links into phrase pairs; lattices over GEN of the
+   lowercased dev reference, with the reference form added where GEN misses it;
+4. bilingual weights by L-BFGS on eq. 5; monolingual weights on the same lattices with every
+   source feature switched off (used when no source is given at recasing time);
+5. optional held-out folds of the training data (``heldout_sentences``): tables and LM from the
+   other folds, their lattices added to the dev lattices, so features that need examples the dev
+   set lacks (headlines) get weights;
+6. the model directory, written atomically, with every setting and a signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+from moses_recaser import __version__
+from moses_recaser.model.crf import fit
+from moses_recaser.errors import RecaserError
+from moses_recaser.model.features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names
+from moses_recaser.moses.trace import read_aligned_bitext
+from moses_recaser.stats.npa import length_distribution, phrase_align_triple
+from moses_recaser.model.recaser import Weights, chunks, load_lm
+from moses_recaser.stats.build import _is_arpa, estimate_lm
+from moses_recaser.modeldir import write_model
+from moses_recaser.stats.tables import Tables, count_triples, punctuation_before_words
+from moses_recaser.textio import LineReader, split_tokens
+from moses_recaser.triples import Triple, lowered
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainSettings:
+    """Every setting that changes the model's output; recorded in the model and its signature."""
+
+    lm_order: int = 3
+    lm: str | None = None
+    symmetrization: str = "grow-diag-final-and"
+    feature_set: str = "full"
+    alignment_mode: str = "phrase"  # "phrase" (paper) or "links"
+    sigma: float = 0.5
+    sigma_grid: tuple[float, ...] = ()  # when set, sigma is picked by 2-fold cross-validation on dev
+    max_iter: int = 200
+    max_candidates: int = 5
+    npa_seed: int = 0
+    npa_lengths: dict[int, float] | None = None
+    heldout_sentences: int = 0
+    heldout_folds: int = 2
+    punct_min_count: int = 2
+    discount_fallback: bool = True
+    alignment_source: str = "files"  # or "eflomal"
+    # cased, tokenized target-language text without a source: its sentences join the LM and the
+    # target-side counts (case prior, training forms), not the translation tables
+    monolingual: list[str] = field(default_factory=list)
+    monolingual_digest: str | None = None  # sha256 of their contents, set when read
+
+    def check(self) -> None:
+        if self.feature_set not in FEATURE_SETS:
+            raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
+        if self.alignment_mode not in ("phrase", "links"):
+            raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
+        if self.sigma <= 0:
+            raise RecaserError(f"sigma must be positive, got {self.sigma}")
+
+    def signature(self, weights: np.ndarray | None = None) -> str:
+        lm = f"file:{Path(self.lm).name}" if self.lm else f"kn{self.lm_order}"
+        parts = [
+            f"moses-recaser:{__version__}",
+            f"lm:{lm}",
+            f"align:{self.alignment_source}" + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
+            f"feat:{self.feature_set}",
+            f"a:{self.alignment_mode}",
+            f"sigma:{self.sigma:g}",
+            f"gen:{self.max_candidates}",
+            f"npa:{self.npa_seed}",
+        ]
+        if self.heldout_sentences:
+            parts.append(f"heldout:{self.heldout_sentences}x{self.heldout_folds}")
+        if self.monolingual_digest:
+            parts.append(f"mono:{self.monolingual_digest[:8]}")
+        if weights is not None:
+            parts.append("w:" + hashlib.sha256(np.asarray(weights, dtype="<f8").tobytes()).hexdigest()[:8])
+        return "|".join(parts)
+
+
+@dataclass
+class TrainReport:
+    dev_sentences: int = 0
+    dev_words: int = 0
+    gen_oracle: float = 0.0
+    heldout_sentences: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    iterations: int = 0
+    objective: float = 0.0
+
+
+def _read_bitext(src: str, tgt: str, alignment: str | None) -> list[Triple]:
+    return list(read_aligned_bitext(src, tgt, alignment))
+
+
+def punctuation_vocabulary(triples: Sequence[Triple], min_count: int,
+                           counted: dict[str, int] | None = None) -> list[str]:
+    """Punctuation tokens followed by a word at least ``min_count`` times in ``triples`` plus the
+    counts already made (the training statistics' ``punct``)."""
+    c: Counter[str] = Counter(counted or {})
+    for t in triples:
+        c.update(punctuation_before_words(t.target))
+    return sorted(p for p, n in c.items() if n >= min_count)
+
+
+def build_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tuple[list[Lattice], int, int]:
+    """Training lattices with the reference; returns them, and (words, words whose reference GEN has)."""
+    lats: list[Lattice] = []
+    words = hits = 0
+    for part in chunks(triples):
+        part_lats = extractor.lattices([lowered(t) for t in part], [t.target for t in part])
+        words += sum(len(t.target) for t in part)
+        hits += sum(lat.n - lat.gen_misses for lat in part_lats)
+        lats += part_lats
+    return lats, words, hits
+
+
+def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> object:
+    """The LM for feature queries: arrays built from an ARPA file (stored as lm.npz), else kenlm."""
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+
+    if not _is_arpa(str(lm_path)):
+        return load_lm(lm_path)
+    lm = ArrayLM.from_arpa(lm_path)
+    if files is not None:
+        npz = work / f"{lm_path.stem}.npz"
+        lm.save(npz)
+        files["lm.npz"] = str(npz)
+    return lm
+
+
+def _stats_from_model(directory: str, settings: TrainSettings) -> tuple[Tables, Path]:
+    """Tables and LM of a statistics model (``stats``/``merge``); its LM order and LM are recorded."""
+    from moses_recaser.model.recaser import lm_file
+    from moses_recaser.modeldir import read_manifest, resolve_model, tables_from_files
+
+    d = resolve_model(directory)
+    manifest = read_manifest(d)
+    if "punct.vocab" not in manifest.files:
+        raise RecaserError("the statistics model has no punctuation counts (made by an older moses-recaser); "
+                           "count it again", str(d))
+    settings.lm_order = int(manifest.settings.get("lm_order", settings.lm_order))
+    settings.lm = manifest.settings.get("lm")
+    return tables_from_files(d), lm_file(d, manifest)
+
+
+def read_monolingual(paths: Sequence[str]) -> tuple[list[list[str]], str]:
+    """The sentences of cased, tokenized target-language files (empty lines skipped) and a digest of
+    their contents, for the signature."""
+    digest = hashlib.sha256()
+    out: list[list[str]] = []
+    for path in paths:
+        digest.update(b"\0file\0")
+        for line in LineReader(path):
+            digest.update(line.encode("utf-8") + b"\n")
+            toks = split_tokens(line)
+            if toks:
+                out.append(toks)
+    return out, digest.hexdigest()
+
+
+def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str,
+           mono: Sequence[list[str]] = ()) -> tuple[Tables, Path]:
+    counts = count_triples(train)
+    for toks in mono:
+        counts.add_target(toks)
+    tables = Tables.from_counts(counts)
+    if settings.lm is not None:
+        return tables, Path(settings.lm)
+    arpa = work / f"lm.{tag}.arpa"
+    estimate_lm(chain((t.target for t in train), mono), settings.lm_order, str(arpa), settings.discount_fallback)
+    return tables, arpa
+
+
+def train(
+    src: str,
+    tgt: str,
+    alignment: str | None,
+    dev_src: str,
+    dev_tgt: str,
+    dev_alignment: str | None,
+    model_dir: str,
+    settings: TrainSettings,
+    work: Path,
+    lengths_trace: tuple[str, str] | None = None,
+    stats_model: str | None = None,
+) -> TrainReport:
+    """Train a model; with ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the
+    LM come from it and ``src``/``tgt``/``alignment`` are not read (training at scale: count shards
+    on a cluster, merge, then fit the weights here)."""
+    settings.check()
+    report = TrainReport()
+    t0 = time.perf_counter()
+    if stats_model is not None and settings.heldout_sentences:
+        raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
+    if stats_model is not None and settings.monolingual:
+        raise RecaserError("--mono cannot be combined with --stats (the statistics model is final); estimate an "
+                           "LM on the text with lmplz and give it with --lm")
+    mono: list[list[str]] = []
+    if settings.monolingual:
+        mono, settings.monolingual_digest = read_monolingual(settings.monolingual)
+        log.info("monolingual target text: %d sentences, %d tokens", len(mono), sum(map(len, mono)))
+    # a statistics model is checked before any corpus is read
+    preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
+    train_set = _read_bitext(src, tgt, alignment) if stats_model is None else []
+    dev_set = _read_bitext(dev_src, dev_tgt, dev_alignment)
+    files: dict[str, str] = {}
+    if (alignment is None and stats_model is None) or dev_alignment is None:
+        from moses_recaser.stats.eflomal import align
+
+        both = [t for t in train_set] + [t for t in dev_set]
+        links = align([t.source for t in both], [t.target for t in both], settings.symmetrization,
+                      priors_out=work / "aligner.priors")
+        for t, a in zip(both, links):
+            if t.links is None:
+                t.links = a
+        files["aligner.priors"] = str(work / "aligner.priors")
+        settings.alignment_source = "eflomal"
+    report.seconds["align"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if preloaded is not None:
+        tables, lm_path = preloaded
+    else:
+        tables, lm_path = _stats(train_set, settings, work, "all", mono)
+    files["lm.arpa" if _is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
+    report.seconds["statistics"] = time.perf_counter() - t0
+
+    if lengths_trace is not None:
+        from moses_recaser.moses.trace import read_trace
+
+        settings.npa_lengths = length_distribution(read_trace(lengths_trace[1], lengths_trace[0]))
+    dev = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
+    punct = punctuation_vocabulary(dev, settings.punct_min_count, tables.punct)
+    names = feature_names(settings.feature_set, punct)
+
+    t0 = time.perf_counter()
+    lm = query_lm(lm_path, work, files)
+    extractor = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
+    lattices, words, hits = build_lattices(extractor, dev)
+    report.dev_sentences, report.dev_words = len(dev), words
+    report.gen_oracle = hits / words if words else 0.0
+    if settings.heldout_sentences:
+        lattices += _heldout_lattices(train_set, settings, names, work, mono)
+        report.heldout_sentences = settings.heldout_sentences
+    report.seconds["lattices"] = time.perf_counter() - t0
+    log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev), words, 100 * report.gen_oracle)
+
+    t0 = time.perf_counter()
+    if settings.sigma_grid:
+        settings.sigma = select_sigma(lattices, len(names), settings.sigma_grid, settings.max_iter)
+    log.info("training bilingual weights (sigma %g, %d features + LM)", settings.sigma, len(names))
+    bi = fit(lattices, len(names), settings.sigma, settings.max_iter)
+    mask = np.array([True] + [n not in MONOLINGUAL_OFF for n in names])
+    log.info("training monolingual weights (source features off)")
+    mono = fit(lattices, len(names), settings.sigma, settings.max_iter, mask=mask)
+    report.seconds["crf"] = time.perf_counter() - t0
+    report.iterations = len(bi.log)
+    report.objective = bi.log[-1][1] if bi.log else 0.0
+    if not bi.converged:
+        log.warning("L-BFGS stopped before convergence: %s", bi.message)
+
+    weights = Weights(names=names, bilingual=bi.weights, monolingual=mono.weights)
+    # GEN and candidate facts of every training type, so that recasing starts warm
+    extractor.save_registry(work / "candidates.npz")
+    files["candidates.npz"] = str(work / "candidates.npz")
+    doc = asdict(settings)
+    write_model(
+        model_dir,
+        settings=doc,
+        signature=settings.signature(np.concatenate([bi.weights, mono.weights])),
+        tables=tables,
+        copy_files=files,
+        extra={
+            "weights": weights.to_dict(),
+            "training": {
+                "dev_sentences": report.dev_sentences,
+                "dev_words": report.dev_words,
+                "gen_oracle": round(report.gen_oracle, 6),
+                "heldout_sentences": report.heldout_sentences,
+                "iterations": report.iterations,
+                "objective": report.objective,
+                "log": [[i, o, g] for i, o, g in bi.log],
+            },
+        },
+    )
+    return report
+
+
+def select_sigma(lattices: Sequence[Lattice], n_features: int, grid: Sequence[float], max_iter: int) -> float:
+    """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy on the lattices."""
+    from moses_recaser.model.crf import make_batches, viterbi
+
+    halves = [lattices[0::2], lattices[1::2]]
+    best = (-1.0, float(grid[0]))
+    for sigma in grid:
+        correct = total = 0
+        for k in (0, 1):
+            w = fit(halves[k], n_features, sigma, max_iter).weights
+            for batch in make_batches(halves[1 - k]):
+                path, _ = viterbi(batch, w)
+                correct += int((path == batch.gold).sum())
+                total += batch.gold.size  # type: ignore[union-attr]
+        acc = correct / max(total, 1)
+        log.info("sigma %g: cross-validated dev accuracy %.4f", sigma, acc)
+        if acc > best[0]:
+            best = (acc, float(sigma))
+    log.info("picked sigma %g", best[1])
+    return best[1]
+
+
+def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
+                      work: Path, mono: Sequence[list[str]] = ()) -> list[Lattice]:
+    """Lattices of held-out training sentences, each fold featurized with the other folds' statistics."""
+    rng = np.random.default_rng(settings.npa_seed)
+    k = settings.heldout_folds
+    fold = rng.integers(0, k, size=len(train_set))
+    per_fold = max(settings.heldout_sentences // k, 1)
+    out: list[Lattice] = []
+    for f in range(k):
+        rest = [t for t, g in zip(train_set, fold) if g != f]
+        held = [t for t, g in zip(train_set, fold) if g == f]
+        pick = rng.permutation(len(held))[:per_fold]
+        held = [phrase_align_triple(held[i], settings.npa_lengths, settings.npa_seed) for i in sorted(pick)]
+        log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
+        tables, lm_path = _stats(rest, settings, work, f"fold{f}", mono)
+        extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
+                                     settings.max_candidates)
+        out += build_lattices(extractor, held)[0]
+    return out

@@ -1,0 +1,245 @@
+"""Batched trigram-context LM queries over numpy arrays, the same numbers kenlm gives.
+
+The CRF's LM feature needs log10 p(c | a, b) for every candidate triple of a lattice: hundreds of
+queries per sentence. Through kenlm's Python module each is a call; here all of a sentence's
+queries are a few ``searchsorted`` over sorted int64 keys of the ARPA's unigrams, bigrams and
+trigrams, with ARPA backoff:
+
+    p(c | a b) = p(a b c)                         if "a b c" is listed
+               = bo(a b) + p(b c)                 elif "b c" is listed
+               = bo(a b) + bo(b) + p(c)           otherwise (p(<unk>) for unknown words)
+
+with absent backoffs 0, as in kenlm. ``<s>`` is a context word like any other. Models with more than
+three orders give the same result for a two-word context (their trigram rows). The arrays are
+built from the ARPA once, at training time, and stored in the model (``lm.npz``), so recasing
+neither parses the ARPA nor calls kenlm per query; tests check agreement with kenlm.
+
+``ArrayLM.pairs`` also tells, for a context "b c", whether any trigram extends it: Viterbi
+(``decode``) needs trigram lookups only for those. ``KenlmContexts`` puts a kenlm model (a binary LM
+given with ``--lm``) behind the same interface.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.stats.hashindex import HashIndex
+from moses_recaser.modeldir import save_npz, text_array, words_of
+from moses_recaser.textio import LineReader
+
+_HEADER = re.compile(r"\\([0-9]+)-grams:")
+MAX_VOCAB = 2_000_000  # keys are a * V^2 + b * V + c in int64
+
+
+@dataclass
+class ArrayLM:
+    vocab: list[str]
+    uni_lp: np.ndarray  # (V,) log10 p(w); <unk> included
+    uni_bo: np.ndarray  # (V,)
+    bi_keys: np.ndarray  # sorted a * V + b
+    bi_lp: np.ndarray
+    bi_bo: np.ndarray
+    tri_keys: np.ndarray  # sorted (a * V + b) * V + c
+    tri_lp: np.ndarray
+    order: int
+
+    def __post_init__(self) -> None:
+        self.ids = {w: i for i, w in enumerate(self.vocab)}
+        self.unk = self.ids.get("<unk>", 0)
+
+    @cached_property
+    def bi_index(self) -> HashIndex:
+        return HashIndex(self.bi_keys)
+
+    @cached_property
+    def tri_index(self) -> HashIndex:
+        return HashIndex(self.tri_keys)
+
+    @cached_property
+    def bi_extended(self) -> np.ndarray:
+        """(bigrams,) bool: some trigram extends the bigram. Only these contexts need a trigram lookup:
+        about one in nine on a recasing lattice."""
+        out = np.zeros(len(self.bi_keys), dtype=bool)
+        ctx = self.tri_keys // self.V  # sorted, as tri_keys are
+        if len(ctx) and len(self.bi_keys):
+            pos, found = self.bi_index.find(ctx[np.r_[True, ctx[1:] != ctx[:-1]]])
+            out[pos[found]] = True
+        return out
+
+    @property
+    def V(self) -> int:
+        return len(self.vocab)
+
+    def word_ids(self, words: Iterable[str]) -> np.ndarray:
+        get, unk = self.ids.get, self.unk
+        return np.fromiter((get(w, unk) for w in words), dtype=np.int64)
+
+    def score(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """log10 p(c | a b) for arrays of word ids (a may be -1: no second context word)."""
+        lp = self.pairs(b, c, np.zeros(len(b), dtype=bool))[0]
+        has_a = a >= 0
+        bo = self.pairs(np.where(has_a, a, 0), b, has_a)[1]
+        return self.trigram_scores(a, b, c, bo + lp)
+
+    def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For word pairs (b, c): log10 p(c | b), and as a context "b c" where ``context`` (else 0 and
+        False) its backoff and whether a trigram extends it; one lookup for the three."""
+        pos, found = self.bi_index.find(b * self.V + c)
+        if not len(self.bi_keys):
+            return self.uni_bo[b] + self.uni_lp[c], np.zeros(len(b)), found
+        known = found & context
+        return (np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]), np.where(known, self.bi_bo[pos], 0.0),
+                known & self.bi_extended[pos])
+
+    def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
+        has_a = a >= 0
+        tpos, tfound = self.tri_index.find((np.where(has_a, a, 0) * self.V + b) * self.V + c)
+        return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
+                        "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
+                        "order": np.array(self.order), "vocab": text_array(self.vocab),
+                        "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table,
+                        "bi_extended": self.bi_extended})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
+        with np.load(path, allow_pickle=False) as z:
+            lm = cls(vocab=words_of(z["vocab"]), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
+                     bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
+                     tri_lp=z["tri_lp"], order=int(z["order"]))
+            if "bi_hash" in z:  # stored since the hash lookups; built on first use otherwise
+                lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
+                lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
+            if "bi_extended" in z:  # stored since recasing needs it at once (made on first use otherwise)
+                lm.__dict__["bi_extended"] = z["bi_extended"]
+        return lm
+
+    @classmethod
+    def from_arpa(cls, path: str | os.PathLike[str]) -> ArrayLM:
+        """Read an ARPA file's first three orders (errors name the file and line)."""
+        reader = LineReader(path)
+        order = 0
+        rows: dict[int, list[tuple[float, list[str], float]]] = {1: [], 2: [], 3: []}
+        max_order = 0
+        for line in reader:
+            if not line or line.startswith("ngram ") or line in ("\\data\\", "\\end\\"):
+                continue
+            m = _HEADER.fullmatch(line)
+            if m:
+                order = int(m.group(1))
+                max_order = max(max_order, order)
+                continue
+            if order == 0 or order > 3:
+                continue
+            parts = line.split("\t")
+            if len(parts) < 2:
+                raise reader.error("not an ARPA n-gram line (expected log10-prob TAB words [TAB backoff])")
+            try:
+                lp = float(parts[0])
+                bo = float(parts[2]) if len(parts) > 2 and parts[2] else 0.0
+            except ValueError:
+                raise reader.error("not an ARPA n-gram line: the probability or backoff is not a number") from None
+            words = parts[1].split(" ")
+            if len(words) != order:
+                raise reader.error(f"a {len(words)}-gram in the {order}-gram section")
+            rows[order].append((lp, words, bo))
+        if not rows[1]:
+            raise RecaserError("the ARPA file has no unigrams", str(path))
+        vocab = [w[0] for _, w, _ in rows[1]]
+        if "<unk>" not in vocab:
+            vocab.append("<unk>")
+            rows[1].append((-100.0, ["<unk>"], 0.0))
+        if len(vocab) > MAX_VOCAB:
+            raise RecaserError(f"vocabulary of {len(vocab)} words is too large for array queries", str(path))
+        ids = {w: i for i, w in enumerate(vocab)}
+        V = len(vocab)
+        uni_lp = np.array([lp for lp, _, _ in rows[1]])
+        uni_bo = np.array([bo for _, _, bo in rows[1]])
+
+        def keyed(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            if not rows[n]:
+                return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+            keys = np.zeros(len(rows[n]), dtype=np.int64)
+            for k in range(n):
+                keys = keys * V + np.fromiter((ids.get(w[k], -1) for _, w, _ in rows[n]), dtype=np.int64)
+            order_ = np.argsort(keys)
+            return (keys[order_], np.array([lp for lp, _, _ in rows[n]])[order_],
+                    np.array([bo for _, _, bo in rows[n]])[order_])
+
+        bi_keys, bi_lp, bi_bo = keyed(2)
+        tri_keys, tri_lp, _ = keyed(3)
+        return cls(vocab=vocab, uni_lp=uni_lp, uni_bo=uni_bo, bi_keys=bi_keys, bi_lp=bi_lp, bi_bo=bi_bo,
+                   tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
+
+
+class KenlmContexts:
+    """A kenlm model (a binary LM given with ``--lm``; kenlm's Python module gives no backoffs) for
+    ``decode``: every context counts as extended, so every (a, b, c) is scored through kenlm states,
+    once per distinct triple. Word ids index ``strings`` (-1: <s>, -2: </s>)."""
+
+    SPECIALS = (-1, -2)
+
+    def __init__(self, model: object, strings: list[str]) -> None:
+        self.model = model
+        self.strings = strings  # grows with the candidate registry; ids stay valid
+        self._cache: dict[tuple[int, int, int], float] = {}
+        self._states: dict[tuple[int, int], object] = {}
+
+    def _word(self, i: int) -> str:
+        return "<s>" if i == -1 else "</s>" if i == -2 else self.strings[i]
+
+    def _state(self, a: int, b: int) -> object:
+        """The kenlm state after "a b" (after "<s> b" when a is <s>; the sentence start when b is <s>)."""
+        import kenlm
+
+        st = self._states.get((a, b))
+        if st is None:
+            model = self.model
+            st = kenlm.State()
+            if b == -1:
+                model.BeginSentenceWrite(st)  # type: ignore[attr-defined]
+            elif a == -1:
+                bos = kenlm.State()
+                model.BeginSentenceWrite(bos)  # type: ignore[attr-defined]
+                model.BaseScore(bos, self._word(b), st)  # type: ignore[attr-defined]
+            else:
+                null, mid = kenlm.State(), kenlm.State()
+                model.NullContextWrite(null)  # type: ignore[attr-defined]
+                model.BaseScore(null, self._word(a), mid)  # type: ignore[attr-defined]
+                model.BaseScore(mid, self._word(b), st)  # type: ignore[attr-defined]
+            self._states[(a, b)] = st
+        return st
+
+    def _score(self, a: int, b: int, c: int) -> float:
+        import kenlm
+
+        v = self._cache.get((a, b, c))
+        if v is None:
+            if len(self._cache) > 2_000_000:
+                self._cache.clear()
+                self._states.clear()
+            v = self._cache[(a, b, c)] = self.model.BaseScore(  # type: ignore[attr-defined]
+                self._state(a, b), self._word(c), kenlm.State())
+        return v
+
+    def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log10 p(c | b) where b is <s> (the first word's score), else unused (0): every context is extended."""
+        lp = np.zeros(len(b))
+        for k in np.flatnonzero(b == -1).tolist():
+            lp[k] = self._score(-1, int(b[k]), int(c[k]))
+        return lp, np.zeros(len(b)), context.copy()
+
+    def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+        score = self._score
+        return np.fromiter((score(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())),
+                           dtype=np.float64, count=len(a))

@@ -1,0 +1,81 @@
+"""Word alignment with eflomal (both directions, on lowercased text), then symmetrization.
+
+eflomal is an optional dependency (``pip install moses-recaser[align]``); users with an EMS
+alignment (``model/aligned.grow-diag-final-and``) never need it. eflomal seeds its sampler
+from /dev/urandom, so two runs give slightly different alignments; everything after the
+alignment file is deterministic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from moses_recaser import casing
+from moses_recaser.stats.symal import parse_links, symmetrize
+from moses_recaser.errors import RecaserError
+
+log = logging.getLogger(__name__)
+
+
+def _eflomal():  # type: ignore[no-untyped-def]
+    try:
+        import eflomal
+    except ImportError:
+        raise RecaserError(
+            "word alignment needs eflomal: pip install 'moses-recaser[align]' "
+            "(or pass an existing alignment file with --alignment)"
+        ) from None
+    return eflomal
+
+
+def _safe(tokens: Sequence[str]) -> str:
+    # eflomal splits on any white space (str.split); keep positions equal to ours
+    return " ".join("".join("_" if c.isspace() else c for c in casing.lower(t)) for t in tokens) + "\n"
+
+
+def align(
+    source: Sequence[Sequence[str]],
+    target: Sequence[Sequence[str]],
+    method: str = "grow-diag-final-and",
+    priors: str | os.PathLike[str] | None = None,
+    priors_out: str | os.PathLike[str] | None = None,
+) -> list[list[tuple[int, int]]]:
+    """Align tokenized sentence pairs; returns symmetrized (source, target) links per sentence.
+
+    ``priors`` reads eflomal priors (as written by ``eflomal-makepriors``); ``priors_out`` writes
+    priors computed from this alignment, for aligning new sentences later.
+    """
+    if len(source) != len(target):
+        raise RecaserError(f"cannot align {len(source)} source sentences to {len(target)} target sentences")
+    eflomal = _eflomal()
+    with tempfile.TemporaryDirectory(prefix="moses-recaser-align.") as tmp:
+        d = Path(tmp)
+        src_lines = [_safe(s) for s in source]
+        tgt_lines = [_safe(t) for t in target]
+        aligner = eflomal.Aligner()
+        log.info("aligning %d sentence pairs with eflomal", len(source))
+        with open(priors, encoding="utf-8") if priors else contextlib.nullcontext() as pri:
+            aligner.align(
+                src_lines,
+                tgt_lines,
+                links_filename_fwd=str(d / "fwd"),
+                links_filename_rev=str(d / "rev"),
+                priors_input=pri,
+                quiet=True,
+            )
+        fwd = (d / "fwd").read_text(encoding="utf-8").split("\n")[: len(source)]
+        rev = (d / "rev").read_text(encoding="utf-8").split("\n")[: len(source)]
+        if priors_out is not None:
+            stats = eflomal.calculate_priors(src_lines, tgt_lines, fwd, rev)
+            with open(priors_out, "w", encoding="utf-8") as fh:
+                eflomal.write_priors(fh, *stats)
+    out = []
+    for f_line, r_line in zip(fwd, rev):
+        # eflomal's forward links give each target word one source (symal's b), reverse the other way
+        out.append(symmetrize(parse_links(r_line), parse_links(f_line), method))
+    return out

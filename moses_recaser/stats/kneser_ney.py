@@ -1,0 +1,248 @@
+"""Interpolated modified Kneser-Ney n-gram estimation, as KenLM's ``lmplz`` does it, written as ARPA.
+
+The steps mirror lmplz's pipeline (kenlm/lm/builder):
+
+1. count n-grams of every order, each sentence padded as ``<s> w1 ... wn </s>`` (one ``<s>``);
+2. adjusted counts (adjust_counts.cc): the highest order keeps raw counts; a lower-order n-gram
+   gets the number of distinct words seen to its left, except n-grams that begin with ``<s>``,
+   which keep their raw count (nothing can stand left of ``<s>``);
+3. three discounts per order from the counts of adjusted counts t1..t4:
+   ``Y = t1 / (t1 + 2 t2)``, ``D_k = k - (k + 1) Y t_{k+1} / t_k`` for k = 1, 2, 3+;
+4. initial probabilities (initial_probabilities.cc), per context c:
+   ``u(w|c) = (a(cw) - D(a(cw))) / sum_x a(cx)`` and
+   ``gamma(c) = (D1 N1(c) + D2 N2(c) + D3 N3+(c)) / sum_x a(cx)``;
+5. interpolation (interpolate.cc): ``p(w|c) = u(w|c) + gamma(c) p(w|c')`` with c' the context
+   less its first word, down to unigrams, which interpolate with the uniform distribution
+   over the vocabulary (``<s>`` excluded, ``<unk>`` included);
+6. ARPA: log10 p, and log10 gamma as the backoff of every n-gram that is a context.
+
+N-grams are handled as integer arrays: an n-gram of order n is the pair (id of its first
+n-1 words in the order n-1 table, last word), so each order is one sorted int64 array.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+import numpy as np
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.textio import split_tokens
+
+log = logging.getLogger(__name__)
+
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+
+
+@dataclass
+class NGramCounts:
+    """Raw n-gram counts of every order, over integer word ids.
+
+    ``keys[n-1]`` holds the sorted unique n-grams of order n as ``context_id * V + word``
+    (context_id indexes ``keys[n-2]``; for unigrams the key is the word id), ``counts[n-1]``
+    their raw counts, ``suffix[n-1]`` the id of each n-gram's last n-1 words in order n-1.
+    """
+
+    order: int
+    vocab: list[str]
+    keys: list[np.ndarray] = field(default_factory=list)
+    counts: list[np.ndarray] = field(default_factory=list)
+    suffix: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def V(self) -> int:
+        return len(self.vocab)
+
+    def words(self, n: int, idx: np.ndarray) -> np.ndarray:
+        """The word ids (shape len(idx) x n) of order-n n-grams with the given table indices."""
+        cols = []
+        cur = np.asarray(idx, dtype=np.int64)
+        for m in range(n, 0, -1):
+            key = self.keys[m - 1][cur]
+            cols.append(key % self.V)
+            cur = key // self.V
+        return np.stack(cols[::-1], axis=1)
+
+
+class Vocabulary:
+    """Word <-> id, ids in order of first appearance after ``<unk>``, ``<s>``, ``</s>`` (as lmplz)."""
+
+    def __init__(self) -> None:
+        self.words: list[str] = [UNK, BOS, EOS]
+        self.ids: dict[str, int] = {w: i for i, w in enumerate(self.words)}
+
+    def id(self, word: str) -> int:
+        i = self.ids.get(word)
+        if i is None:
+            i = self.ids[word] = len(self.words)
+            self.words.append(word)
+        return i
+
+
+BOS_ID, EOS_ID = 1, 2
+
+
+def count_ngrams(sentences: Iterable[list[str]], order: int) -> NGramCounts:
+    """Count all n-grams up to ``order`` in tokenized sentences."""
+    if order < 1:
+        raise RecaserError(f"LM order must be at least 1, got {order}")
+    vocab = Vocabulary()
+    chunks: list[np.ndarray] = []
+    buf: list[int] = []
+    for tokens in sentences:
+        buf.append(BOS_ID)
+        for tok in tokens:
+            if tok in (BOS, EOS, UNK):
+                raise RecaserError(f"the corpus contains the reserved token {tok!r}")
+            buf.append(vocab.id(tok))
+        buf.append(EOS_ID)
+        if len(buf) > 1 << 20:
+            chunks.append(np.array(buf, dtype=np.int64))
+            buf = []
+    chunks.append(np.array(buf, dtype=np.int64))
+    return count_stream(np.concatenate(chunks), vocab.words, order)
+
+
+def count_stream(w: np.ndarray, vocab: list[str], order: int) -> NGramCounts:
+    """Count n-grams in a stream of word ids in which every sentence is ``<s> ... </s>``."""
+    V = len(vocab)
+    out = NGramCounts(order=order, vocab=vocab)
+    is_bos = w == BOS_ID
+    pos = np.arange(len(w))
+    sent_start = np.maximum.accumulate(np.where(is_bos, pos, 0))
+    depth = pos - sent_start + 1  # tokens of the sentence that end at position i, <s> included
+    # unigrams: one row per vocabulary word, so unigram ids are word ids (<unk> and <s> count 0)
+    out.keys.append(np.arange(V, dtype=np.int64))
+    out.counts.append(np.bincount(w[~is_bos], minlength=V).astype(np.int64))
+    out.suffix.append(np.zeros(V, dtype=np.int64))
+    ids = w  # id of the (n-1)-gram ending at each position
+    for n in range(2, order + 1):
+        idx = np.nonzero((depth >= n) & ~is_bos)[0]
+        keys = ids[idx - 1] * V + w[idx]  # the (n-1)-gram ending one word earlier, then this word
+        uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        suffix = np.empty(len(uniq), dtype=np.int64)
+        suffix[inverse] = ids[idx]  # its last n-1 words: the (n-1)-gram ending here
+        out.keys.append(uniq)
+        out.counts.append(counts.astype(np.int64))
+        out.suffix.append(suffix)
+        ids = np.full(len(w), -1, dtype=np.int64)
+        ids[idx] = inverse
+    return out
+
+
+@dataclass
+class KneserNeyModel:
+    """Log10 probabilities and backoffs of every n-gram, ready to write as ARPA."""
+
+    counts: NGramCounts
+    logprob: list[np.ndarray]
+    backoff: list[np.ndarray]
+    discounts: list[tuple[float, float, float]]
+
+
+# lmplz --discount_fallback's default discounts, for corpora too small to estimate them
+FALLBACK_DISCOUNTS = (0.5, 1.0, 1.5)
+
+
+def _discounts(adjusted: np.ndarray, n: int, fallback: bool) -> tuple[float, float, float]:
+    t = np.bincount(np.minimum(adjusted[adjusted > 0], 5), minlength=6)
+    t1, t2, t3, t4 = (int(x) for x in t[1:5])
+    problem = None
+    if min(t1, t2, t3, t4) == 0:
+        problem = f"counts of adjusted counts 1-4 are {t1}, {t2}, {t3}, {t4}"
+    else:
+        y = t1 / (t1 + 2.0 * t2)
+        d = (1 - 2 * y * t2 / t1, 2 - 3 * y * t3 / t2, 3 - 4 * y * t4 / t3)
+        bad = [f"D{k}={v:.4f}" for k, v in enumerate(d, 1) if not 0.0 < v <= k]
+        if not bad:
+            return d
+        problem = f"discount {', '.join(bad)} out of range"
+    if fallback:
+        log.warning("order %d: %s; using lmplz's fallback discounts %s", n, problem, FALLBACK_DISCOUNTS)
+        return FALLBACK_DISCOUNTS
+    raise RecaserError(
+        f"cannot estimate Kneser-Ney discounts for order {n}: {problem} (the corpus is too small for this "
+        "order; lmplz's --discount_fallback, here --discount-fallback, uses 0.5 1 1.5)"
+    )
+
+
+def adjusted_counts(counts: NGramCounts) -> list[np.ndarray]:
+    """lmplz's adjusted counts: raw at the top order and for n-grams starting with <s>, else left types."""
+    N, V = counts.order, counts.V
+    starts_bos = [counts.keys[0] == BOS_ID]
+    for n in range(2, N + 1):
+        starts_bos.append(starts_bos[n - 2][counts.keys[n - 1] // V])
+    adjusted = []
+    for n in range(1, N + 1):
+        raw = counts.counts[n - 1]
+        if n == N:
+            adjusted.append(raw.copy())
+            continue
+        left_types = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int64)
+        adjusted.append(np.where(starts_bos[n - 1], raw, left_types))
+    return adjusted
+
+
+def estimate(counts: NGramCounts, discount_fallback: bool = False) -> KneserNeyModel:
+    """Interpolated modified Kneser-Ney estimates from raw counts (see the module docstring)."""
+    N, V = counts.order, counts.V
+    adjusted = adjusted_counts(counts)
+    discounts = [_discounts(adjusted[n - 1], n, discount_fallback) for n in range(1, N + 1)]
+    logprob: list[np.ndarray] = []
+    gammas: list[np.ndarray] = []
+    p_lower = np.zeros(0)
+    for n in range(1, N + 1):
+        a = adjusted[n - 1].astype(np.float64)
+        d1, d2, d3 = discounts[n - 1]
+        disc = np.select([a == 0, a == 1, a == 2], [0.0, d1, d2], d3)
+        ctx = np.zeros(len(a), dtype=np.int64) if n == 1 else counts.keys[n - 1] // V
+        n_ctx = 1 if n == 1 else len(counts.keys[n - 2])
+        total = np.bincount(ctx, weights=a, minlength=n_ctx)
+        safe = np.where(total > 0, total, 1.0)
+        gamma = np.bincount(ctx, weights=disc, minlength=n_ctx) / safe
+        u = (a - disc) / safe[ctx]
+        if n == 1:
+            # interpolate with the uniform distribution over the vocabulary less <s>
+            p = u + gamma[0] / (V - 1)
+            p[BOS_ID] = 1.0  # never predicted; lmplz writes log10 p(<s>) as 0
+        else:
+            p = u + gamma[ctx] * p_lower[counts.suffix[n - 1]]
+            gammas.append(np.where(total > 0, gamma, 1.0))  # backoffs of the order n-1 contexts
+        logprob.append(np.log10(p))
+        p_lower = p
+    backoff = [np.log10(g) for g in gammas] + [np.zeros(len(counts.keys[N - 1]))]
+    return KneserNeyModel(counts=counts, logprob=logprob, backoff=backoff, discounts=discounts)
+
+
+def write_arpa(model: KneserNeyModel, out: TextIO) -> None:
+    """Write the model in ARPA format (unigrams in vocabulary order, like lmplz)."""
+    c = model.counts
+    vocab = c.vocab
+    out.write("\\data\\\n")
+    out.writelines(f"ngram {n}={len(c.keys[n - 1])}\n" for n in range(1, c.order + 1))
+    for n in range(1, c.order + 1):
+        out.write(f"\n\\{n}-grams:\n")
+        words = c.words(n, np.arange(len(c.keys[n - 1])))
+        lps = model.logprob[n - 1].tolist()
+        bos = None if n == c.order else model.backoff[n - 1].tolist()
+        lines = []
+        for i, row in enumerate(words.tolist()):
+            text = " ".join([vocab[j] for j in row])
+            if bos is None:
+                lines.append(f"{_fmt(lps[i])}\t{text}\n")
+            else:
+                lines.append(f"{_fmt(lps[i])}\t{text}\t{_fmt(bos[i])}\n")
+        out.write("".join(lines))
+    out.write("\n\\end\\\n")
+
+
+def _fmt(x: float) -> str:
+    return "0" if x == 0 else f"{x:.7g}"
+
+
+def read_corpus(lines: Iterable[str]) -> Iterable[list[str]]:
+    for line in lines:
+        yield split_tokens(line)

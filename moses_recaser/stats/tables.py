@@ -1,0 +1,266 @@
+"""Feature tables estimated from a cased, word-aligned bitext (paper section 4.3).
+
+- ``cased``: the capitalized translation table p(E|F) over cased word pairs;
+- ``lower``: the t-table p(e|f) over lowercased word pairs;
+- ``tags``: the case-tag translation table p(tag(E)|tag(F));
+
+``cased`` and ``tags`` count only links between words whose case is not due to their position (the
+sentence's first word with a letter, and the first after ``. ! ?``): "Le -> The" at the start of a
+sentence says nothing about how "le" is cased, and would teach that IU source words become AL.
+- ``forms``: every cased target form with its count (all positions, and sentence-initial
+  ones), the source of GEN heuristic (ii) and of the unigram baseline.
+
+Smoothing (every probability is > 0):
+
+- translation tables, Witten-Bell interpolated with a smoothed unigram:
+  ``p(E|F) = (c(F,E) + T(F) p0(E)) / (c(F) + T(F))``, where c counts alignment links, T(F)
+  is the number of distinct E linked to F, and ``p0(E) = (c(E) + 1) / (N + |V| + 1)`` (N links,
+  |V| linked target types; an unseen E gets ``1 / (N + |V| + 1)``); an unseen F gives p0(E);
+- tag table, add-one: ``p(t|s) = (c(s,t) + 1) / (c(s) + 5)``.
+
+Tables are numpy arrays plus vocabularies (no pickle): a pair (F, E) is the int64 key
+``id(F) * |V_E| + id(E)`` in a sorted array, looked up with ``searchsorted``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from moses_recaser import casing
+from moses_recaser.casing import Tag
+from moses_recaser.errors import RecaserError
+from moses_recaser.stats.hashindex import HashIndex
+from moses_recaser.triples import Triple
+
+N_TAGS = len(Tag)
+
+
+@dataclass
+class PairCounts:
+    """Counts of linked (source word, target word) pairs, and of each side's words."""
+
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def add(self, f: str, e: str, n: int = 1) -> None:
+        self.pairs[(f, e)] += n
+
+    def merge(self, other: PairCounts) -> None:
+        self.pairs.update(other.pairs)
+
+
+@dataclass
+class TranslationTable:
+    """Witten-Bell smoothed p(E|F) (see the module docstring)."""
+
+    src_vocab: list[str]
+    tgt_vocab: list[str]
+    keys: np.ndarray  # sorted int64 id(F) * |V_E| + id(E)
+    counts: np.ndarray  # c(F, E)
+    src_total: np.ndarray  # c(F)
+    src_types: np.ndarray  # T(F)
+    tgt_count: np.ndarray  # c(E), over links
+    src_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    tgt_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    hash_table: np.ndarray | None = field(default=None, repr=False)  # ``index``'s table, as stored
+
+    @cached_property
+    def index(self) -> HashIndex:
+        """Hash lookups of pair keys (recasing asks for hundreds of thousands a test set)."""
+        return HashIndex(self.keys, self.hash_table)
+
+    def __post_init__(self) -> None:
+        if not self.src_ids:
+            self.src_ids = {w: i for i, w in enumerate(self.src_vocab)}
+        if not self.tgt_ids:
+            self.tgt_ids = {w: i for i, w in enumerate(self.tgt_vocab)}
+        n_links = float(self.tgt_count.sum())
+        self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
+
+    @classmethod
+    def from_counts(cls, pc: PairCounts) -> TranslationTable:
+        src_vocab = sorted({f for f, _ in pc.pairs})
+        tgt_vocab = sorted({e for _, e in pc.pairs})
+        sid = {w: i for i, w in enumerate(src_vocab)}
+        tid = {w: i for i, w in enumerate(tgt_vocab)}
+        V = len(tgt_vocab)
+        n = len(pc.pairs)
+        keys = np.empty(n, dtype=np.int64)
+        counts = np.empty(n, dtype=np.int64)
+        for k, ((f, e), c) in enumerate(pc.pairs.items()):
+            keys[k] = sid[f] * V + tid[e]
+            counts[k] = c
+        order = np.argsort(keys)
+        keys, counts = keys[order], counts[order]
+        src = keys // V if V else keys
+        tgt = keys % V if V else keys
+        return cls(
+            src_vocab=src_vocab,
+            tgt_vocab=tgt_vocab,
+            keys=keys,
+            counts=counts,
+            src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
+            src_types=np.bincount(src, minlength=len(src_vocab)).astype(np.int64),
+            tgt_count=np.bincount(tgt, weights=counts, minlength=V).astype(np.int64),
+            src_ids=sid,
+            tgt_ids=tid,
+        )
+
+    def p0(self, e: str) -> float:
+        return float(self.probs(np.array([-1]), np.array([self.tgt_ids.get(e, -1)]))[0])
+
+    def count(self, f: str, e: str) -> int:
+        fi, ei = self.src_ids.get(f), self.tgt_ids.get(e)
+        if fi is None or ei is None:
+            return 0
+        pos, found = self.index.find(np.array([fi * len(self.tgt_vocab) + ei], dtype=np.int64))
+        return int(self.counts[pos[0]]) if found[0] else 0
+
+    def prob(self, f: str, e: str) -> float:
+        """p(e|f), smoothed (one pair; recasing asks ``probs`` for arrays of pairs)."""
+        return float(self.probs(np.array([self.src_ids.get(f, -1)]), np.array([self.tgt_ids.get(e, -1)]))[0])
+
+    def probs(self, f: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """p(e|f) for arrays of ids (-1: not in the table), the same values as ``prob``."""
+        known_e = e >= 0
+        e0 = np.where(known_e, e, 0)
+        p0 = (1.0 + np.where(known_e, self.tgt_count[e0] if len(self.tgt_count) else 0, 0)) / self._p0_denominator
+        known_f = f >= 0
+        f0 = np.where(known_f, f, 0)
+        if not len(self.src_vocab):
+            return p0
+        count = np.zeros(len(f0), dtype=self.counts.dtype)
+        both = np.flatnonzero(known_e & known_f)  # only pairs of known words can be listed
+        if len(self.keys) and len(both):
+            pos, found = self.index.find(f0[both] * len(self.tgt_vocab) + e0[both])
+            count[both] = np.where(found, self.counts[pos], 0)
+        types = self.src_types[f0].astype(np.float64)
+        p = (count + types * p0) / (self.src_total[f0] + types)
+        return np.where(known_f, p, p0)
+
+
+@dataclass
+class TagTable:
+    """Add-one smoothed p(tag(E) | tag(F)) over linked word pairs."""
+
+    counts: np.ndarray  # [source tag, target tag]
+
+    def probs(self) -> np.ndarray:
+        c = self.counts.astype(np.float64) + 1.0
+        return c / c.sum(axis=1, keepdims=True)
+
+    def prob(self, target: Tag, source: Tag) -> float:
+        return float(self.probs()[int(source), int(target)])
+
+
+@dataclass
+class Forms:
+    """Cased target forms and their counts: everywhere, and as the sentence's first word with a letter."""
+
+    vocab: list[str]
+    count: np.ndarray
+    initial: np.ndarray
+
+    def by_lower(self) -> dict[str, list[int]]:
+        """Lowercase -> form ids, most frequent first (ties by form, for determinism)."""
+        groups: dict[str, list[int]] = {}
+        for i, form in enumerate(self.vocab):
+            groups.setdefault(casing.lower(form), []).append(i)
+        for ids in groups.values():
+            ids.sort(key=lambda i: (-int(self.count[i]), self.vocab[i]))
+        return groups
+
+
+def punctuation_before_words(target: Sequence[str]) -> Iterator[str]:
+    """The punctuation tokens followed by a word with a letter (each occurrence): the CRF's punct=P
+    features fire on such words."""
+    for prev, tok in itertools.pairwise(target):
+        if casing.is_punctuation(prev) and casing.has_letter(tok):
+            yield prev
+
+
+@dataclass
+class StatsCounts:
+    """Everything counted from the bitext; mergeable, so shards can be counted apart."""
+
+    cased: PairCounts = field(default_factory=PairCounts)
+    lower: PairCounts = field(default_factory=PairCounts)
+    tags: np.ndarray = field(default_factory=lambda: np.zeros((N_TAGS, N_TAGS), dtype=np.int64))
+    forms: Counter[str] = field(default_factory=Counter)
+    initial: Counter[str] = field(default_factory=Counter)
+    # punctuation tokens followed by a word with a letter: the CRF's punct=P features come from these
+    punct: Counter[str] = field(default_factory=Counter)
+    sentences: int = 0
+    target_tokens: int = 0
+
+    def add(self, source: Sequence[str], target: Sequence[str], links: Iterable[tuple[int, int]]) -> None:
+        self.add_target(target)
+        src_pos, tgt_pos = casing.positional(source), casing.positional(target)
+        for s, t in links:
+            f, e = source[s], target[t]
+            self.lower.add(casing.lower(f), casing.lower(e))
+            if s in src_pos or t in tgt_pos:
+                continue  # case due to position, not to the word
+            self.cased.add(f, e)
+            self.tags[casing.tag(f), casing.tag(e)] += 1
+
+    def add_target(self, target: Sequence[str]) -> None:
+        """The target-side counts (forms, sentence-initial forms, punctuation) of one sentence: all that
+        target-language text without a source (``train --mono``) adds."""
+        self.sentences += 1
+        self.target_tokens += len(target)
+        self.forms.update(target)
+        self.punct.update(punctuation_before_words(target))
+        for tok in target:
+            if casing.has_letter(tok):
+                self.initial[tok] += 1
+                break
+
+    def merge(self, other: StatsCounts) -> None:
+        self.cased.merge(other.cased)
+        self.lower.merge(other.lower)
+        self.tags += other.tags
+        self.forms.update(other.forms)
+        self.initial.update(other.initial)
+        self.punct.update(other.punct)
+        self.sentences += other.sentences
+        self.target_tokens += other.target_tokens
+
+
+@dataclass
+class Tables:
+    cased: TranslationTable
+    lower: TranslationTable
+    tags: TagTable
+    forms: Forms
+    punct: dict[str, int] = field(default_factory=dict)  # see StatsCounts.punct
+
+    @classmethod
+    def from_counts(cls, counts: StatsCounts) -> Tables:
+        vocab = sorted(counts.forms)
+        return cls(
+            punct=dict(sorted(counts.punct.items())),
+            cased=TranslationTable.from_counts(counts.cased),
+            lower=TranslationTable.from_counts(counts.lower),
+            tags=TagTable(counts.tags.copy()),
+            forms=Forms(
+                vocab=vocab,
+                count=np.array([counts.forms[w] for w in vocab], dtype=np.int64),
+                initial=np.array([counts.initial.get(w, 0) for w in vocab], dtype=np.int64),
+            ),
+        )
+
+
+def count_triples(triples: Iterable[Triple]) -> StatsCounts:
+    """Count everything the tables need from word-aligned triples (cased source and target)."""
+    counts = StatsCounts()
+    for t in triples:
+        if t.links is None:
+            raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
+        counts.add(t.source, t.target, t.links)
+    return counts
