@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
 from enum import IntEnum
 from functools import lru_cache
 
@@ -173,23 +172,6 @@ def has_letter(token: str) -> bool:
     return any(c.isalpha() for c in _masked(token))
 
 
-SENTENCE_END = {".", "!", "?"}
-
-
-def positional(tokens: Sequence[str]) -> set[int]:
-    """Positions whose capitalization is due to position: the first word with a letter, and the first
-    word with a letter after ``.``, ``!`` or ``?``."""
-    out: set[int] = set()
-    expect = True
-    for i, tok in enumerate(tokens):
-        if tok in SENTENCE_END:
-            expect = True
-        elif expect and has_letter(tok):
-            out.add(i)
-            expect = False
-    return out
-
-
 @lru_cache(maxsize=1 << 18)
 def strip_diacritics(token: str) -> str:
     """The token without combining marks (NFD), for matching names across languages (Montréal ~ Montreal)."""
@@ -208,3 +190,11 @@ def is_punctuation(token: str) -> bool:
     if token in _ESCAPED:
         return True
     return bool(token) and all(unicodedata.category(c)[0] in "PS" for c in token)
+
+
+def is_upper_word(token: str) -> bool:
+    """Every cased character upper, and at least one."""
+    if token.isascii():
+        return token.isupper()  # the same test for ASCII
+    cased = [c for c in token if c.isupper() or c.islower()]
+    return bool(cased) and all(c.isupper() for c in cased)

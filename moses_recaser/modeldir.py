@@ -12,7 +12,9 @@ Layout::
     MODEL/...             anything else a stage adds (aligner priors, ...)
 
 Format versions: 1, the first; 2, candidates.npz with GEN results as pool segments and the word types,
-lm.npz with its hash index. This version reads both.
+lm.npz with its hash index; 3, every optional array of version 2 always stored (the hash indexes, the
+punctuation counts, the candidate registry's training forms, source keys and word types). This version
+reads version 3 only: an older model is refused with a message to retrain it.
 
 The directory is built under a temporary name and renamed into place, so a crash or Ctrl-C
 never leaves a half-written model.
@@ -24,19 +26,18 @@ import io
 import os
 import shutil
 import zipfile
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import yaml
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.stats.tables import Forms, Tables, TagTable, TranslationTable
 from moses_recaser.textio import atomic_directory, sha256
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.yaml"
 
 
@@ -51,65 +52,13 @@ def words_of(a: np.ndarray) -> list[str]:
     return s.split("\n") if s else []
 
 
-def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
+def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: dict[str, np.ndarray]) -> None:
     """np.savez with fixed zip timestamps, so equal arrays give equal bytes (and equal checksums)."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
             buf = io.BytesIO()
             np.lib.format.write_array(buf, np.asarray(arrays[name]), allow_pickle=False)
             zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
-
-
-def write_vocab(path: Path, words: Sequence[str]) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for w in words:
-            fh.write(w)
-            fh.write("\n")
-
-
-def read_vocab(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    return text.split("\n")[:-1] if text else []
-
-
-def tables_to_files(tables: Tables, directory: Path) -> None:
-    arrays: dict[str, np.ndarray] = {}
-    for name in ("cased", "lower"):
-        tt: TranslationTable = getattr(tables, name)
-        for attr in ("keys", "counts", "src_total", "src_types", "tgt_count"):
-            arrays[f"{name}_{attr}"] = getattr(tt, attr)
-        arrays[f"{name}_hash"] = tt.index.table
-        write_vocab(directory / f"{name}.src.vocab", tt.src_vocab)
-        write_vocab(directory / f"{name}.tgt.vocab", tt.tgt_vocab)
-    arrays["tag_counts"] = tables.tags.counts
-    arrays["forms_count"] = tables.forms.count
-    arrays["forms_initial"] = tables.forms.initial
-    arrays["punct_count"] = np.array(list(tables.punct.values()), dtype=np.int64)
-    write_vocab(directory / "forms.vocab", tables.forms.vocab)
-    write_vocab(directory / "punct.vocab", list(tables.punct))
-    save_npz(directory / "tables.npz", arrays)
-
-
-def tables_from_files(directory: Path) -> Tables:
-    with np.load(directory / "tables.npz", allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    tts = {}
-    for name in ("cased", "lower"):
-        tts[name] = TranslationTable(
-            src_vocab=read_vocab(directory / f"{name}.src.vocab"),
-            tgt_vocab=read_vocab(directory / f"{name}.tgt.vocab"),
-            **{attr: arrays[f"{name}_{attr}"] for attr in ("keys", "counts", "src_total", "src_types", "tgt_count")},
-            hash_table=arrays.get(f"{name}_hash"),  # models written before it was stored: built on first use
-        )
-    return Tables(
-        cased=tts["cased"],
-        lower=tts["lower"],
-        tags=TagTable(arrays["tag_counts"]),
-        forms=Forms(read_vocab(directory / "forms.vocab"), arrays["forms_count"], arrays["forms_initial"]),
-        # models written before the punctuation counts were stored have none
-        punct=dict(zip(read_vocab(directory / "punct.vocab"), arrays["punct_count"].tolist()))
-        if (directory / "punct.vocab").is_file() else {},
-    )
 
 
 @dataclass
@@ -136,15 +85,16 @@ def write_model(
     *,
     settings: Mapping[str, Any],
     signature: str,
-    tables: Tables | None = None,
+    writers: Sequence[Callable[[Path], None]] = (),
     copy_files: Mapping[str, str | os.PathLike[str]] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a model directory atomically; ``copy_files`` maps names in the model to files to copy."""
+    """Write a model directory atomically: each of ``writers`` writes its files into the directory,
+    ``copy_files`` maps names in the model to files to copy."""
     target = Path(directory)
     with atomic_directory(target) as tmp:
-        if tables is not None:
-            tables_to_files(tables, tmp)
+        for write in writers:
+            write(tmp)
         for name, src in (copy_files or {}).items():
             shutil.copyfile(src, tmp / name)
         files = {p.name: sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
@@ -176,6 +126,12 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         raise RecaserError(
             f"model format version {version} is newer than this moses-recaser reads ({FORMAT_VERSION}); "
             "upgrade moses-recaser",
+            str(path),
+        )
+    if version < FORMAT_VERSION:
+        raise RecaserError(
+            f"model format version {version} was written by an older moses-recaser; this one reads version "
+            f"{FORMAT_VERSION}: train the model again",
             str(path),
         )
     files = doc.get("files")

@@ -21,7 +21,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.textio import LineReader
@@ -75,14 +75,6 @@ class Triple:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, separators=(", ", ": "))
-
-    def phrase_of_target(self) -> list[int]:
-        """For each target position, the index of its phrase (-1 when phrases are absent)."""
-        out = [-1] * len(self.target)
-        for k, (_, _, t0, t1) in enumerate(self.phrases):
-            for t in range(t0, t1 + 1):
-                out[t] = k
-        return out
 
 
 def lowered(t: Triple) -> Triple:
@@ -139,9 +131,9 @@ def check_links_in_phrases(links: Iterable[Link], phrases: list[Phrase]) -> None
         for t in range(p[2], p[3] + 1):
             owner[t] = p
     for s, t in links:
-        p = owner.get(t)
-        if p is None or not (p[0] <= s <= p[1]):
-            span = "no phrase" if p is None else f"phrase {p[0]}-{p[1]}={p[2]}-{p[3]}"
+        q = owner.get(t)
+        if q is None or not (q[0] <= s <= q[1]):
+            span = "no phrase" if q is None else f"phrase {q[0]}-{q[1]}={q[2]}-{q[3]}"
             raise RecaserError(f"alignment link {s}-{t} crosses the phrase boundary ({span})")
 
 
@@ -233,7 +225,7 @@ def read_triples(path: str) -> Iterator[Triple]:
             raise exc.at(reader.name, reader.lineno) from None
 
 
-def write_triples(triples: Iterable[Triple], out: TextIO) -> int:
+def write_triples(triples: Iterable[Triple], out: IO[str]) -> int:
     n = 0
     for triple in triples:
         out.write(triple.dumps())

@@ -49,9 +49,8 @@ def tico(tmp_path_factory):
 
     Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
     """
-    from moses_recaser.stats.build import StatsSettings  # noqa: F401 - import check
+    from moses_recaser.model.train import Bitext, TrainSettings, train
     from moses_recaser.moses.tokenizer import tokenizer
-    from moses_recaser.model.train import TrainSettings, train
 
     d = tmp_path_factory.mktemp("tico")
     sides = {}
@@ -64,6 +63,6 @@ def tico(tmp_path_factory):
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
     work = d / "work"
     work.mkdir()
-    train(str(d / "train.fr"), str(d / "train.en"), None, str(d / "dev.fr"), str(d / "dev.en"), None,
-          str(d / "model"), TrainSettings(max_iter=60), work)
+    train(str(d / "model"), train=Bitext(str(d / "train.fr"), str(d / "train.en")),
+          dev=Bitext(str(d / "dev.fr"), str(d / "dev.en")), settings=TrainSettings(max_iter=60), work=work)
     return d

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from moses_recaser.stats.eflomal import align
 from moses_recaser.moses.tokenizer import tokenizer
+from moses_recaser.stats.eflomal import align
 
 TICO = Path(__file__).parents[1] / "data" / "tico19"
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from moses_recaser.stats.symal import format_links, parse_links, symmetrize
 from moses_recaser.errors import RecaserError
+from moses_recaser.moses.pharaoh import format_links, parse_links
+from moses_recaser.stats.symal import symmetrize
 
 # Example 1: a diagonal neighbour. src2tgt a = {0-0, 1-1}, tgt2src b = {0-0}.
 # Intersection {0-0}; 1-1 is in the union and touches 0-0 only diagonally.

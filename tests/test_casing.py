@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from oracles import positional
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
+from moses_recaser.sentences import positional_words
 
 
 @pytest.mark.parametrize("token,tag", [
@@ -66,4 +68,5 @@ def test_length_changing_lowercase_is_left_alone():
     ([], set()),
 ])
 def test_positional(tokens, expected):
-    assert casing.positional(tokens) == expected
+    assert positional(tokens) == expected
+    assert positional_words([tokens]) == [expected]  # the batch form

@@ -9,7 +9,8 @@ import pytest
 from conftest import TRACES
 
 from moses_recaser.cli.main import main
-from moses_recaser.modeldir import read_manifest, tables_from_files
+from moses_recaser.modeldir import read_manifest
+from moses_recaser.stats.tables import Tables
 
 
 def _write(path, lines):
@@ -73,7 +74,7 @@ def test_stats_command_builds_a_model(tmp_path):
                  "--model", str(model)]) == 0
     manifest = read_manifest(model)
     assert manifest.settings["lm_order"] == 2 and "lm:kn2" in manifest.signature
-    tables = tables_from_files(model)
+    tables = Tables.load(model)
     assert tables.cased.count("chat", "cat") == 5
     assert tables.cased.count("Le", "The") == 0  # sentence-initial: case due to position, not counted
     assert kenlm.Model(str(model / "lm.arpa")).order == 2

@@ -1,4 +1,5 @@
-"""The CRF against brute force on tiny lattices: log Z, feature expectations, gradient, Viterbi."""
+"""The CRF against brute force on tiny lattices: log Z, feature expectations, gradient, and the oracle
+Viterbi (tests/oracles.py) that the split Viterbi is checked against."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
+from oracles import Lattice, batch_of, dense_viterbi
 from scipy.special import logsumexp
 
-from moses_recaser.model.crf import _potentials, batch_objective, fit, forward, make_batches, viterbi
-from moses_recaser.model.features import Lattice
+from moses_recaser.model.crf import batch_objective, fit, forward, potentials
 
 
 def random_lattice(rng: np.random.Generator, n: int, D: int = 3, gold: bool = True) -> Lattice:
@@ -52,8 +53,8 @@ def test_log_z_and_expectations_match_brute_force(seed, n):
     feats = np.array([path_features(lat, p) for p in paths(lat)])
     scores = feats @ w
     log_z = logsumexp(scores)
-    (batch,) = make_batches([lat])
-    phi, L = _potentials(batch, w)
+    (batch,) = batch_of([lat])
+    phi, L = potentials(batch, w)
     _, got_z = forward(phi, L)
     assert got_z[0] == pytest.approx(log_z, abs=1e-9)
     probs = np.exp(scores - log_z)
@@ -69,8 +70,8 @@ def test_viterbi_matches_brute_force(seed):
     rng = np.random.default_rng(100 + seed)
     lats = [random_lattice(rng, n, gold=False) for n in (1, 2, 3, 4, 4, 6)]
     w = rng.normal(size=4)
-    for batch in make_batches(lats):
-        got, score = viterbi(batch, w)
+    for batch in batch_of(lats):
+        got, score = dense_viterbi(batch, w)
         for row, k in enumerate(batch.members):
             lat = lats[k]
             best = max(paths(lat), key=lambda p: path_features(lat, p) @ w)
@@ -81,7 +82,7 @@ def test_viterbi_matches_brute_force(seed):
 def test_gradient_matches_finite_differences():
     rng = np.random.default_rng(7)
     lats = [random_lattice(rng, n) for n in (2, 3, 3, 5)]
-    batches = make_batches(lats)
+    batches = batch_of(lats)
     w = rng.normal(size=4)
     sigma = 0.7
 
@@ -105,6 +106,6 @@ def test_fit_recovers_a_preference():
         for i, g in enumerate(lat.gold):
             lat.unary[i, g, 0] = 1.0
         lats.append(lat)
-    res = fit(lats, 2, sigma=1.0)
+    res = fit(batch_of(lats), 2, sigma=1.0)
     assert res.weights[1] > 1.0
     assert res.log and res.log[-1][1] > res.log[0][1] - 1e-9

@@ -1,4 +1,4 @@
-"""Viterbi with the LM split by its backoff rule (decode) against Viterbi over every trigram (crf.viterbi)
+"""Viterbi with the LM split by its backoff rule (decode) against Viterbi over every trigram (the oracle)
 and against brute force, on random lattices and a random LM with backoff structure."""
 
 from __future__ import annotations
@@ -7,10 +7,9 @@ import itertools
 
 import numpy as np
 import pytest
+from oracles import Lattice, batch_of, dense_viterbi
 
 from moses_recaser.model import viterbi as decode
-from moses_recaser.model.crf import make_batches, viterbi
-from moses_recaser.model.features import Lattice
 
 
 def _noise(*keys: np.ndarray, salt: int) -> np.ndarray:
@@ -89,8 +88,8 @@ def test_split_viterbi_and_dense_lattices_equal_full_trigram_viterbi(seed, share
             valid[i, :k] = True
         if n:
             lat = Lattice(cands=[["x"] * k for k in sizes], unary=unary, lm=dense[s], valid=valid)
-            (batch,) = make_batches([lat])
-            want, _ = viterbi(batch, np.array([weight[s], 1.0]))
+            (batch,) = batch_of([lat])
+            want, _ = dense_viterbi(batch, np.array([weight[s], 1.0]))
             assert got[s].tolist() == want[0].tolist()
             # and brute force
             best = max(itertools.product(*[range(k) for k in sizes]),

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from moses_recaser import casing
-from moses_recaser.stats.eflomal import align
-from moses_recaser.stats.symal import format_links
 from moses_recaser.ems.meta import dangling_inputs, overlay, parse_meta, patch_meta
 from moses_recaser.errors import RecaserError
 from moses_recaser.harness.metrics import case_scores
+from moses_recaser.moses.pharaoh import format_links
+from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.npa import phrase_align_triple
 
 EMS = str(Path(sys.executable).parent / "moses-recaser-ems")

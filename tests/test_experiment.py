@@ -79,8 +79,8 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
 
 
 def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
-    from moses_recaser.harness.config import load_config
     from moses_recaser.errors import RecaserError
+    from moses_recaser.harness.config import load_config
 
     config = tmp_path / "c.yaml"
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")

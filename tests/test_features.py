@@ -7,15 +7,13 @@ import math
 
 import numpy as np
 import pytest
+from oracles import lattices
 
-from moses_recaser.model.features import (
-    FeatureExtractor,
-    feature_names,
-    source_flags,
-    source_spans,
-)
-from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
+from moses_recaser.model.extractor import FeatureExtractor, source_spans
+from moses_recaser.model.features import feature_names
+from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.arpa_arrays import ArrayLM
+from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
 from moses_recaser.stats.tables import Tables, count_triples
 from moses_recaser.triples import Triple
 
@@ -43,7 +41,7 @@ def extractor(arpa) -> FeatureExtractor:
 
 
 def values(ex: FeatureExtractor, triple: Triple, position: int, name: str) -> dict[str, float]:
-    lat = ex.lattice(triple)
+    lat = lattices(ex, [triple])[0]
     col = ex.index[name]
     return {c: float(lat.unary[position, j, col]) for j, c in enumerate(lat.cands[position])}
 
@@ -51,22 +49,23 @@ def values(ex: FeatureExtractor, triple: Triple, position: int, name: str) -> di
 def test_source_spans_find_runs_of_two_or_more_words():
     src = ["À", "partir", "de", "The", "Next", "Day", ",", "paru", "en", "janvier"]
     tgt = ["following", "the", "next", "day", ",", "released", "in", "january"]
-    assert source_spans(src, tgt) == [None, "The", "Next", "Day", ",", None, None, None]
+    assert source_spans(src, tgt) == [-1, 3, 4, 5, 6, -1, -1, -1]  # the source positions copied
     # a single shared word, or a run with one word that has a letter, is no run
-    assert source_spans(["Obama", ","], ["obama", ",", "he"]) == [None, None, None]
+    assert source_spans(["Obama", ","], ["obama", ",", "he"]) == [-1, -1, -1]
     # the longest run wins where two overlap
-    assert source_spans(["a", "b", "X", "b", "c", "d"], ["b", "c", "d"]) == ["b", "c", "d"]
+    assert source_spans(["a", "b", "X", "b", "c", "d"], ["b", "c", "d"]) == [3, 4, 5]
 
 
-def test_source_flags():
-    assert source_flags(["Spectaculaire", "saut", "au-dessus", "de", "Bogota"]) == (True, False)
-    assert source_flags(["Il", "est", "parti", "."]) == (False, False)
-    assert source_flags(["Obama", "Signs", "Bill", "On", "Health"])[1]
+def test_headline_lines():
+    lines = [["Spectaculaire", "saut", "au-dessus", "de", "Bogota"], ["Il", "est", "parti", "."],
+             ["Obama", "Signs", "Bill", "On", "Health"]]
+    flags = headline_lines(lines)
+    assert flags[0] == (True, False) and flags[1] == (False, False) and flags[2][1]
 
 
 def test_src_span_and_gen_take_the_source_form_without_links(extractor):
     t = Triple(0, ["à", "partir", "de", "The", "Next", "Day"], ["following", "the", "next", "day"], links=[])
-    lat = extractor.lattice(t)
+    lat = lattices(extractor, [t])[0]
     assert "The" in lat.cands[1] and "Day" in lat.cands[3]
     v = values(extractor, t, 1, "src_span")
     assert v["The"] == 1.0 and v["the"] == 0.0 and v["THE"] == 0.0
@@ -130,7 +129,7 @@ def test_after_name_fires_after_an_unseen_word_shaped_like_a_name(extractor):
     # an unseen word of a lowercase shape, a seen name, or a sentence start: nothing
     for words in (["the", "xeeps", "cat"], ["the", "paris", "cat"]):
         assert set(values(extractor, Triple(0, [], words), 2, "after_name").values()) == {0.0}
-    lat = extractor.lattices([Triple(0, [], ["xaris"]), Triple(1, [], ["cat", "xaris"])])
+    lat = lattices(extractor, [Triple(0, [], ["xaris"]), Triple(1, [], ["cat", "xaris"])])
     assert not lat[1].unary[0, :, extractor.index["after_name"]].any()
 
 
@@ -153,7 +152,7 @@ def test_cap_t1_is_the_log_of_the_summed_translation_probability(extractor):
 
 def test_lm_feature_is_the_trigram_log_probability(extractor):
     t = Triple(0, [], ["he", "sees"])
-    lat = extractor.lattice(t)
+    lat = lattices(extractor, [t])[0]
     he, sees = lat.cands[0].index("He"), lat.cands[1].index("sees")
     lm = extractor.lm
     ids = lm.word_ids(["<s>", "He", "sees"])
@@ -171,9 +170,9 @@ def test_batched_array_lattices_equal_one_by_one_kenlm_lattices(extractor, arpa)
         Triple(2, ["Il", "a"], ["he", "has"], links=[(0, 0), (1, 1)]),
         Triple(3, [], []),
     ]
-    batch = extractor.lattices(triples)
+    batch = lattices(extractor, triples)
     for t, lat in zip(triples, batch):
-        one = through_kenlm.lattice(t)
+        one = lattices(through_kenlm, [t])[0]
         assert one.cands == lat.cands
         np.testing.assert_allclose(one.unary, lat.unary)
         np.testing.assert_allclose(one.lm, lat.lm, atol=1e-5)
@@ -182,8 +181,8 @@ def test_batched_array_lattices_equal_one_by_one_kenlm_lattices(extractor, arpa)
 
 def test_reference_missing_from_gen_is_added_and_counted(extractor):
     t = Triple(0, [], ["the", "iphone", "cat"])
-    lat = extractor.lattice(t, reference=["The", "iPhone", "cat"])
-    assert "iPhone" not in extractor.lattice(t).cands[1]  # GEN has no mixed-case form of an unseen word
+    lat = lattices(extractor, [t], [["The", "iPhone", "cat"]])[0]
+    assert "iPhone" not in lattices(extractor, [t])[0].cands[1]  # GEN has no mixed-case form of an unseen word
     assert lat.cands[1][lat.gold[1]] == "iPhone"
     assert lat.gen_misses == 1
 
@@ -192,7 +191,7 @@ def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tm
     tables, lm = extractor.tables, ArrayLM.from_arpa(arpa)
     built = FeatureExtractor(tables, lm, extractor.names, alignment="links")
     path = tmp_path / "candidates.npz"
-    built.candidates.save(path)
+    built.save_registry(path)
     stored = FeatureExtractor(tables, lm, extractor.names, alignment="links", candidates_file=path)
     assert "paris" in stored.candidates._plain  # every lowercase training type is stored
     assert "_shape" in vars(stored.candidates.prior)  # the case prior's tables come with it
@@ -203,7 +202,7 @@ def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tm
         Triple(2, ["L'", "iPhone"], ["the", "iphone"], links=[(1, 1)]),
     ]
     refs = [["The", "cat", "of", "Paris"], ["He", "sees", "the", "unknownword", ",", "a", "reason"], ["The", "iPhone"]]
-    for got, want in zip(stored.lattices(triples, refs), fresh.lattices(triples, refs)):
+    for got, want in zip(lattices(stored, triples, refs), lattices(fresh, triples, refs)):
         assert got.cands == want.cands
         assert (got.gold == want.gold).all()
         np.testing.assert_array_equal(got.unary, want.unary)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from oracles import takes_source_word
 
 from moses_recaser import casing
-from moses_recaser.model.candidates import Candidates, CasePrior
+from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.gen import MAX_CANDIDATES, gen
+from moses_recaser.model.prior import CasePrior
 from moses_recaser.stats.tables import StatsCounts, Tables
 
 
@@ -26,7 +28,12 @@ from moses_recaser.stats.tables import StatsCounts, Tables
     ("ebay", (), ("EBay", "eBay"), ["ebay", "Ebay", "EBAY", "EBay", "eBay"]),
 ])
 def test_gen_hand_cases(token, seen, source, want):
-    assert gen(token, seen, source) == want
+    assert gen(token, seen, taken(source, token)) == want
+
+
+def taken(source, token: str) -> list[str]:
+    """The aligned source words GEN takes (the extractor's test, here its oracle)."""
+    return [s for s in source if takes_source_word(s, token)]
 
 
 def test_gen_caps_training_forms_but_keeps_its_own_and_the_sources():
@@ -42,7 +49,7 @@ _token = st.lists(st.sampled_from(["a", "B", "é", "É", "ß", "ς", "Σ", "İ",
 @given(_token, st.lists(_token, max_size=3), st.lists(_token, max_size=3))
 def test_gen_gives_distinct_recasings_starting_with_the_tag_forms(token, seen, source):
     seen = [s for s in seen if casing.lower(s) == casing.lower(token)] + [casing.upper_all(token)]
-    out = gen(token, seen, source)
+    out = gen(token, seen, taken(source, token))
     assert len(out) == len(set(out))
     assert all(casing.is_recasing_of(f, token) for f in out)
     low = casing.lower_all(token)

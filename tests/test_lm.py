@@ -11,7 +11,8 @@ import pytest
 from conftest import DATA
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.stats.kneser_ney import count_ngrams, estimate, read_corpus, write_arpa
+from moses_recaser.stats.build import lm_from_text
+from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
 from moses_recaser.textio import read_lines
 
 LMPLZ = DATA / "lmplz"
@@ -34,7 +35,7 @@ def _load_arpa(text: str) -> dict[str, tuple[float, float | None]]:
 
 @pytest.fixture(scope="module")
 def corpus() -> list[list[str]]:
-    return list(read_corpus(read_lines(LMPLZ / "corpus.tok.en.xz")))
+    return list(lm_from_text(str(LMPLZ / "corpus.tok.en.xz")))
 
 
 def _our_arpa(corpus, order: int) -> str:

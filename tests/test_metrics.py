@@ -6,7 +6,7 @@ import pytest
 
 from moses_recaser.casing import Tag
 from moses_recaser.errors import RecaserError
-from moses_recaser.harness.metrics import case_scores, gen_oracle, paired_bootstrap_precision
+from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
 
 
 def test_precision_f1_and_confusion_by_hand():
@@ -31,10 +31,6 @@ def test_outputs_that_differ_beyond_case_are_refused():
         case_scores([["a", "b"]], [["a", "c"]])
     with pytest.raises(ValueError):
         case_scores([["a"]], [["a"], ["b"]])
-
-
-def test_gen_oracle():
-    assert gen_oracle([[["a", "A"], ["b"]]], [["A", "B"]]) == pytest.approx(0.5)
 
 
 def test_paired_bootstrap():

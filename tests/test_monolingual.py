@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from moses_recaser.cli.main import main
-from moses_recaser.harness.config import ExperimentConfig, SplitConfig
 from moses_recaser.errors import RecaserError
+from moses_recaser.harness.config import ExperimentConfig, SplitConfig
 from moses_recaser.harness.experiment import held_out_targets, monolingual_text
 from moses_recaser.model.recaser import Recaser
-from moses_recaser.modeldir import read_manifest, tables_from_files
+from moses_recaser.modeldir import read_manifest
+from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
 
 # a name the TICO-19 bitext never has, in sentences of its own
@@ -35,10 +36,10 @@ def mono_model(tico, tmp_path_factory):
 
 def test_mono_text_joins_lm_and_forms_not_translation_tables(mono_model, tico):
     d, _ = mono_model
-    tables = tables_from_files(d / "with")
+    tables = Tables.load(d / "with")
     assert "Zorblax" in tables.forms.vocab
     assert "Zorblax" not in tables.cased.tgt_vocab and "zorblax" not in tables.lower.tgt_vocab
-    assert "Zorblax" not in tables_from_files(tico / "model").forms.vocab
+    assert "Zorblax" not in Tables.load(tico / "model").forms.vocab
     assert "\tZorblax Institute\t" in (d / "with" / "lm.arpa").read_text(encoding="utf-8")
 
 

@@ -10,14 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.moses.trace import (
-    TraceOptions,
-    parse_nbest_line,
-    parse_trace_line,
-    read_nbest,
-    read_trace,
-    source_tokens,
-)
+from moses_recaser.moses.nbest import parse_nbest_line, read_nbest
+from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace, source_tokens
 
 PROMIX = TRACES / "mosesdecoder-promix-test_data"
 

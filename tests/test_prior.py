@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from moses_recaser.model.candidates import CasePrior
 from moses_recaser.casing import Tag
+from moses_recaser.model.prior import CasePrior
 from moses_recaser.stats.tables import StatsCounts, Tables
 
 

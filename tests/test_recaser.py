@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from moses_recaser import casing
 from moses_recaser.cli.main import main
 from moses_recaser.harness.metrics import case_scores
-from moses_recaser.moses.trace import read_aligned_bitext
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.modeldir import read_manifest
+from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.triples import Triple
 
 
@@ -168,7 +168,7 @@ def test_output_is_deterministic_across_runs_and_threads(tico, tmp_path):
 
 
 def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
-    from moses_recaser.moses.trace import read_aligned_bitext
+    from moses_recaser.moses.bitext import read_aligned_bitext
     from moses_recaser.stats.npa import phrase_align_triple
 
     triples = list(read_aligned_bitext(str(tico / "test.fr"), str(tico / "test.lc.en")))
@@ -216,7 +216,7 @@ _sentence = st.lists(st.lists(_chars, min_size=1, max_size=4).map("".join), max_
 @given(st.lists(st.tuples(_sentence, st.lists(st.sampled_from(["same", "upper", "lower", "swap", "drop"]),
                                                min_size=4, max_size=4)), max_size=4))
 def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
-    from moses_recaser.model.recaser import _check_case_only_all
+    from moses_recaser.model.recaser import check_case_only_all
 
     inputs, outputs = [], []
     for sent, how in cases:
@@ -229,7 +229,7 @@ def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
     ok = all(len(i) == len(o) and all(casing.is_recasing_of(b, a) for a, b in zip(i, o))
              for i, o in zip(inputs, outputs))
     if ok:
-        _check_case_only_all(inputs, outputs)
+        check_case_only_all(inputs, outputs)
     else:
         with pytest.raises(AssertionError, match="recasing changed tokens"):
-            _check_case_only_all(inputs, outputs)
+            check_case_only_all(inputs, outputs)

@@ -74,10 +74,9 @@ def test_forms(tables):
 def test_tables_round_trip_with_their_hash_index(tables, tmp_path):
     import numpy as np
 
-    from moses_recaser.modeldir import tables_from_files, tables_to_files
 
-    tables_to_files(tables, tmp_path)
-    again = tables_from_files(tmp_path)
+    tables.save(tmp_path)
+    again = Tables.load(tmp_path)
     for name in ("cased", "lower"):
         a, b = getattr(tables, name), getattr(again, name)
         assert b.hash_table is not None and (b.hash_table == a.index.table).all()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 
 def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str, q: mp.Queue) -> None:
-    from moses_recaser.moses.trace import read_aligned_bitext
+    from moses_recaser.moses.bitext import read_aligned_bitext
     from moses_recaser.triples import Triple, lowered
 
     t_load = time.perf_counter()
@@ -55,10 +55,11 @@ def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_t
             triples = _with_links(triples)
     else:
         triples = [Triple(t.id, [], lowered(t).target) for t in triples]
-    from moses_recaser.model.recaser import chunks
+    from moses_recaser.model.streaming import CHUNK
+    from moses_recaser.sentences import chunks
 
     t0 = time.perf_counter()
-    out = [x for part in chunks(triples) for x in system.recase_batch(part)]  # streamed as the CLI does
+    out = [x for part in chunks(triples, CHUNK) for x in system.recase_batch(part)]  # streamed as the CLI does
     wall = time.perf_counter() - t0
     q.put({"kind": kind, "load_s": load, "recase_s": wall, "sentences": len(out),
            "words": sum(len(x) for x in out), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})

@@ -21,10 +21,10 @@ TRAIN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "ne
 
 
 def _stage(name: str, src: str, tgt: str, align: str, out: str, q: mp.Queue) -> None:
+    from moses_recaser.moses.bitext import read_aligned_bitext
+    from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.stats.eflomal import align as eflomal_align
-    from moses_recaser.stats.symal import format_links
     from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
-    from moses_recaser.moses.trace import read_aligned_bitext
     from moses_recaser.stats.tables import Tables, count_triples
 
     t0 = time.perf_counter()

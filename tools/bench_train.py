@@ -77,12 +77,12 @@ def subset(parts: list[list[str]], words: int, out: Path, dev_target: str) -> in
 
 
 def _child(work: str, dev: list[str], q: mp.Queue) -> None:
-    from moses_recaser.model.train import TrainSettings, train
+    from moses_recaser.model.train import Bitext, TrainSettings, train
 
     w = Path(work)
     t0 = time.perf_counter()
-    report = train(str(w / "src"), str(w / "tgt"), str(w / "align"), dev[0], dev[1], dev[2], str(w / "model"),
-                   TrainSettings(), w)
+    report = train(str(w / "model"), train=Bitext(str(w / "src"), str(w / "tgt"), str(w / "align")),
+                   dev=Bitext(*dev), settings=TrainSettings(), work=w)
     q.put({"wall_s": time.perf_counter() - t0, "stages_s": report.seconds, "iterations": report.iterations,
            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 from moses_recaser.errors import RecaserError
 
@@ -128,3 +129,11 @@ def dangling_inputs(meta: Meta, steps: list[Step]) -> list[str]:
             else:
                 bad.append(f"[{s.section}] {s.name}: {name}")
     return bad
+
+
+def patch_meta_file(path: str) -> str:
+    """``patch_meta`` of an installed experiment.meta."""
+    p = Path(path)
+    if not p.is_file():
+        raise RecaserError("Moses experiment.meta not found", path)
+    return patch_meta(p.read_text(encoding="utf-8"), path)

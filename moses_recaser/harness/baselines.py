@@ -1,11 +1,13 @@
-"""Baseline capitalizers, with the same interface as the CRF recaser (``recase_batch``).
+"""Baseline capitalizers, with the CRF recaser's interface (``systems.Capitalizer``); ``systems.SYSTEMS``
+names them.
 
-- ``unigram``: each word's most frequent training form, the sentence's first word with a letter
+- ``UnigramRecaser``: each word's most frequent training form, the sentence's first word with a letter
   capitalized (paper section 2);
-- ``trigram``: Lita et al. (2003), exact Viterbi over GEN with the cased modified-KN LM alone,
+- ``TrigramRecaser``: Lita et al. (2003), exact Viterbi over GEN with the cased modified-KN LM alone,
   then the sentence-initial rule (the paper's "strong baseline");
-- ``truecaser``: sacremoses' MosesTruecaser trained on the same tokenized target corpus (the Python
-  API on token lists), then the Moses detruecase rule (first word, and words after . ? ! :, upper).
+- ``MosesTruecaserBaseline``: sacremoses' MosesTruecaser trained on the same tokenized target corpus (the
+  Python API on token lists), then the Moses detruecase rule (first word, and words after . ? ! :, upper);
+- ``CopySourceBaseline``: the truecaser, then the case of source words copied.
 """
 
 from __future__ import annotations
@@ -18,28 +20,28 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.model.batch import gc_paused
-from moses_recaser.model.features import FeatureExtractor, first_letter_position
-from moses_recaser.model.recaser import _check_case_only, load_model_lm
-from moses_recaser.modeldir import read_manifest, tables_from_files
+from moses_recaser.model.extractor import FeatureExtractor
+from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.recaser import check_case_only_all, load_model_lm
+from moses_recaser.modeldir import read_manifest
+from moses_recaser.sentences import first_letters, positional_words
+from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple, lowered
 
-BASELINES = ("unigram", "trigram", "truecaser")
 
-
-def _initial_rule(tokens: list[str]) -> list[str]:
-    i = first_letter_position(tokens)
-    if i >= 0:
-        tokens[i] = casing.upper_first(tokens[i]) if not casing.is_capitalized(tokens[i]) else tokens[i]
-    return tokens
+def _initial_rule(sentences: list[list[str]]) -> list[list[str]]:
+    """Each sentence's first word with a letter capitalized (in place)."""
+    for tokens, i in zip(sentences, first_letters(sentences)):
+        if i >= 0 and not casing.is_capitalized(tokens[i]):
+            tokens[i] = casing.upper_first(tokens[i])
+    return sentences
 
 
 class UnigramRecaser:
-    signature_name = "unigram"
-
     def __init__(self, model_dir: str | os.PathLike[str]) -> None:
         self.manifest = read_manifest(model_dir)
         self.signature = f"unigram|{self.manifest.signature}"
-        tables = tables_from_files(Path(model_dir))
+        tables = Tables.load(Path(model_dir))
         self.best = {k: tables.forms.vocab[ids[0]] for k, ids in tables.forms.by_lower().items()}
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
@@ -49,22 +51,20 @@ class UnigramRecaser:
             for w in t.target:
                 form = self.best.get(casing.lower(w))
                 toks.append(form if form is not None and casing.is_recasing_of(form, w) else casing.lower_all(w))
-            toks = _initial_rule(toks)
-            _check_case_only(t.target, toks)
             out.append(toks)
+        _initial_rule(out)
+        check_case_only_all([t.target for t in triples], out)
         return out
 
 
 class TrigramRecaser:
-    signature_name = "trigram"
-
     def __init__(self, model_dir: str | os.PathLike[str]) -> None:
         d = Path(model_dir)
         self.manifest = read_manifest(d)
         self.signature = f"trigram|{self.manifest.signature}"
-        tables = tables_from_files(d)
+        tables = Tables.load(d)
         self.extractor = FeatureExtractor(tables, load_model_lm(d, self.manifest), [], "phrase",
-                                          int(self.manifest.settings.get("max_candidates", 5)))
+                                          int(self.manifest.settings.get("max_candidates", MAX_CANDIDATES)))
         self.weights = np.array([1.0])
 
     @gc_paused()
@@ -72,15 +72,12 @@ class TrigramRecaser:
         # monolingual: GEN without source words, LM only
         flat = self.extractor.flat([Triple(t.id, [], lowered(t).target) for t in triples])
         paths = flat.best_paths(np.zeros(len(flat.ids)), np.full(len(flat.n_pos), self.weights[0]))
-        out = [_initial_rule(toks) for toks in flat.words(paths, self.extractor.candidates.strings)]
-        for t, toks in zip(triples, out):
-            _check_case_only(t.target, toks)
+        out = _initial_rule(flat.words(paths, self.extractor.candidates.strings))
+        check_case_only_all([t.target for t in triples], out)
         return out
 
 
 class MosesTruecaserBaseline:
-    signature_name = "sacremoses-truecase"
-
     def __init__(self, target_corpus: Iterable[Sequence[str]]) -> None:
         import sacremoses
         from sacremoses import MosesDetruecaser, MosesTruecaser
@@ -99,8 +96,8 @@ class MosesTruecaserBaseline:
             toks = [d if casing.is_recasing_of(d, w) else w for d, w in zip(dt, low)]
             if len(dt) != len(low):  # sacremoses re-split a token: keep the lowercase input
                 toks = list(low)
-            _check_case_only(t.target, toks)
             out.append(toks)
+        check_case_only_all([t.target for t in triples], out)
         return out
 
 
@@ -108,22 +105,19 @@ class CopySourceBaseline:
     """The ten-line rule of issue #4: sacremoses truecase+detruecase, then every word that equals, up to
     case, a source word not capitalized by its position takes that word's case (the first such word)."""
 
-    signature_name = "sacremoses+copy-source"
-
     def __init__(self, base: MosesTruecaserBaseline) -> None:
         self.base = base
         self.signature = f"{base.signature}|copy-source"
 
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         out = []
-        for t, toks in zip(triples, self.base.recase_batch(triples)):
-            pos = casing.positional(t.source)
+        positions = positional_words([t.source for t in triples])
+        for t, toks, pos in zip(triples, self.base.recase_batch(triples), positions):
             forms: dict[str, str] = {}
             for k, w in enumerate(t.source):
                 if k not in pos:
                     forms.setdefault(casing.lower(w), w)
-            toks = [f if (f := forms.get(casing.lower(w))) is not None and casing.is_recasing_of(f, w) else w
-                    for w in toks]
-            _check_case_only(t.target, toks)
-            out.append(toks)
+            out.append([f if (f := forms.get(casing.lower(w))) is not None and casing.is_recasing_of(f, w) else w
+                        for w in toks])
+        check_case_only_all([t.target for t in triples], out)
         return out

@@ -13,11 +13,15 @@ import logging
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
 from moses_recaser.textio import read_lines
 from moses_recaser.triples import Triple
+
+if TYPE_CHECKING:
+    from moses_recaser.harness.systems import Capitalizer
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +53,12 @@ def wmt21_runs(root: Path, pair: str, systems: Sequence[str] | None = None) -> t
     return src, ref, hyps
 
 
-def run_bleu(pair: str, root: Path, capitalizers: dict[str, object], priors: Path, out: Path,
+def run_bleu(pair: str, root: Path, capitalizers: dict[str, Capitalizer], priors: Path, out: Path,
              systems: Sequence[str] | None = None) -> dict:
     from sacremoses import MosesDetokenizer
 
-    from moses_recaser.stats.eflomal import align
     from moses_recaser.moses.tokenizer import tokenizer
+    from moses_recaser.stats.eflomal import align
 
     src_lang, tgt_lang = pair.split("-")
     src_path, ref_path, hyp_paths = wmt21_runs(root, pair, systems)
@@ -74,8 +78,7 @@ def run_bleu(pair: str, root: Path, capitalizers: dict[str, object], priors: Pat
         lowered = [detok.detokenize(t) for t in low]
         row["lowercase"] = sacrebleu_scores(lowered, refs)
         for name, cap in capitalizers.items():
-            inp = [Triple(t.id, [], t.target) for t in triples] if name == "crf-monolingual" else triples
-            recased = cap.recase_batch(inp)  # type: ignore[attr-defined]
+            recased = cap.recase_batch(triples)
             text = [detok.detokenize(t) for t in recased]
             (out / f"{pair}.{system}.{name}.{tgt_lang}").write_text("".join(x + "\n" for x in text),
                                                                    encoding="utf-8")

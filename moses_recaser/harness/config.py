@@ -91,7 +91,22 @@ def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
             continue
         value = yaml.safe_load(yaml.serialize(value_node))
         setattr(obj, key, _check_type(value, current, key, path, line))
+        if key == "systems":
+            _check_systems(value_node, path)
     return obj
+
+
+def _check_systems(node: yaml.Node, path: str) -> None:
+    """Every listed system is in the registry (``systems.SYSTEMS``): a misspelt one is refused before any
+    stage runs."""
+    from moses_recaser.harness.systems import SYSTEMS
+
+    for item in node.value if isinstance(node, yaml.SequenceNode) else ():
+        if not isinstance(item, yaml.ScalarNode) or item.value not in SYSTEMS:
+            name = getattr(item, "value", item)
+            close = difflib.get_close_matches(str(name), list(SYSTEMS), n=1, cutoff=0.5)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; choose from {', '.join(SYSTEMS)}"
+            raise RecaserError(f"unknown system {name!r}{hint}", path, item.start_mark.line + 1)
 
 
 def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:

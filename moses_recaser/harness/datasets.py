@@ -51,7 +51,7 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
     when the raw file's contents change (a sha256 beside it), not when a fresh copy of the corpora only
     has newer times: the later stages are keyed by their input files' times, so a needless rewrite
     would realign and retrain every experiment."""
-    from moses_recaser.moses.tokenizer import tokenizer
+    from moses_recaser.moses.tokenizer import tokenize_file
 
     out = cache / "tok" / raw.parent.name / f"{raw.name}.tok.{lang}"
     stamp = out.with_name(out.name + ".sha256")
@@ -59,11 +59,8 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
     if out.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tok = tokenizer(lang)
     log.info("tokenizing %s (%s)", raw, lang)
-    with atomic_output(out) as fh:
-        for line in read_lines(raw):
-            fh.write(" ".join(tok(line)) + "\n")
+    tokenize_file(str(raw), str(out), lang)
     _write_stamp(stamp, digest)
     return out
 

@@ -23,17 +23,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from moses_recaser import __version__
+from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import cache_dir, concatenate, data_root, tokenized
-from moses_recaser.errors import RecaserError
-from moses_recaser.model.features import source_flags
 from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
-from moses_recaser.moses.trace import read_aligned_bitext
+from moses_recaser.harness.systems import Trained
+from moses_recaser.harness.systems import build as build_systems
+from moses_recaser.moses.bitext import read_aligned_bitext
+from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.textio import atomic_output, read_lines
-from moses_recaser.triples import Triple, lowered
+from moses_recaser.triples import lowered
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +110,8 @@ def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache:
     outs["priors"] = priors
     if all(p.is_file() for p in outs.values()):
         return outs
+    from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.stats.eflomal import align
-    from moses_recaser.stats.symal import format_links
 
     sets = {split: list(read_aligned_bitext(str(s), str(t))) for split, (s, t) in files.items()}
     everything = [t for s in sets.values() for t in s]
@@ -205,7 +208,7 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
                 cache: Path, tag: str, mono: Path | None = None) -> Path:
     import tempfile
 
-    from moses_recaser.model.train import TrainSettings
+    from moses_recaser.model.train import Bitext, TrainSettings
     from moses_recaser.model.train import train as train_crf
 
     settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
@@ -222,35 +225,9 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="moses-recaser-exp.") as work:
-        train_crf(str(train[0]), str(train[1]), str(train[2]), str(dev[0]), str(dev[1]), str(dev[2]), str(model),
-                  settings, Path(work))
+        train_crf(str(model), train=Bitext(*map(str, train)), dev=Bitext(*map(str, dev)), settings=settings,
+                  work=Path(work))
     return model
-
-
-def systems_for(cfg: ExperimentConfig, model: Path, train_target: Sequence[Path]) -> dict[str, object]:
-    """The capitalizers to compare; ``train_target``: the target text sacremoses trains on (the
-    training target and any monolingual text, as the model's LM and case prior had)."""
-    from moses_recaser.harness.baselines import CopySourceBaseline, MosesTruecaserBaseline, TrigramRecaser, UnigramRecaser
-    from moses_recaser.model.recaser import Recaser
-
-    out: dict[str, object] = {}
-    for name in cfg.systems:
-        if name == "unigram":
-            out[name] = UnigramRecaser(model)
-        elif name == "trigram":
-            out[name] = TrigramRecaser(model)
-        elif name == "sacremoses":
-            out[name] = MosesTruecaserBaseline(x.split() for p in train_target for x in read_lines(p))
-        elif name == "sacremoses+copy":
-            base = out.get("sacremoses") or MosesTruecaserBaseline(x.split() for p in train_target
-                                                                   for x in read_lines(p))
-            out[name] = CopySourceBaseline(base)  # type: ignore[arg-type]
-        elif name in ("crf", "crf-monolingual"):
-            out[name] = out.get("crf") or Recaser(model)
-        else:
-            raise RecaserError(f"unknown system {name!r}; choose from unigram, trigram, sacremoses, "
-                                 "sacremoses+copy, crf, crf-monolingual")
-    return out
 
 
 def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], train_target: Sequence[Path],
@@ -258,21 +235,18 @@ def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], 
     triples = [phrase_align_triple(t) for t in read_aligned_bitext(str(test[0]), str(test[1]), str(test[2]))]
     refs = [t.target for t in triples]
     low = [lowered(t) for t in triples]
-    headline = [k for k, r in enumerate(refs) if all(source_flags(r))]
+    headline = [k for k, flags in enumerate(headline_lines(refs)) if all(flags)]
     results: dict = {"test_sentences": len(refs), "test_words": sum(len(r) for r in refs),
                      "headline_lines": len(headline), "systems": {}}
     hyps: dict[str, list[list[str]]] = {}
-    for name, system in systems_for(cfg, model, train_target).items():
+    for name, system in build_systems(cfg.systems, Trained(model, train_target)).items():
         t0 = time.perf_counter()
-        inp = [Triple(t.id, [], t.target) for t in low] if name == "crf-monolingual" else low
-        hyp = system.recase_batch(inp)  # type: ignore[attr-defined]
+        hyp = system.recase_batch(low)
         seconds = time.perf_counter() - t0
         hyps[name] = hyp
         sc = case_scores(hyp, refs)
         hl = case_scores([hyp[k] for k in headline], [refs[k] for k in headline])
-        signature = getattr(system, "signature", None) or f"{name}|{getattr(system, 'signature_name', name)}"
-        if name == "crf-monolingual":
-            signature += "|mode:monolingual"
+        signature = system.signature
         results["systems"][name] = {
             "precision": sc.precision, "f1": sc.f1, "headline_precision": hl.precision,
             "errors": sc.words - sc.correct, "seconds": seconds, "signature": signature,
@@ -299,7 +273,7 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     mono = monolingual_text(cfg, base, cdir, held_out_targets(cfg, base, cdir, files))
     target_text = [files["train"][1]] + ([mono] if mono is not None else [])
     model = train_model(cfg, tri["train"], tri["dev"], cdir, "full", mono)
-    results = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
+    results: dict[str, Any] = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
     results["full"] = evaluate(cfg, model, tri["test"], target_text, out)
     curve, curve_models = [], []
     if cfg.learning_curve:  # sizes of the whole, which each point's monolingual share follows
@@ -324,13 +298,11 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
         results["learning_curve"] = curve
         plot_curve(curve, out / "learning_curve.png", cfg.name)
     if cfg.wmt21:
-        from moses_recaser.harness.baselines import TrigramRecaser
         from moses_recaser.harness.bleu import run_bleu
-        from moses_recaser.model.recaser import Recaser
 
-        caps = systems_for(cfg, model, target_text)
+        caps = build_systems(cfg.systems, Trained(model, target_text))
         for tag, m in curve_models:  # the learning curve's models recase the same aligned outputs
-            caps["trigram" + tag], caps["crf" + tag] = TrigramRecaser(m), Recaser(m)
+            caps["trigram" + tag], caps["crf" + tag] = build_systems(["trigram", "crf"], Trained(m, [])).values()
         bleu = run_bleu(cfg.wmt21, base, caps, aligns["priors"], out / "wmt21", cfg.wmt21_systems or None)
         if curve_models:
             results["wmt21_curve"] = _split_curve(bleu, curve, [tag for tag, _ in curve_models])

@@ -1,4 +1,4 @@
-"""Evaluation: capitalization precision (eq. 9), cased-word F1, per-tag confusion, GEN oracle, BLEU.
+"""Evaluation: capitalization precision (eq. 9), cased-word F1, per-tag confusion, paired bootstrap.
 
 Precision compares token by token (the recased output and the reference differ in case only).
 F1 is over reference words with an upper-case letter: a hit is such a word recased exactly;
@@ -15,6 +15,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import TAG_NAMES, Tag
 from moses_recaser.errors import RecaserError
+from moses_recaser.textio import read_lines, split_tokens
 
 
 def _has_upper(token: str) -> bool:
@@ -83,10 +84,10 @@ def paired_bootstrap_precision(a: CaseScores, b: CaseScores, samples: int = 1000
     return (worse + 1) / (samples + 1)
 
 
-def gen_oracle(cands: Iterable[Sequence[Sequence[str]]], refs: Iterable[Sequence[str]]) -> float:
-    words = hits = 0
-    for cs, r in zip(cands, refs):
-        for c, w in zip(cs, r):
-            words += 1
-            hits += w in c
-    return hits / words if words else 0.0
+def case_scores_of_files(hyp: str, ref: str) -> CaseScores:
+    """``case_scores`` of a recased file against its cased reference, both tokenized the same way."""
+    hyps = [split_tokens(x) for x in read_lines(hyp)]
+    refs = [split_tokens(x) for x in read_lines(ref)]
+    if len(hyps) != len(refs):
+        raise RecaserError(f"line-count mismatch: {len(hyps)} output lines, {len(refs)} reference lines", hyp)
+    return case_scores(hyps, refs)

@@ -1,4 +1,4 @@
-"""The CRF (paper sections 4.1-4.2): exact forward-backward, regularized training, Viterbi.
+"""The CRF (paper sections 4.1-4.2): exact forward-backward and regularized training.
 
 The LM feature conditions on the two previous candidates, so the lattice is second order: its
 states at position i are pairs (candidate at i-1, candidate at i), and the LM factor at i scores
@@ -6,8 +6,8 @@ the triple (c_{i-2}, c_{i-1}, c_i); position n is the end of sentence. All sums 
 Sentences of equal length are stacked and processed together (numpy over the batch and the
 candidate axes), which is exact: padding candidates get a score of -inf.
 
-Training maximizes eq. 5, ``sum_n log p(E_n | F_n, A_n) - ||w||^2 / (2 sigma^2)``, with L-BFGS
-(scipy) on the exact gradient ``F(gold) - E[F] - w / sigma^2``.
+Training maximizes eq. 5, ``sum_n log p(E_n | F_n, A_n) - ||w||^2 / (2 sigma^2)``, with L-BFGS (scipy)
+on the exact gradient ``F(gold) - E[F] - w / sigma^2``. Decoding is ``viterbi``'s, on the flat lattice.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from moses_recaser.model.features import Lattice
+from moses_recaser.model import viterbi
+from moses_recaser.model.lattice import Flat
 
 log = logging.getLogger(__name__)
 NEG = -np.inf
@@ -40,32 +42,76 @@ class Batch:
         return self.unary.shape[1]
 
 
-def make_batches(lattices: Sequence[Lattice], max_batch: int = 512) -> list[Batch]:
-    by_len: dict[int, list[int]] = defaultdict(list)
-    for k, lat in enumerate(lattices):
-        if lat.n:
-            by_len[lat.n].append(k)
+def make_batches(flats: Sequence[Flat], max_batch: int = 512) -> list[Batch]:
+    """The flats' sentences (those with words) grouped by length, in order, and padded to the most
+    candidates at a position in their batch; ``gold`` is set when every sentence of a batch has one."""
+    by_len: dict[int, list[_Dense]] = defaultdict(list)
+    k = 0
+    for flat in flats:
+        for dense in _dense_sentences(flat):
+            if dense.n:
+                dense.index = k
+                by_len[dense.n].append(dense)
+            k += 1
     out = []
     for n in sorted(by_len):
-        idx = by_len[n]
-        for start in range(0, len(idx), max_batch):
-            members = idx[start : start + max_batch]
-            lats = [lattices[k] for k in members]
-            K = max(lat.unary.shape[1] for lat in lats)
-            D = lats[0].unary.shape[2]
-            S = len(lats)
+        group = by_len[n]
+        for start in range(0, len(group), max_batch):
+            members = group[start : start + max_batch]
+            K = max(d.unary.shape[1] for d in members)
+            D = members[0].unary.shape[2]
+            S = len(members)
             unary = np.zeros((S, n, K, D))
             lm = np.zeros((S, n + 1, K, K, K))
             valid = np.zeros((S, n, K), dtype=bool)
-            for s, lat in enumerate(lats):
-                k = lat.unary.shape[1]
-                unary[s, :, :k] = lat.unary
-                lm[s, :, :k, :k, :k] = lat.lm
-                valid[s, :, :k] = lat.valid
+            for s, d in enumerate(members):
+                k = d.unary.shape[1]
+                unary[s, :, :k] = d.unary
+                lm[s, :, :k, :k, :k] = d.lm
+                valid[s, :, :k] = d.valid
             gold = None
-            if all(lat.gold is not None for lat in lats):
-                gold = np.stack([lat.gold for lat in lats])  # type: ignore[misc]
-            out.append(Batch(unary=unary, lm=lm, valid=valid, gold=gold, members=members))
+            if all(d.gold is not None for d in members):
+                gold = np.stack([d.gold for d in members])  # type: ignore[misc]
+            out.append(Batch(unary=unary, lm=lm, valid=valid, gold=gold, members=[d.index for d in members]))
+    return out
+
+
+@dataclass
+class _Dense:
+    """One sentence's lattice as dense arrays: unary (n, K, D), lm (n + 1, K, K, K) with
+    lm[i, a, b, c] = log10 p(c_i | a, b) (i = n: </s>), valid (n, K); K its most candidates at a position."""
+
+    unary: np.ndarray
+    lm: np.ndarray
+    valid: np.ndarray
+    gold: np.ndarray | None
+    index: int = -1  # the sentence's number among all the flats' sentences
+
+    @property
+    def n(self) -> int:
+        return self.unary.shape[0]
+
+
+def _dense_sentences(flat: Flat) -> list[_Dense]:
+    lm = viterbi.dense(flat.cells, flat.lm, flat.per_pos, flat.n_pos)
+    per_pos = flat.per_pos.tolist()
+    # each candidate's (position in its sentence, index at its position)
+    P = np.repeat(np.arange(len(flat.per_pos)) - np.repeat(np.cumsum(flat.n_pos) - flat.n_pos, flat.n_pos),
+                  flat.per_pos)
+    J = np.arange(len(flat.ids)) - np.repeat(np.cumsum(flat.per_pos) - flat.per_pos, flat.per_pos)
+    out = []
+    c0 = p0 = 0
+    for s, n in enumerate(flat.n_pos.tolist()):
+        sizes = per_pos[p0:p0 + n]
+        K = max(sizes, default=1)
+        sl = slice(c0, c0 + sum(sizes))
+        unary = np.zeros((n, K, flat.unary.shape[1]))
+        valid = np.zeros((n, K), dtype=bool)
+        unary[P[sl], J[sl]] = flat.unary[sl]
+        valid[P[sl], J[sl]] = True
+        c0 += sum(sizes)
+        p0 += n
+        out.append(_Dense(unary=unary, lm=lm[s], valid=valid, gold=flat.gold[s]))
     return out
 
 
@@ -77,7 +123,7 @@ def _lse(x: np.ndarray, axis: int | tuple[int, ...]) -> np.ndarray:
     return np.squeeze(out, axis=axis)
 
 
-def _potentials(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def potentials(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     phi = batch.unary @ w[1:]
     phi = np.where(batch.valid, phi, NEG)
     return phi, w[0] * batch.lm
@@ -109,7 +155,7 @@ def backward(phi: np.ndarray, L: np.ndarray) -> list[np.ndarray]:
 def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
     """Sum of log p(gold) over the batch, and its gradient."""
     assert batch.gold is not None
-    phi, L = _potentials(batch, w)
+    phi, L = potentials(batch, w)
     S, n, _K = phi.shape
     alphas, log_z = forward(phi, L)
     betas = backward(phi, L)
@@ -150,37 +196,6 @@ def log_likelihood(batches: Sequence[Batch], w: np.ndarray) -> tuple[float, np.n
     return total, grad
 
 
-def viterbi(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Best candidate index per position (S, n), and the best path scores (S,)."""
-    phi, L = _potentials(batch, w)
-    return best_paths(phi, L[:, :-1], L[:, -1, :, :, 0])
-
-
-def best_paths(phi: np.ndarray, L: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Second-order Viterbi from the state (<s>, <s>) = (0, 0): ``phi`` (S, n, K) unary potentials,
-    ``L`` (S, n, K, K, K) transition scores, ``end`` (S, K, K) the scores of </s>; the best paths (S, n)
-    and their scores (S,)."""
-    S, n, K = phi.shape
-    d = np.full((S, K, K), NEG)
-    d[:, 0, 0] = 0.0
-    back = []
-    for i in range(n):
-        cand = d[:, :, :, None] + L[:, i]  # (S, a, b, c)
-        back.append(np.argmax(cand, axis=1))  # (S, b, c)
-        d = np.max(cand, axis=1) + phi[:, i, None, :]
-    final = (d + end).reshape(S, -1)
-    best = np.argmax(final, axis=1)
-    score = final[np.arange(S), best]
-    path = np.zeros((S, n), dtype=np.int64)
-    rows = np.arange(S)
-    prev, cur = best // K, best % K
-    path[:, n - 1] = cur
-    for i in range(n - 1, 0, -1):
-        path[:, i - 1] = prev
-        prev, cur = back[i][rows, prev, cur], prev
-    return path, score
-
-
 @dataclass
 class FitResult:
     weights: np.ndarray
@@ -190,24 +205,25 @@ class FitResult:
 
 
 def fit(
-    lattices: Sequence[Lattice],
+    batches: Sequence[Batch],
     n_features: int,
     sigma: float = 0.5,
     max_iter: int = 200,
     init: np.ndarray | None = None,
     mask: np.ndarray | None = None,
 ) -> FitResult:
-    """Maximize eq. 5 with L-BFGS; ``mask`` pins weights at 0 (features switched off)."""
+    """Maximize eq. 5 with L-BFGS over the batches with a reference; ``mask`` pins weights at 0 (features
+    switched off)."""
     from scipy.optimize import minimize
 
-    batches = make_batches([lat for lat in lattices if lat.n and lat.gold is not None])
+    batches = [b for b in batches if b.gold is not None]
     dim = n_features + 1
     keep = np.ones(dim, dtype=bool) if mask is None else mask.astype(bool)
     w0 = np.zeros(dim) if init is None else np.asarray(init, dtype=np.float64).copy()
     w0[0] = 1.0 if init is None else w0[0]
     w0[~keep] = 0.0
     history: list[tuple[int, float, float]] = []
-    last: dict[str, object] = {}
+    last: dict[str, Any] = {}
 
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
         w = np.zeros(dim)
@@ -219,9 +235,9 @@ def fit(
         return obj, g[keep]
 
     def callback(x: np.ndarray) -> None:
-        if not np.array_equal(last.get("x"), x):
+        if "x" not in last or not np.array_equal(last["x"], x):
             objective(x)
-        history.append((len(history) + 1, -float(last["obj"]), float(np.linalg.norm(last["g"]))))  # type: ignore[arg-type]
+        history.append((len(history) + 1, -float(last["obj"]), float(np.linalg.norm(last["g"]))))
         log.info("iteration %3d  objective %.4f  gradient norm %.4g", *history[-1])
 
     res = minimize(objective, w0[keep], jac=True, method="L-BFGS-B", callback=callback,

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from moses_recaser import casing
 
-MAX_CANDIDATES = 6
+MAX_CANDIDATES = 5
 
 
 def gen(
@@ -28,7 +28,9 @@ def gen(
     source_words: Iterable[str] = (),
     max_candidates: int = MAX_CANDIDATES,
 ) -> list[str]:
-    """Candidates for ``token``; ``seen_forms`` are training forms of lower(token), most frequent first."""
+    """Candidates for ``token``; ``seen_forms`` are training forms of lower(token), most frequent first;
+    ``source_words`` are aligned source words GEN takes: of the token's length, and equal to it up to case,
+    or up to case and diacritics (``extractor.FeatureExtractor._takes`` picks them)."""
     low = casing.lower_all(token)
     if token.isascii() and "&" not in token:  # ASCII case mappings keep length and lowercase
         out = list(dict.fromkeys((low, casing.upper_first(low), low.upper())))
@@ -46,8 +48,6 @@ def gen(
     if "-" in low.strip("-"):
         add("-".join(casing.upper_first(part) for part in low.split("-")))
     for form in source_words:
-        if not takes_source_word(form, token):
-            continue
         if casing.lower(form) == key:
             add(form)
         else:
@@ -58,16 +58,3 @@ def gen(
             break
         add(form)
     return out
-
-
-def takes_source_word(form: str, token: str) -> bool:
-    """Whether GEN(token) takes the aligned source word ``form``: same length, and equal up to case, or
-    up to case and diacritics (cheapest tests first; callers use it to skip GEN's cache for the rest)."""
-    if len(form) != len(token):
-        return False
-    low, key = casing.lower(form), casing.lower(token)
-    if low == key:
-        return True
-    if form.isascii() and token.isascii():
-        return False  # no diacritics to strip
-    return casing.strip_diacritics(low) == casing.strip_diacritics(key)

@@ -17,28 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-from moses_recaser.model.batch import gc_paused
-from moses_recaser.model.crf import make_batches, viterbi
 from moses_recaser.errors import RecaserError
-from moses_recaser.model.features import FeatureExtractor, Lattice
-from moses_recaser.modeldir import Manifest, read_manifest, tables_from_files, verify_files
+from moses_recaser.model.batch import gc_paused
+from moses_recaser.model.crf import make_batches
+from moses_recaser.model.extractor import FeatureExtractor
+from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.streaming import CHUNK
+from moses_recaser.modeldir import Manifest, read_manifest, verify_files
+from moses_recaser.sentences import chunks
+from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple, lowered
 
 log = logging.getLogger(__name__)
-CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
-
-
-def chunks(items: Iterable, size: int = CHUNK) -> Iterator[list]:  # type: ignore[type-arg]
-    chunk: list = []  # type: ignore[type-arg]
-    for x in items:
-        chunk.append(x)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 @dataclass
 class Weights:
     names: list[str]  # feature names; the LM weight comes first as "lm"
@@ -119,7 +109,7 @@ class Recaser:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
         self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
         self.settings = self.manifest.settings
-        self.tables = tables_from_files(self.dir)
+        self.tables = Tables.load(self.dir)
         self.lm = load_model_lm(self.dir, self.manifest)
         self.alignment_mode = alignment or str(self.settings.get("alignment_mode", "phrase"))
         self.extractor = FeatureExtractor(
@@ -127,7 +117,7 @@ class Recaser:
             self.lm,
             self.weights.names,
             alignment=self.alignment_mode,
-            max_candidates=int(self.settings.get("max_candidates", 5)),
+            max_candidates=int(self.settings.get("max_candidates", MAX_CANDIDATES)),
             candidates_file=self.dir / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
         )
 
@@ -135,8 +125,13 @@ class Recaser:
     def signature(self) -> str:
         return self.manifest.signature
 
-    def lattices(self, triples: Sequence[Triple]) -> list[Lattice]:
-        return self.extractor.lattices([lowered(t) for t in triples])
+    def aligner_priors(self) -> Path:
+        """The eflomal priors of the training alignment, for aligning new text to its source (``--align``)."""
+        priors = self.dir / "aligner.priors"
+        if not priors.is_file():
+            raise RecaserError("--align needs a model trained with eflomal alignment (it stores aligner.priors)",
+                               str(self.dir))
+        return priors
 
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
@@ -151,34 +146,35 @@ class Recaser:
                            flat.unary @ wb[1:], flat.unary @ wm[1:])
         paths = flat.best_paths(phi, np.where(flat.bilingual, wb[0], wm[0]))
         out = flat.words(paths, self.extractor.candidates.strings)
-        _check_case_only_all([t.target for t in triples], out)
+        check_case_only_all([t.target for t in triples], out)
         return out
 
     def recase(self, triples: Iterable[Triple], chunk: int = CHUNK) -> Iterator[list[str]]:
         for part in chunks(triples, chunk):
             yield from self.recase_batch(part)
 
-    def _contributions(self, lat: Lattice, w: np.ndarray, i: int, k: int, padded: list[int]) -> dict[str, float]:
-        """Each non-zero feature's weighted value for candidate k at position i (LM given the best path)."""
-        out = {name: float(w[1 + d] * lat.unary[i, k, d]) for d, name in enumerate(self.weights.names)
-               if lat.unary[i, k, d] != 0.0}
-        out["lm"] = float(w[0] * lat.lm[i, padded[i], padded[i + 1], k])
-        return out
-
     def explain(self, triple: Triple) -> list[dict]:
-        """Per word: the chosen form, the runner-up, and each feature's contribution to their scores."""
-        lat = self.extractor.lattice(lowered(triple))
-        if not lat.n:
+        """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
+        given the best path)."""
+        flat = self.extractor.flat([lowered(triple)])
+        if not len(flat.per_pos):
             return []
         w = self.weights.bilingual if triple.source else self.weights.monolingual
-        (batch,) = make_batches([lat])
-        path, _ = viterbi(batch, w)
-        best = path[0]
+        best = flat.best_paths(flat.unary @ w[1:], np.array([w[0]]))[0]
+        (batch,) = make_batches([flat])
+        unary, lm = batch.unary[0], batch.lm[0]
+        padded = [0, 0] + best.tolist() + [0]
+
+        def contributions(i: int, k: int) -> dict[str, float]:
+            out = {name: float(w[1 + d] * unary[i, k, d]) for d, name in enumerate(self.weights.names)
+                   if unary[i, k, d] != 0.0}
+            out["lm"] = float(w[0] * lm[i, padded[i], padded[i + 1], k])
+            return out
+
         rows = []
-        padded = [0, 0] + [int(x) for x in best] + [0]
-        for i, cands in enumerate(lat.cands):
-            j = int(best[i])
-            scored = {k: self._contributions(lat, w, i, k, padded) for k in range(len(cands))}
+        for i, cands in enumerate(flat.candidates(self.extractor.candidates.strings)[0]):
+            j = padded[i + 2]
+            scored = {k: contributions(i, k) for k in range(len(cands))}
             alts = [k for k in scored if k != j]
             runner = max(alts, key=lambda k: sum(scored[k].values())) if alts else None
             rows.append({
@@ -191,8 +187,8 @@ class Recaser:
         return rows
 
 
-def _check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:
-    """``_check_case_only`` on every sentence, in one go when all is well."""
+def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:
+    """``check_case_only`` on every sentence, in one go when all is well."""
     if list(map(len, inputs)) == list(map(len, outputs)):
         flat_in, flat_out = list(chain.from_iterable(inputs)), list(chain.from_iterable(outputs))
         # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
@@ -201,10 +197,10 @@ def _check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequ
                 "\n".join(flat_in).lower() == "\n".join(flat_out).lower():
             return
     for inp, out in zip(inputs, outputs, strict=True):
-        _check_case_only(inp, out)
+        check_case_only(inp, out)
 
 
-def _check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
+def check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
     # casing.is_recasing_of on every token (same length, same lowercase), with the maps in C
     if list(map(len, inp)) != list(map(len, out)) or list(map(str.lower, inp)) != list(map(str.lower, out)):
         raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

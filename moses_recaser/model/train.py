@@ -27,14 +27,19 @@ from pathlib import Path
 import numpy as np
 
 from moses_recaser import __version__
-from moses_recaser.model.crf import fit
 from moses_recaser.errors import RecaserError
-from moses_recaser.model.features import FEATURE_SETS, MONOLINGUAL_OFF, FeatureExtractor, Lattice, feature_names
-from moses_recaser.moses.trace import read_aligned_bitext
-from moses_recaser.stats.npa import length_distribution, phrase_align_triple
-from moses_recaser.model.recaser import Weights, chunks, load_lm
-from moses_recaser.stats.build import _is_arpa, estimate_lm
+from moses_recaser.model.crf import fit, make_batches
+from moses_recaser.model.extractor import FeatureExtractor
+from moses_recaser.model.features import FEATURE_SETS, feature_names, source_columns
+from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.lattice import Flat
+from moses_recaser.model.recaser import Weights, load_lm
+from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import write_model
+from moses_recaser.moses.bitext import read_aligned_bitext
+from moses_recaser.sentences import chunks
+from moses_recaser.stats.build import estimate_lm, is_arpa
+from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.stats.tables import Tables, count_triples, punctuation_before_words
 from moses_recaser.textio import LineReader, split_tokens
 from moses_recaser.triples import Triple, lowered
@@ -54,7 +59,7 @@ class TrainSettings:
     sigma: float = 0.5
     sigma_grid: tuple[float, ...] = ()  # when set, sigma is picked by 2-fold cross-validation on dev
     max_iter: int = 200
-    max_candidates: int = 5
+    max_candidates: int = MAX_CANDIDATES
     npa_seed: int = 0
     npa_lengths: dict[int, float] | None = None
     heldout_sentences: int = 0
@@ -80,7 +85,8 @@ class TrainSettings:
         parts = [
             f"moses-recaser:{__version__}",
             f"lm:{lm}",
-            f"align:{self.alignment_source}" + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
+            f"align:{self.alignment_source}"
+            + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
             f"feat:{self.feature_set}",
             f"a:{self.alignment_mode}",
             f"sigma:{self.sigma:g}",
@@ -107,10 +113,6 @@ class TrainReport:
     objective: float = 0.0
 
 
-def _read_bitext(src: str, tgt: str, alignment: str | None) -> list[Triple]:
-    return list(read_aligned_bitext(src, tgt, alignment))
-
-
 def punctuation_vocabulary(triples: Sequence[Triple], min_count: int,
                            counted: dict[str, int] | None = None) -> list[str]:
     """Punctuation tokens followed by a word at least ``min_count`` times in ``triples`` plus the
@@ -121,23 +123,24 @@ def punctuation_vocabulary(triples: Sequence[Triple], min_count: int,
     return sorted(p for p, n in c.items() if n >= min_count)
 
 
-def build_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tuple[list[Lattice], int, int]:
-    """Training lattices with the reference; returns them, and (words, words whose reference GEN has)."""
-    lats: list[Lattice] = []
+def reference_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tuple[list[Flat], int, int]:
+    """Lattices of lowercased triples with their reference (chunk by chunk); returns them, the words, and
+    the words whose reference GEN gives."""
+    flats: list[Flat] = []
     words = hits = 0
-    for part in chunks(triples):
-        part_lats = extractor.lattices([lowered(t) for t in part], [t.target for t in part])
-        words += sum(len(t.target) for t in part)
-        hits += sum(lat.n - lat.gen_misses for lat in part_lats)
-        lats += part_lats
-    return lats, words, hits
+    for part in chunks(triples, CHUNK):
+        flat = extractor.flat([lowered(t) for t in part], [t.target for t in part])
+        words += len(flat.per_pos)
+        hits += len(flat.per_pos) - sum(flat.gen_misses)
+        flats.append(flat)
+    return flats, words, hits
 
 
 def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> object:
     """The LM for feature queries: arrays built from an ARPA file (stored as lm.npz), else kenlm."""
     from moses_recaser.stats.arpa_arrays import ArrayLM
 
-    if not _is_arpa(str(lm_path)):
+    if not is_arpa(str(lm_path)):
         return load_lm(lm_path)
     lm = ArrayLM.from_arpa(lm_path)
     if files is not None:
@@ -150,16 +153,13 @@ def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> 
 def _stats_from_model(directory: str, settings: TrainSettings) -> tuple[Tables, Path]:
     """Tables and LM of a statistics model (``stats``/``merge``); its LM order and LM are recorded."""
     from moses_recaser.model.recaser import lm_file
-    from moses_recaser.modeldir import read_manifest, resolve_model, tables_from_files
+    from moses_recaser.modeldir import read_manifest, resolve_model
 
     d = resolve_model(directory)
     manifest = read_manifest(d)
-    if "punct.vocab" not in manifest.files:
-        raise RecaserError("the statistics model has no punctuation counts (made by an older moses-recaser); "
-                           "count it again", str(d))
     settings.lm_order = int(manifest.settings.get("lm_order", settings.lm_order))
     settings.lm = manifest.settings.get("lm")
-    return tables_from_files(d), lm_file(d, manifest)
+    return Tables.load(d), lm_file(d, manifest)
 
 
 def read_monolingual(paths: Sequence[str]) -> tuple[list[list[str]], str]:
@@ -190,25 +190,29 @@ def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: st
     return tables, arpa
 
 
-def train(
-    src: str,
-    tgt: str,
-    alignment: str | None,
-    dev_src: str,
-    dev_tgt: str,
-    dev_alignment: str | None,
-    model_dir: str,
-    settings: TrainSettings,
-    work: Path,
-    lengths_trace: tuple[str, str] | None = None,
-    stats_model: str | None = None,
-) -> TrainReport:
-    """Train a model; with ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the
-    LM come from it and ``src``/``tgt``/``alignment`` are not read (training at scale: count shards
-    on a cluster, merge, then fit the weights here)."""
+@dataclass(frozen=True)
+class Bitext:
+    """A cased, tokenized bitext: source and target files, and a Pharaoh word alignment (None: eflomal
+    aligns it)."""
+
+    source: str
+    target: str
+    alignment: str | None = None
+
+    def triples(self) -> list[Triple]:
+        return list(read_aligned_bitext(self.source, self.target, self.alignment))
+
+
+def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, train: Bitext | None = None,
+          stats_model: str | None = None) -> TrainReport:
+    """Train a model from a training bitext (tables and LM) and a dev bitext (weights). With
+    ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
+    of ``train`` (training at scale: count shards on a cluster, merge, then fit the weights here)."""
     settings.check()
     report = TrainReport()
     t0 = time.perf_counter()
+    if (train is None) == (stats_model is None):
+        raise RecaserError("give the training bitext or a statistics model, not both")
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:
@@ -220,10 +224,10 @@ def train(
         log.info("monolingual target text: %d sentences, %d tokens", len(mono), sum(map(len, mono)))
     # a statistics model is checked before any corpus is read
     preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
-    train_set = _read_bitext(src, tgt, alignment) if stats_model is None else []
-    dev_set = _read_bitext(dev_src, dev_tgt, dev_alignment)
+    train_set = train.triples() if train is not None else []
+    dev_set = dev.triples()
     files: dict[str, str] = {}
-    if (alignment is None and stats_model is None) or dev_alignment is None:
+    if (train is not None and train.alignment is None) or dev.alignment is None:
         from moses_recaser.stats.eflomal import align
 
         both = [t for t in train_set] + [t for t in dev_set]
@@ -241,44 +245,46 @@ def train(
         tables, lm_path = preloaded
     else:
         tables, lm_path = _stats(train_set, settings, work, "all", mono)
-    files["lm.arpa" if _is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
+    files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     report.seconds["statistics"] = time.perf_counter() - t0
 
-    if lengths_trace is not None:
-        from moses_recaser.moses.trace import read_trace
-
-        settings.npa_lengths = length_distribution(read_trace(lengths_trace[1], lengths_trace[0]))
-    dev = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
-    punct = punctuation_vocabulary(dev, settings.punct_min_count, tables.punct)
+    dev_triples = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
+    punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
     names = feature_names(settings.feature_set, punct)
 
     t0 = time.perf_counter()
     lm = query_lm(lm_path, work, files)
     extractor = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
-    lattices, words, hits = build_lattices(extractor, dev)
-    report.dev_sentences, report.dev_words = len(dev), words
+    # two contiguous halves, for the cross-validation of sigma (a document stays within one)
+    half = len(dev_triples) // 2 if settings.sigma_grid else len(dev_triples)
+    halves = [reference_lattices(extractor, dev_triples[:half]), reference_lattices(extractor, dev_triples[half:])]
+    flats = halves[0][0] + halves[1][0]
+    words, hits = halves[0][1] + halves[1][1], halves[0][2] + halves[1][2]
+    report.dev_sentences, report.dev_words = len(dev_triples), words
     report.gen_oracle = hits / words if words else 0.0
     if settings.heldout_sentences:
-        lattices += _heldout_lattices(train_set, settings, names, work, mono)
+        flats += _heldout_lattices(train_set, settings, names, work, mono)
         report.heldout_sentences = settings.heldout_sentences
     report.seconds["lattices"] = time.perf_counter() - t0
-    log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev), words, 100 * report.gen_oracle)
+    log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
 
     t0 = time.perf_counter()
     if settings.sigma_grid:
-        settings.sigma = select_sigma(lattices, len(names), settings.sigma_grid, settings.max_iter)
+        settings.sigma = select_sigma([halves[0][0], halves[1][0]], len(names), settings.sigma_grid,
+                                      settings.max_iter)
+    batches = make_batches(flats)
     log.info("training bilingual weights (sigma %g, %d features + LM)", settings.sigma, len(names))
-    bi = fit(lattices, len(names), settings.sigma, settings.max_iter)
-    mask = np.array([True] + [n not in MONOLINGUAL_OFF for n in names])
+    bi = fit(batches, len(names), settings.sigma, settings.max_iter)
+    mask = np.array([True] + [n not in source_columns(names) for n in names])
     log.info("training monolingual weights (source features off)")
-    mono = fit(lattices, len(names), settings.sigma, settings.max_iter, mask=mask)
+    mono_fit = fit(batches, len(names), settings.sigma, settings.max_iter, mask=mask)
     report.seconds["crf"] = time.perf_counter() - t0
     report.iterations = len(bi.log)
     report.objective = bi.log[-1][1] if bi.log else 0.0
     if not bi.converged:
         log.warning("L-BFGS stopped before convergence: %s", bi.message)
 
-    weights = Weights(names=names, bilingual=bi.weights, monolingual=mono.weights)
+    weights = Weights(names=names, bilingual=bi.weights, monolingual=mono_fit.weights)
     # GEN and candidate facts of every training type, so that recasing starts warm
     extractor.save_registry(work / "candidates.npz")
     files["candidates.npz"] = str(work / "candidates.npz")
@@ -286,8 +292,8 @@ def train(
     write_model(
         model_dir,
         settings=doc,
-        signature=settings.signature(np.concatenate([bi.weights, mono.weights])),
-        tables=tables,
+        signature=settings.signature(np.concatenate([bi.weights, mono_fit.weights])),
+        writers=[tables.save],
         copy_files=files,
         extra={
             "weights": weights.to_dict(),
@@ -305,20 +311,20 @@ def train(
     return report
 
 
-def select_sigma(lattices: Sequence[Lattice], n_features: int, grid: Sequence[float], max_iter: int) -> float:
-    """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy on the lattices."""
-    from moses_recaser.model.crf import make_batches, viterbi
-
-    halves = [lattices[0::2], lattices[1::2]]
+def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequence[float], max_iter: int) -> float:
+    """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy: weights fitted on one half
+    of the dev lattices decode the other."""
+    batches = [make_batches(h) for h in halves]
     best = (-1.0, float(grid[0]))
     for sigma in grid:
         correct = total = 0
         for k in (0, 1):
-            w = fit(halves[k], n_features, sigma, max_iter).weights
-            for batch in make_batches(halves[1 - k]):
-                path, _ = viterbi(batch, w)
-                correct += int((path == batch.gold).sum())
-                total += batch.gold.size  # type: ignore[union-attr]
+            w = fit(batches[k], n_features, sigma, max_iter).weights
+            for flat in halves[1 - k]:
+                paths = flat.best_paths(flat.unary @ w[1:], np.full(len(flat.n_pos), w[0]))
+                for path, gold in zip(paths, flat.gold):
+                    correct += int((path == gold).sum())
+                    total += len(path)
         acc = correct / max(total, 1)
         log.info("sigma %g: cross-validated dev accuracy %.4f", sigma, acc)
         if acc > best[0]:
@@ -328,13 +334,13 @@ def select_sigma(lattices: Sequence[Lattice], n_features: int, grid: Sequence[fl
 
 
 def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
-                      work: Path, mono: Sequence[list[str]] = ()) -> list[Lattice]:
+                      work: Path, mono: Sequence[list[str]] = ()) -> list[Flat]:
     """Lattices of held-out training sentences, each fold featurized with the other folds' statistics."""
     rng = np.random.default_rng(settings.npa_seed)
     k = settings.heldout_folds
     fold = rng.integers(0, k, size=len(train_set))
     per_fold = max(settings.heldout_sentences // k, 1)
-    out: list[Lattice] = []
+    out: list[Flat] = []
     for f in range(k):
         rest = [t for t, g in zip(train_set, fold) if g != f]
         held = [t for t, g in zip(train_set, fold) if g == f]
@@ -344,5 +350,5 @@ def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, name
         tables, lm_path = _stats(rest, settings, work, f"fold{f}", mono)
         extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
                                      settings.max_candidates)
-        out += build_lattices(extractor, held)[0]
+        out += reference_lattices(extractor, held)[0]
     return out

@@ -41,3 +41,13 @@ def tokenizer(lang: str, aggressive_dash_splits: bool = False) -> Callable[[str]
         return mt.tokenize(line, escape=True, aggressive_dash_splits=aggressive_dash_splits)
 
     return tok
+
+
+def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = False) -> None:
+    """Tokenize a file line by line (``-``: stdin/stdout), written atomically."""
+    from moses_recaser.textio import atomic_output, read_lines
+
+    tok = tokenizer(lang, aggressive_dash_splits)
+    with atomic_output(out) as fh:
+        for line in read_lines(raw):
+            fh.write(" ".join(tok(line)) + "\n")

@@ -1,5 +1,5 @@
-"""Readers for Moses decoder output: 1-best traces (-t, -tt, -print-alignment-info), n-best lists,
--alignment-output-file files, and the decoder's view of the input.
+"""Moses 1-best decoder output: plain, ``-t``, ``-tt`` and ``-print-alignment-info`` lines, with the
+``-alignment-output-file`` file beside them, and the decoder's view of its input (``source_tokens``).
 
 Each pattern below names the Moses function that prints (or reads) what it matches; see
 ``FORMATS.md`` in the moses-traces data for the facts they rest on.
@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from moses_recaser.stats.symal import parse_links
 from moses_recaser.errors import RecaserError
+from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.textio import LineReader, split_tokens, zip_readers
 from moses_recaser.triples import Link, Phrase, Triple, check_links
 
@@ -34,11 +34,6 @@ _MARKER_LIKE = re.compile(r"\|[0-9]+(?:-|,|$)")
 _TT_WA = re.compile(r"wa=([0-9\- ]*),")
 # -print-alignment-info: " ||| " then sentence-level source-target pairs.
 _ALIGN_SEP = re.compile(r"(?:^|[ \t])\|\|\|(?:[ \t]|$)")
-# Manager::OutputNBest field separator; the hypothesis keeps its trailing space before " |||".
-_NBEST_SEP = " ||| "
-_ID = re.compile(r"[0-9]+")
-# -include-segmentation-in-n-best: "s[-s']=t[-t']" per phrase, target order.
-_SEGMENT = re.compile(r"([0-9]+)(?:-([0-9]+))?=([0-9]+)(?:-([0-9]+))?")
 # Input side (XmlInput::ProcessAndStripXMLTags): markup is stripped before positions are counted.
 _XML_TAG = re.compile(r"</?[A-Za-z_][^<>]*>")
 
@@ -67,6 +62,14 @@ class TraceLine:
     # character spans of each token's factor-0 text (after any unknown prefix) in the parsed
     # string, so a writer can replace words in place and keep everything else byte for byte
     spans: list[tuple[int, int]] = field(default_factory=list)
+
+    def triple(self, ident: int, source: list[str], links: list[Link] | None = None) -> Triple:
+        """The sentence as a checked triple (``links``: from an alignment file, else the line's own)."""
+        triple = Triple(id=ident, source=source, target=self.tokens, phrases=self.phrases,
+                        links=links if links is not None else self.links, unknown=self.unknown,
+                        factors=self.factors, passthrough=self.passthrough)
+        triple.validate()
+        return triple
 
 
 def _split_word(
@@ -183,58 +186,6 @@ def parse_trace_line(line: str, opts: TraceOptions | None = None) -> TraceLine:
     return parsed
 
 
-@dataclass
-class NBestEntry:
-    """One n-best line: translation id, parsed hypothesis and the other fields untouched."""
-
-    id: int
-    hypothesis: TraceLine
-    raw_hypothesis: str
-    fields: list[str]  # every field after the hypothesis, as printed (features, total, ...)
-
-
-def parse_segmentation(text: str) -> list[Phrase]:
-    phrases: list[Phrase] = []
-    for tok in split_tokens(text):
-        m = _SEGMENT.fullmatch(tok)
-        if m is None:
-            raise RecaserError(f"malformed segmentation entry {tok!r} (expected s[-s']=t[-t'])")
-        s0 = int(m.group(1))
-        s1 = int(m.group(2)) if m.group(2) is not None else s0
-        t0 = int(m.group(3))
-        t1 = int(m.group(4)) if m.group(4) is not None else t0
-        if s1 < s0 or t1 < t0:
-            raise RecaserError(f"malformed segmentation entry {tok!r}: end before start")
-        phrases.append((s0, s1, t0, t1))
-    return phrases
-
-
-def parse_nbest_line(line: str, opts: TraceOptions | None = None) -> NBestEntry:
-    """Parse ``id ||| hyp  ||| features ||| total[ ||| segmentation][ ||| alignment]``."""
-    opts = opts or TraceOptions()
-    parts = line.split(_NBEST_SEP)
-    if len(parts) < 3:
-        raise RecaserError("not an n-best line: expected 'id ||| hypothesis ||| features ...'")
-    id_text = parts[0].strip(" \t")
-    if not _ID.fullmatch(id_text):
-        raise RecaserError(f"n-best translation id {id_text!r} is not a number")
-    hyp_raw = parts[1]
-    base = len(parts[0]) + len(_NBEST_SEP)
-    hyp = parse_surface(hyp_raw, opts, base=base)
-    fields = parts[2:]
-    # Fields 4 and 5 (after the total score) are the segmentation and/or the word alignment;
-    # segmentation entries contain '=', alignment pairs do not.
-    for extra in fields[2:4]:
-        text = extra.strip(" \t")
-        if not text:
-            continue
-        if "=" in text:
-            hyp.phrases = parse_segmentation(text)
-        else:
-            hyp.links = parse_links(text)
-    return NBestEntry(id=int(id_text), hypothesis=hyp, raw_hypothesis=hyp_raw, fields=fields)
-
-
 def source_tokens(line: str, opts: TraceOptions | None = None) -> list[str]:
     """The source tokens as the decoder indexes them (markup stripped, factor 0 kept)."""
     opts = opts or TraceOptions()
@@ -245,21 +196,6 @@ def source_tokens(line: str, opts: TraceOptions | None = None) -> list[str]:
     if d:
         tokens = [t[: t.index(d, 1)] if d in t[1:] else t for t in tokens]
     return tokens
-
-
-def _make_triple(ident: int, source: list[str], parsed: TraceLine, links: list[Link] | None) -> Triple:
-    triple = Triple(
-        id=ident,
-        source=source,
-        target=parsed.tokens,
-        phrases=parsed.phrases,
-        links=links if links is not None else parsed.links,
-        unknown=parsed.unknown,
-        factors=parsed.factors,
-        passthrough=parsed.passthrough,
-    )
-    triple.validate()
-    return triple
 
 
 def read_trace(
@@ -295,75 +231,7 @@ def read_trace(
             except RecaserError as exc:
                 raise exc.at(readers[-1].name, readers[-1].lineno) from None
         try:
-            triple = _make_triple(ident, src, parsed, links)
+            triple = parsed.triple(ident, src, links)
         except RecaserError as exc:
             raise exc.at(trace_reader.name, trace_reader.lineno) from None
-        yield triple
-
-
-def read_nbest(source: str | None, nbest: str, opts: TraceOptions | None = None) -> Iterator[Triple]:
-    """Stream triples from an n-best list: one per hypothesis, with its rank and untouched fields."""
-    for triple, _, _ in iter_nbest(source, nbest, opts):
-        yield triple
-
-
-def iter_nbest(
-    source: str | None, nbest: str, opts: TraceOptions | None = None
-) -> Iterator[tuple[Triple, str, list[tuple[int, int]]]]:
-    """Like read_nbest, also giving each raw line and its words' character spans (to rewrite in place)."""
-    opts = opts or TraceOptions()
-    src_reader = LineReader(source) if source is not None else None
-    src_iter = iter(src_reader) if src_reader is not None else None
-    reader = LineReader(nbest, require_newline=True)
-    current = -1
-    src: list[str] = []
-    rank = 0
-    for line in reader:
-        try:
-            entry = parse_nbest_line(line, opts)
-        except RecaserError as exc:
-            raise exc.at(reader.name, reader.lineno) from None
-        if entry.id < current:
-            raise reader.error(f"n-best ids go backwards ({entry.id} after {current})")
-        if entry.id > current:
-            while current < entry.id:
-                if src_iter is None:
-                    current = entry.id
-                    break
-                try:
-                    src = source_tokens(next(src_iter), opts)
-                except StopIteration:
-                    raise reader.error(
-                        f"line-count mismatch: n-best id {entry.id} but {src_reader.name} has only "  # type: ignore[union-attr]
-                        f"{src_reader.lineno} lines"  # type: ignore[union-attr]
-                    ) from None
-                current += 1
-            rank = 0
-        if src_iter is None:
-            entry.hypothesis.phrases, entry.hypothesis.links = [], None
-        try:
-            triple = _make_triple(entry.id, src, entry.hypothesis, None)
-        except RecaserError as exc:
-            raise exc.at(reader.name, reader.lineno) from None
-        triple.rank = rank
-        triple.nbest = entry.fields
-        rank += 1
-        yield triple, line, entry.hypothesis.spans
-    if src_reader is not None:
-        src_reader.close()
-
-
-def read_aligned_bitext(source: str, target: str, alignment: str | None = None) -> Iterator[Triple]:
-    """Plain word-aligned data (e.g. EMS ``corpus`` files with ``model/aligned.grow-diag-final-and``)."""
-    readers = [LineReader(source), LineReader(target)]
-    if alignment is not None:
-        readers.append(LineReader(alignment))
-    for ident, row in enumerate(zip_readers(*readers)):
-        where = readers[-1]
-        try:
-            links = parse_links(row[2]) if alignment is not None else None
-            triple = Triple(id=ident, source=split_tokens(row[0]), target=split_tokens(row[1]), links=links)
-            triple.validate()
-        except RecaserError as exc:
-            raise exc.at(where.name, where.lineno) from None
         yield triple

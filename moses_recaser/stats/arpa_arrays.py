@@ -30,8 +30,8 @@ from functools import cached_property
 import numpy as np
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.stats.hashindex import HashIndex
 from moses_recaser.modeldir import save_npz, text_array, words_of
+from moses_recaser.stats.hashindex import HashIndex
 from moses_recaser.textio import LineReader
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
@@ -95,7 +95,8 @@ class ArrayLM:
         if not len(self.bi_keys):
             return self.uni_bo[b] + self.uni_lp[c], np.zeros(len(b)), found
         known = found & context
-        return (np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]), np.where(known, self.bi_bo[pos], 0.0),
+        return (np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]),
+                np.where(known, self.bi_bo[pos], 0.0),
                 known & self.bi_extended[pos])
 
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
@@ -117,11 +118,9 @@ class ArrayLM:
             lm = cls(vocab=words_of(z["vocab"]), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
                      bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
                      tri_lp=z["tri_lp"], order=int(z["order"]))
-            if "bi_hash" in z:  # stored since the hash lookups; built on first use otherwise
-                lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
-                lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
-            if "bi_extended" in z:  # stored since recasing needs it at once (made on first use otherwise)
-                lm.__dict__["bi_extended"] = z["bi_extended"]
+            lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
+            lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
+            lm.__dict__["bi_extended"] = z["bi_extended"]
         return lm
 
     @classmethod

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
+from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
-from moses_recaser.moses.trace import read_aligned_bitext
 from moses_recaser.stats.tables import StatsCounts, Tables, count_triples
 from moses_recaser.textio import atomic_output, split_tokens
 from moses_recaser.triples import Triple
@@ -42,13 +42,9 @@ def aligned_triples(source: str, target: str, alignment: str | None, settings: S
     """The bitext as triples with word links; aligns with eflomal when no alignment file is given."""
     if alignment is not None:
         return list(read_aligned_bitext(source, target, alignment))
-    from moses_recaser.stats.eflomal import align
+    from moses_recaser.stats.eflomal import aligned_bitext
 
-    triples = list(read_aligned_bitext(source, target, None))
-    links = align([t.source for t in triples], [t.target for t in triples], settings.symmetrization,
-                  priors_out=priors_out)
-    for t, a in zip(triples, links):
-        t.links = a
+    triples = aligned_bitext(source, target, settings.symmetrization, priors_out=priors_out)
     settings.alignment = "eflomal"
     return triples
 
@@ -84,7 +80,7 @@ def build_statistics(
     if settings.lm is not None:
         if not Path(settings.lm).is_file():
             raise RecaserError("LM file not found", settings.lm)
-        files["lm.arpa" if _is_arpa(settings.lm) else "lm.bin"] = settings.lm
+        files["lm.arpa" if is_arpa(settings.lm) else "lm.bin"] = settings.lm
     else:
         arpa = str(work / "lm.arpa")
         estimate_lm((t.target for t in triples), settings.lm_order, arpa, settings.discount_fallback)
@@ -92,7 +88,7 @@ def build_statistics(
     return tables, files, counts
 
 
-def _is_arpa(path: str) -> bool:
+def is_arpa(path: str) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(64)
     return head.lstrip().startswith(b"\\data\\")
@@ -110,3 +106,15 @@ def version_signature(settings: StatsSettings) -> str:
 
 def tempdir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="moses-recaser.")
+
+
+def write_statistics(source: str, target: str, alignment: str | None, settings: StatsSettings, model: str) -> str:
+    """A statistics model (tables and LM, no weights) of a bitext, for ``train --stats``; its signature."""
+    from moses_recaser.modeldir import write_model
+
+    with tempdir() as work:
+        tables, files, counts = build_statistics(source, target, alignment, settings, work)
+        write_model(model, settings=vars(settings), signature=version_signature(settings), writers=[tables.save],
+                    copy_files=files, extra={"corpus": {"sentences": counts.sentences,
+                                                        "target_tokens": counts.target_tokens}})
+    return version_signature(settings)

@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from moses_recaser import casing
-from moses_recaser.stats.symal import parse_links, symmetrize
 from moses_recaser.errors import RecaserError
+from moses_recaser.moses.bitext import read_aligned_bitext
+from moses_recaser.moses.pharaoh import parse_links
+from moses_recaser.stats.symal import symmetrize
+from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
 
@@ -79,3 +82,15 @@ def align(
         # eflomal's forward links give each target word one source (symal's b), reverse the other way
         out.append(symmetrize(parse_links(r_line), parse_links(f_line), method))
     return out
+
+
+def aligned_bitext(source: str, target: str, method: str = "grow-diag-final-and",
+                   priors: str | os.PathLike[str] | None = None,
+                   priors_out: str | os.PathLike[str] | None = None) -> list[Triple]:
+    """The sentence pairs of two tokenized files, with the links ``align`` gives them."""
+    triples = list(read_aligned_bitext(source, target))
+    links = align([t.source for t in triples], [t.target for t in triples], method, priors=priors,
+                  priors_out=priors_out)
+    for t, a in zip(triples, links):
+        t.links = a
+    return triples

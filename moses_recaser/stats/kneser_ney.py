@@ -25,12 +25,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import IO
 
 import numpy as np
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import split_tokens
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +216,7 @@ def estimate(counts: NGramCounts, discount_fallback: bool = False) -> KneserNeyM
     return KneserNeyModel(counts=counts, logprob=logprob, backoff=backoff, discounts=discounts)
 
 
-def write_arpa(model: KneserNeyModel, out: TextIO) -> None:
+def write_arpa(model: KneserNeyModel, out: IO[str]) -> None:
     """Write the model in ARPA format (unigrams in vocabulary order, like lmplz)."""
     c = model.counts
     vocab = c.vocab
@@ -241,8 +240,3 @@ def write_arpa(model: KneserNeyModel, out: TextIO) -> None:
 
 def _fmt(x: float) -> str:
     return "0" if x == 0 else f"{x:.7g}"
-
-
-def read_corpus(lines: Iterable[str]) -> Iterable[list[str]]:
-    for line in lines:
-        yield split_tokens(line)

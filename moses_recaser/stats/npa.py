@@ -133,3 +133,17 @@ def phrase_align_triple(
     )
     out.validate()
     return out
+
+
+def lengths_from_trace(source: str | None, trace: str) -> dict[int, float]:
+    """The source phrase lengths of a Moses ``-t`` output (``source``: the input the decoder translated)."""
+    import logging
+
+    from moses_recaser.moses.trace import read_trace
+
+    if source is None:
+        raise RecaserError("--lengths-trace needs --lengths-source (the input the decoder translated)")
+    lengths = length_distribution(read_trace(source, trace))
+    logging.getLogger(__name__).info("source phrase lengths from the trace: %s",
+                                     " ".join(f"{k}:{v:.3f}" for k, v in lengths.items()))
+    return lengths

@@ -15,13 +15,14 @@ import re
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
+from typing import IO
 
 import numpy as np
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.stats.kneser_ney import NGramCounts, count_ngrams
-from moses_recaser.moses.trace import read_aligned_bitext
 from moses_recaser.modeldir import save_npz, text_array, words_of
+from moses_recaser.moses.bitext import read_aligned_bitext
+from moses_recaser.stats.kneser_ney import NGramCounts, count_ngrams
 from moses_recaser.stats.tables import PairCounts, StatsCounts, count_triples
 from moses_recaser.textio import LineReader
 
@@ -43,7 +44,8 @@ def shard_range(n_lines: int, i: int, n: int) -> tuple[int, int]:
 
 def _pairs_to_arrays(prefix: str, pc: PairCounts) -> dict[str, np.ndarray]:
     items = list(pc.pairs.items())
-    return {f"{prefix}_src": text_array([f for (f, _), _ in items]), f"{prefix}_tgt": text_array([e for (_, e), _ in items]),
+    return {f"{prefix}_src": text_array([f for (f, _), _ in items]),
+            f"{prefix}_tgt": text_array([e for (_, e), _ in items]),
             f"{prefix}_n": np.array([c for _, c in items], dtype=np.int64)}
 
 
@@ -52,7 +54,7 @@ def _pairs_from_arrays(prefix: str, z: dict[str, np.ndarray]) -> PairCounts:
     return PairCounts(Counter({(f, e): c for f, e, c in zip(src, tgt, n)}))
 
 
-def count_shard(src: str, tgt: str, alignment: str, i: int, n: int, order: int, out: str) -> None:
+def count_shard(src: str, tgt: str, alignment: str, i: int, n: int, order: int, out: str | IO[bytes]) -> None:
     n_lines = sum(1 for _ in LineReader(tgt))
     start, end = shard_range(n_lines, i, n)
     triples = [t for t in read_aligned_bitext(src, tgt, alignment) if start <= t.id < end]
@@ -152,3 +154,26 @@ def counts_from_ngrams(vocab: list[str], per_order: list[tuple[np.ndarray, np.nd
         suffix[inverse] = ids_of(grams[:, 1:])
         out.suffix.append(suffix)
     return out
+
+
+def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool = True) -> str:
+    """The statistics model of shard count files (what ``build.write_statistics`` makes of the whole
+    bitext); its signature."""
+    from pathlib import Path
+
+    from moses_recaser.modeldir import write_model
+    from moses_recaser.stats.build import StatsSettings, tempdir, version_signature
+    from moses_recaser.stats.kneser_ney import estimate, write_arpa
+    from moses_recaser.stats.tables import Tables
+    from moses_recaser.textio import atomic_output
+
+    stats, ngrams = merge_shards(paths)
+    settings = StatsSettings(lm_order=ngrams.order, alignment="file", discount_fallback=discount_fallback)
+    with tempdir() as work:
+        arpa = Path(work) / "lm.arpa"
+        with atomic_output(arpa) as out:
+            write_arpa(estimate(ngrams, settings.discount_fallback), out)
+        write_model(model, settings=vars(settings), signature=version_signature(settings),
+                    writers=[Tables.from_counts(stats).save], copy_files={"lm.arpa": str(arpa)},
+                    extra={"corpus": {"sentences": stats.sentences, "target_tokens": stats.target_tokens}})
+    return version_signature(settings)

@@ -1,40 +1,14 @@
-"""Word alignments: Pharaoh ``i-j`` I/O and symmetrization of two directional alignments."""
+"""Symmetrization of two directional word alignments, as Moses' ``symal`` (symal/symal.cpp) does it."""
 
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterable
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import split_tokens
+from moses_recaser.triples import Link
 
-Link = tuple[int, int]
-
-# One Pharaoh pair "s-t" (GIZA/fast_align/eflomal/Moses all write source-target).
-_PAIR = re.compile(r"([0-9]+)-([0-9]+)")
-_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
-
-
-def parse_links(text: str) -> list[Link]:
-    """Parse ``0-0 1-2 ...`` into (source, target) pairs; a bad pair raises RecaserError."""
-    if _LINE.fullmatch(text):  # the whole line checked at once, then split in C: this runs on every line
-        nums = list(map(int, text.replace("-", " ").split()))
-        return list(zip(nums[::2], nums[1::2]))
-    links: list[Link] = []
-    for tok in split_tokens(text):
-        m = _PAIR.fullmatch(tok)
-        if m is None:
-            raise RecaserError(f"malformed alignment pair {tok!r} (expected source-target, e.g. 0-1)")
-        links.append((int(m.group(1)), int(m.group(2))))
-    return links
-
-
-def format_links(links: Iterable[Link]) -> str:
-    return " ".join(f"{s}-{t}" for s, t in links)
-
-
-# --- symmetrization, as Moses' symal (symal/symal.cpp, printgrow) ---------------------------
+# symal (printgrow):
 # symal works on points (target i, source j) kept in a sorted set; grow scans that set in
 # order while inserting into it, so a point added ahead of the scan is itself scanned in the
 # same pass. Neighbours are tried in symal's order: the 4 direct ones, then the diagonals.

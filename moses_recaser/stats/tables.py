@@ -29,12 +29,15 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.errors import RecaserError
+from moses_recaser.modeldir import save_npz
+from moses_recaser.sentences import chunks, positional_words
 from moses_recaser.stats.hashindex import HashIndex
 from moses_recaser.triples import Triple
 
@@ -198,9 +201,11 @@ class StatsCounts:
     sentences: int = 0
     target_tokens: int = 0
 
-    def add(self, source: Sequence[str], target: Sequence[str], links: Iterable[tuple[int, int]]) -> None:
+    def add(self, source: Sequence[str], target: Sequence[str], links: Iterable[tuple[int, int]],
+            src_pos: set[int], tgt_pos: set[int]) -> None:
+        """One sentence pair; ``src_pos``, ``tgt_pos``: its positions whose capital is due to position
+        (``sentences.positional_words``)."""
         self.add_target(target)
-        src_pos, tgt_pos = casing.positional(source), casing.positional(target)
         for s, t in links:
             f, e = source[s], target[t]
             self.lower.add(casing.lower(f), casing.lower(e))
@@ -255,12 +260,68 @@ class Tables:
             ),
         )
 
+    def save(self, directory: Path) -> None:
+        """The tables as files of a model directory: ``tables.npz`` and one vocabulary file each."""
+        arrays: dict[str, np.ndarray] = {}
+        for name in ("cased", "lower"):
+            tt: TranslationTable = getattr(self, name)
+            for attr in ("keys", "counts", "src_total", "src_types", "tgt_count"):
+                arrays[f"{name}_{attr}"] = getattr(tt, attr)
+            arrays[f"{name}_hash"] = tt.index.table
+            write_vocab(directory / f"{name}.src.vocab", tt.src_vocab)
+            write_vocab(directory / f"{name}.tgt.vocab", tt.tgt_vocab)
+        arrays["tag_counts"] = self.tags.counts
+        arrays["forms_count"] = self.forms.count
+        arrays["forms_initial"] = self.forms.initial
+        arrays["punct_count"] = np.array(list(self.punct.values()), dtype=np.int64)
+        write_vocab(directory / "forms.vocab", self.forms.vocab)
+        write_vocab(directory / "punct.vocab", list(self.punct))
+        save_npz(directory / "tables.npz", arrays)
+
+    @classmethod
+    def load(cls, directory: Path) -> Tables:
+        """The tables ``save`` wrote."""
+        with np.load(directory / "tables.npz", allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        tts = {}
+        for name in ("cased", "lower"):
+            tts[name] = TranslationTable(
+                src_vocab=read_vocab(directory / f"{name}.src.vocab"),
+                tgt_vocab=read_vocab(directory / f"{name}.tgt.vocab"),
+                **{attr: arrays[f"{name}_{attr}"]
+                   for attr in ("keys", "counts", "src_total", "src_types", "tgt_count")},
+                hash_table=arrays[f"{name}_hash"],
+            )
+        return cls(
+            cased=tts["cased"],
+            lower=tts["lower"],
+            tags=TagTable(arrays["tag_counts"]),
+            forms=Forms(read_vocab(directory / "forms.vocab"), arrays["forms_count"], arrays["forms_initial"]),
+            punct=dict(zip(read_vocab(directory / "punct.vocab"), arrays["punct_count"].tolist())),
+        )
+
 
 def count_triples(triples: Iterable[Triple]) -> StatsCounts:
     """Count everything the tables need from word-aligned triples (cased source and target)."""
     counts = StatsCounts()
-    for t in triples:
-        if t.links is None:
-            raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
-        counts.add(t.source, t.target, t.links)
+    for chunk in chunks(triples, 1024):
+        src_pos, tgt_pos = positional_words([t.source for t in chunk]), positional_words([t.target for t in chunk])
+        for t, sp, tp in zip(chunk, src_pos, tgt_pos):
+            if t.links is None:
+                raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
+            counts.add(t.source, t.target, t.links, sp, tp)
     return counts
+
+
+# --- the tables in a model directory ----------------------------------------------------------
+
+def write_vocab(path: Path, words: Sequence[str]) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for w in words:
+            fh.write(w)
+            fh.write("\n")
+
+
+def read_vocab(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    return text.split("\n")[:-1] if text else []

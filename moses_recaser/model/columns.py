@@ -1,0 +1,112 @@
+"""Named numpy columns that grow as new rows arrive, and word types numbered with their columns.
+
+Recasing meets each word type many times; its facts are worked out once, when the type is first met,
+and kept as numpy columns, so that a batch's words become type numbers in one pass and their facts
+are gathers. New rows arrive as named columns (a mapping from column name to one value per row), so
+a fact is named where it is computed and where it is read, never matched up by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import Field, field, fields
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from moses_recaser.modeldir import text_array, words_of
+
+Spec = Sequence[tuple[str, type]]
+NewRows = Mapping[str, Iterable[Any]]
+
+
+def column(dtype: type) -> Any:
+    """A dataclass field holding one numpy column of ``dtype`` (see ``spec``)."""
+    return field(metadata={"dtype": dtype})
+
+
+def spec(record: type) -> list[tuple[str, type]]:
+    """(name, dtype) of every ``column`` field of a dataclass, in order."""
+    out = []
+    for f in fields(record):
+        assert isinstance(f, Field) and "dtype" in f.metadata, f"{record.__name__}.{f.name} is not a column"
+        out.append((f.name, f.metadata["dtype"]))
+    return out
+
+
+class Columns:
+    """Named numpy columns grown by rows: new rows wait until read, and the arrays double their capacity
+    when full, so growing a registry chunk by chunk copies it O(log n) times, not once a chunk."""
+
+    def __init__(self, columns: Spec) -> None:
+        self.spec = list(columns)
+        self.n = 0
+        self._pending: list[dict[str, list[Any]]] = []
+        self._data: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in self.spec}
+
+    def add(self, rows: NewRows) -> None:
+        """Append rows, given as one sequence of values per column (every column, equal lengths)."""
+        block = {name: list(rows[name]) for name, _ in self.spec}
+        if len({len(v) for v in block.values()}) > 1:
+            raise ValueError(f"columns of unequal lengths: { {k: len(v) for k, v in block.items()} }")
+        self._pending.append(block)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if self._pending:
+            self._flush()
+        return self._data[name][:self.n]
+
+    def take(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Replace the contents with ``arrays`` (one per column, equal lengths)."""
+        self._data = {name: np.asarray(arrays[name]) for name, _ in self.spec}
+        self.n = len(next(iter(self._data.values()))) if self._data else 0
+        self._pending = []
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        end = self.n + sum(len(next(iter(b.values()), [])) for b in pending)
+        for name, dtype in self.spec:
+            col = self._data[name]
+            if end > len(col):
+                grown: np.ndarray = np.zeros(max(end, 2 * len(col)), dtype=dtype)
+                grown[:self.n] = col[:self.n]
+                self._data[name] = col = grown
+            col[self.n:end] = np.array([v for b in pending for v in b[name]], dtype=dtype)
+        self.n = end
+
+
+class WordTypes:
+    """Word type -> number, with per-type facts as numpy columns (``describe`` gives the new rows of a list
+    of types, once, when they are first met)."""
+
+    def __init__(self, columns: Spec, describe: Callable[[list[str]], NewRows]) -> None:
+        self.columns = list(columns)
+        self.describe = describe
+        self.ids: dict[str, int] = {}
+        self._cols = Columns(columns)
+
+    def numbers(self, words: list[str]) -> np.ndarray:
+        """The type number of every word (new types are described in order of first occurrence)."""
+        ids = self.ids
+        out = np.fromiter(map(ids.get, words, repeat(-1)), dtype=np.int64, count=len(words))
+        missing = np.flatnonzero(out < 0)
+        if len(missing):  # new types: described together, numbered in order of first occurrence
+            new = list(dict.fromkeys(words[i] for i in missing.tolist()))
+            ids.update(zip(new, range(len(ids), len(ids) + len(new))))
+            self._cols.add(self.describe(new))
+            out[missing] = np.fromiter((ids[words[i]] for i in missing.tolist()), dtype=np.int64, count=len(missing))
+        return out
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """Every type and column, for ``restore``."""
+        return {f"{prefix}.words": text_array(self.ids), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
+
+    def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
+        """Take the types of ``arrays`` (into an empty registry)."""
+        words = words_of(z[f"{prefix}.words"])
+        self.ids = dict(zip(words, range(len(words))))
+        self._cols.take({c: z[f"{prefix}.{c}"] for c, _ in self.columns})
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._cols[name]

@@ -1,0 +1,350 @@
+"""From triples to the flat candidate lattice of a batch: GEN, the facts the features read, and the LM.
+
+The Python work is per word type: GEN and each candidate's facts (``candidates.Candidates``), each
+target and source word type's facts (``columns.WordTypes``), worked out the first time a type is met
+and kept as numpy columns. Per batch, the sentence facts (alignment pairs, positional capitals,
+headline flags) are numpy over the batch's flat token arrays (``sentences``, ``batch``), and the
+feature values (``features.FEATURES``), table lookups and LM queries are numpy over every candidate.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
+
+import numpy as np
+
+from moses_recaser import casing
+from moses_recaser.casing import Tag
+from moses_recaser.model.batch import alignment_pairs
+from moses_recaser.model.candidates import Candidates
+from moses_recaser.model.columns import WordTypes
+from moses_recaser.model.features import OTHER_PUNCT, BatchFacts, FeatureInputs, fill
+from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.lattice import Flat
+from moses_recaser.model.prior import CasePrior
+from moses_recaser.model.viterbi import Cells, SplitLM
+from moses_recaser.modeldir import text_array, words_of
+from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
+from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
+from moses_recaser.stats.tables import Tables
+from moses_recaser.triples import Triple
+
+# per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
+# targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
+# ASCII, equal to its lowercase), and unseen but shaped like a name
+_TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64), ("start", np.int64),
+                   ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool),
+                   ("is_low", bool), ("name", bool)]
+# per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
+# telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), GEN's test's
+# columns as above, and hyphenated
+_SOURCE_COLUMNS = [("letter", bool), ("end", bool), ("final", bool), ("cap", bool), ("long", bool),
+                   ("telling", bool), ("strip_id", np.int64), ("key", np.int64), ("key_pos", np.int64),
+                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool), ("is_low", bool),
+                   ("hyphen", bool)]
+
+
+class FeatureExtractor:
+    """Builds flat lattices from triples with the training tables and the cased LM."""
+
+    def __init__(
+        self,
+        tables: Tables,
+        lm: object,
+        feature_names: Sequence[str],
+        alignment: str = "phrase",
+        max_candidates: int = MAX_CANDIDATES,
+        candidates_file: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """``candidates_file``: a registry stored by training (``save_registry``), used when it was made
+        with the same settings."""
+        self.tables = tables
+        self.lm = lm
+        self.names = list(feature_names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.alignment = alignment
+        self.max_candidates = max_candidates
+        prior = CasePrior(tables) if "case_prior" in self.index else None
+        lm_id: Callable[[str], int] | None = None
+        lm_vocab = -1
+        if isinstance(lm, ArrayLM):
+            ids, unk, lm_vocab = lm.ids, lm.unk, lm.V
+
+            def lm_id(w: str) -> int:
+                return ids.get(w, unk)
+
+        self.candidates = Candidates(tables, prior, lm_id, max_candidates, lm_vocab)
+        self._keys: dict[str, int] = {}  # lowercase or stripped word -> number (GEN's source-word test)
+        self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
+        self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
+        if candidates_file is not None:
+            with np.load(candidates_file, allow_pickle=False) as z:
+                if self.candidates.load(z):
+                    self._restore_types(z)
+        self._kenlm = None if isinstance(lm, ArrayLM) else KenlmContexts(lm, self.candidates.strings)
+
+    def save_registry(self, path: str | os.PathLike[str]) -> None:
+        """The candidate registry (Candidates.save) with the facts of every training word type, target
+        (lowercase) and source (cased), so that recasing meets only unseen types cold."""
+        self._target_types.numbers(sorted(self.candidates.forms))
+        self._source_types.numbers(list(self.tables.cased.src_vocab))
+        self.candidates.save(path, extra={**self._target_types.arrays("types.target"),
+                                          **self._source_types.arrays("types.source"),
+                                          "types.keys": text_array(self._keys),
+                                          "types.names": text_array(self.names)})
+
+    def _restore_types(self, z: Mapping[str, np.ndarray]) -> None:
+        # the target types' punctuation column holds feature columns: only for the same features
+        if words_of(z["types.names"]) != self.names:
+            return
+        keys = words_of(z["types.keys"])
+        self._keys = dict(zip(keys, range(len(keys))))
+        self._target_types.restore(z, "types.target")
+        self._source_types.restore(z, "types.source")
+
+    def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None = None) -> Flat:
+        """The lattice of many triples at once; with ``references``, the reference's candidate at each
+        position (added to GEN where GEN misses it, as training needs)."""
+        b = self._batch(triples, references)
+        per_pos, n_pos = b.count, b.layout.n_tgt
+        cstart = np.cumsum(per_pos) - per_pos
+        ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
+        U = np.zeros((len(ids), len(self.names)))
+        if len(ids):
+            fill(U, FeatureInputs(ids, b, self.candidates.facts(), self.candidates.source_facts(), self.tables,
+                                  self.candidates.prior is not None), self.names, self.index)
+        cells = Cells.of(per_pos, n_pos)
+        if isinstance(self.lm, ArrayLM):
+            specials = (self.lm.ids.get("<s>", self.lm.unk), self.lm.ids.get("</s>", self.lm.unk))
+            split = SplitLM.of(cells, self.lm, self.candidates.facts().lm[ids], specials)
+        else:
+            split = SplitLM.of(cells, self._kenlm, ids, KenlmContexts.SPECIALS)  # type: ignore[arg-type]
+        return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, cells=cells, lm=split,
+                    bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses)
+
+    # --- word types ----------------------------------------------------------------------
+    def _describe_target(self, toks: list[str]) -> dict[str, list]:
+        key, prior, training = self._key, self.candidates.prior, self.candidates.is_training_type
+        named = "after_name" in self.index and prior is not None
+        segs = self.candidates.plain_all(toks)
+        low = [casing.lower(t) for t in toks]
+        letter = [casing.has_letter(t) for t in toks]
+        other = self.index.get(OTHER_PUNCT, -1)
+        return {
+            "punct": [self.index.get("punct=" + t, other) if casing.is_punctuation(t) else -1 for t in toks],
+            "letter": letter,
+            "e_lower": [self.tables.lower.tgt_ids.get(x, -1) for x in low],
+            "start": [s for s, _ in segs],
+            "count": [c for _, c in segs],
+            "low": list(map(key, low)),
+            "strip": [key(casing.strip_diacritics(x)) for x in low],
+            "len": list(map(len, toks)),
+            "ascii": [t.isascii() for t in toks],
+            "is_low": [t == x for t, x in zip(toks, low)],
+            "name": [named and a and not training(x) and prior.looks_like_a_name(x)  # type: ignore[union-attr]
+                     for x, a in zip(low, letter)],
+        }
+
+    def _describe_source(self, words: list[str]) -> dict[str, list]:
+        key, source_id = self._key, self._source_id
+        low = [casing.lower(w) for w in words]
+        sid = [source_id(w, False) for w in words]
+        return {
+            "letter": [casing.has_letter(w) for w in words],
+            "end": [w in SENTENCE_END for w in words],
+            "final": [w in FINAL for w in words],
+            "cap": [casing.is_capitalized(w) for w in words],
+            "long": [len(w) > 3 for w in words],
+            "telling": [_telling_case(w) for w in words],
+            "strip_id": list(map(self.candidates.strip_id, words)),
+            "key": sid,
+            # a lowercase word is its own positional key
+            "key_pos": [k if w == x else source_id(w, True) for w, x, k in zip(words, low, sid)],
+            "low": list(map(key, low)),
+            "strip": [key(casing.strip_diacritics(x)) for x in low],
+            "len": list(map(len, words)),
+            "ascii": [w.isascii() for w in words],
+            "is_low": [w == x for w, x in zip(words, low)],
+            "hyphen": ["-" in w.strip("-") for w in words],
+        }
+
+    def _parts(self, word: str) -> list[int]:
+        """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""
+        return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
+
+    def _key(self, s: str) -> int:
+        return self._keys.setdefault(s, len(self._keys))
+
+    def _source_id(self, word: str, positional: bool) -> int:
+        """``Candidates.source_id`` of a source word as the tables know it: a word capitalized by its
+        position in lowercase, if the tables know it only that way."""
+        w = word
+        if positional:
+            ids = self.tables.cased.src_ids
+            low = casing.lower_all(word)
+            w = word if word in ids or low not in ids else low
+        return self.candidates.source_id(w)
+
+    # --- a batch ---------------------------------------------------------------------------
+    def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None) -> BatchFacts:
+        T = self._target_types
+        layout = Layout.of([t.target for t in triples], [t.source for t in triples])
+        S = len(triples)
+        target = list(chain.from_iterable(t.target for t in triples))
+        tt = T.numbers(target)
+        b = BatchFacts(layout=layout, start=T["start"][tt], count=T["count"][tt],
+                       first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start),
+                       punct=_of_previous(T["punct"][tt], layout, -1),
+                       after_name=_of_previous(T["name"][tt], layout, False),
+                       e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
+                       title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64),
+                       part_keys=np.zeros(0, dtype=np.int64), spans=None,
+                       pair_pos=np.zeros(0, dtype=np.int64), pair_src=np.zeros(0, dtype=np.int64),
+                       gold=[None] * S, gen_misses=[0] * S)
+        if b.bilingual.any():
+            self._source_side(b, triples, tt, target)
+        if references is not None:
+            self._gold(b, target, references)
+        return b
+
+    def _takes(self, tk: np.ndarray, sk: np.ndarray) -> np.ndarray:
+        """GEN's test for an aligned source word (target type numbers ``tk``, source type numbers ``sk``):
+        the same length, and equal to the word up to case, or up to case and diacritics; a source word
+        equal to the lowercase word itself is GEN's first candidate already, and left out."""
+        T, Sr = self._target_types, self._source_types
+        same_low = T["low"][tk] == Sr["low"][sk]
+        return (T["len"][tk] == Sr["len"][sk]) & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk]) & (
+            same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
+
+    def _source_side(self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str]) -> None:
+        """The batch's facts from its sources: source keys, headline flags, alignment pairs, and GEN with
+        the aligned source words where it takes them."""
+        Sr, layout = self._source_types, b.layout
+        source = list(chain.from_iterable(t.source for t in triples))
+        st = Sr.numbers(source)
+        letter = Sr["letter"][st]
+        pos = positional(letter, Sr["end"][st], layout.src_start, layout.n_src)
+        counts = ~pos | Sr["telling"][st]  # source words whose case is not explained by position
+        b.src_keys = (layout.src_sent[counts] << 32) + Sr["strip_id"][st[counts]]
+        hyphenated = np.flatnonzero(Sr["hyphen"][st])  # few: their parts in Python
+        if "src_part" in self.index and len(hyphenated):
+            b.part_keys = np.array([(s << 32) + p for s, k in zip(layout.src_sent[hyphenated].tolist(),
+                                                                   hyphenated.tolist())
+                                    for p in self._parts(source[k])], dtype=np.int64)
+        b.headline, b.title = headline_flags(letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st],
+                                             layout.src_sent, layout.src_start, layout.n_src)
+        pt, ps = alignment_pairs(triples, layout, self.alignment)
+        b.pair_pos = pt
+        b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
+        # most words have no source word GEN takes, and keep their type's GEN
+        takes = self._takes(tt[pt], st[ps])
+        forms: dict[int, list[str]] = {}
+        for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
+            forms.setdefault(p, []).append(source[k])
+        if "src_span" in self.index:
+            b.spans = self._spans(triples, layout, tt, st, forms, source)
+        for p, fs in forms.items():
+            b.start[p], b.count[p] = self.candidates.sourced(target[p], tuple(fs))
+
+    def _spans(self, triples: Sequence[Triple], layout: Layout, tt: np.ndarray, st: np.ndarray,
+               forms: dict[int, list[str]], source: list[str]) -> np.ndarray:
+        """src_span's form of every word (candidate id, -1: none), adding it to ``forms`` where GEN takes
+        it; source_spans runs only on sentences that share a word bigram with their source."""
+        T, Sr = self._target_types, self._source_types
+
+        def bigrams(low: np.ndarray, letter: np.ndarray, sent: np.ndarray) -> np.ndarray:
+            # a run has two words with a letter, so one of its bigrams has one
+            keep = (sent[1:] == sent[:-1]) & (letter[1:] | letter[:-1])
+            return ((sent[1:][keep] << 42) + (low[:-1][keep] << 21) + low[1:][keep]) if len(sent) else sent
+
+        if len(self._keys) >= 1 << 21:
+            sentences = np.arange(len(triples))  # keys too many to pack: try every sentence
+        else:
+            shared = np.intersect1d(bigrams(T["low"][tt], T["letter"][tt], layout.tgt_sent),
+                                    bigrams(Sr["low"][st], Sr["letter"][st], layout.src_sent))
+            sentences = np.unique(shared >> 42)
+        g, m = [], []  # (target word, source word) of every span word, in batch order
+        for s in sentences.tolist():
+            t = triples[s]
+            g0, m0 = int(layout.tgt_start[s]), int(layout.src_start[s])
+            for i, k in enumerate(source_spans(t.source, t.target)):
+                if k >= 0:
+                    g.append(g0 + i)
+                    m.append(m0 + k)
+        spans = np.full(len(tt), -1, dtype=np.int64)
+        if g:
+            G, M = np.array(g), np.array(m)
+            spans[G] = [self.candidates.id(source[k]) for k in m]
+            takes = self._takes(tt[G], st[M])
+            for p, k in zip(G[takes].tolist(), M[takes].tolist()):
+                forms.setdefault(p, []).append(source[k])
+        return spans
+
+    def _gold(self, b: BatchFacts, target: list[str], references: Sequence[Sequence[str] | None]) -> None:
+        """Each reference word's index among its candidates; a reference form GEN did not give is
+        counted (gen_misses), and added when it is a recasing of the word."""
+        C, layout = self.candidates, b.layout
+        pool = C.pool()  # segments added below are not read again
+        for s, ref in enumerate(references):
+            if ref is None:
+                continue
+            g0, n = int(layout.tgt_start[s]), int(layout.n_tgt[s])
+            if len(ref) != n:
+                raise ValueError(f"reference of {len(ref)} words for a target of {n}")
+            gold = []
+            for i, r in enumerate(ref):
+                g = g0 + i
+                rid, c = C.id(r), pool[b.start[g]:b.start[g] + b.count[g]].tolist()
+                if rid not in c:
+                    b.gen_misses[s] += 1
+                    if casing.is_recasing_of(r, target[g]):
+                        b.start[g], b.count[g] = C.segment(c + [rid])
+                        c.append(rid)
+                gold.append(c.index(rid) if rid in c else 0)
+            b.gold[s] = np.array(gold, dtype=np.int64)
+
+
+def source_spans(source: Sequence[str], target: Sequence[str]) -> list[int]:
+    """For each target position, the source position whose word it copies when it lies in a run of >= 2
+    words with a letter that the source repeats verbatim up to case (-1: none; the longest run wins,
+    then the first)."""
+    src = list(map(str.lower, source))  # casing.lower, mapped in C: this runs on every sentence
+    tgt = list(map(str.lower, target))
+    common = set(src).intersection(tgt)
+    out = [-1] * len(tgt)
+    if len(common) < 2:
+        return out
+    where: dict[str, list[int]] = {}
+    for k, w in enumerate(src):
+        if w in common:
+            where.setdefault(w, []).append(k)
+    best = [0] * len(tgt)
+    for i, w in enumerate(tgt):
+        for k in where.get(w, ()):
+            if i and k and tgt[i - 1] == src[k - 1]:
+                continue  # not the start of a run
+            n = 0
+            while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
+                n += 1
+            if n < 2 or sum(casing.has_letter(t) for t in tgt[i:i + n]) < 2:
+                continue
+            for d in range(n):
+                if n > best[i + d]:
+                    best[i + d], out[i + d] = n, k + d
+    return out
+
+
+def _of_previous(values: np.ndarray, layout: Layout, fill: object) -> np.ndarray:
+    """Each word's value of the word before it in its sentence (``fill`` for a sentence's first word)."""
+    out = np.empty_like(values)
+    out[1:] = values[:-1]
+    out[layout.tgt_start[layout.n_tgt > 0]] = fill  # word 0 among them
+    return out
+
+
+def _telling_case(word: str) -> bool:
+    """Case that position does not explain: mixed (``Hans-Peter``) or all upper with >= 2 letters."""
+    t = casing.tag(word)
+    return t is Tag.MX or (t is Tag.AU and sum(c.isalpha() for c in word) >= 2)

@@ -1,0 +1,140 @@
+"""The case prior: log p(form | lowercase) from the training target, smoothed with the case tags of rare
+training words of the same shape (length and ending), which is all that a word training never saw gets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+
+import numpy as np
+
+from moses_recaser import casing
+from moses_recaser.casing import Tag
+from moses_recaser.modeldir import text_array, words_of
+from moses_recaser.stats.tables import Tables
+
+
+class CasePrior:
+    """log p(E | lower(E)) from non-initial training counts, smoothed with p(tag | shape) of rare words
+    (``shape_probs``), which is all that an unseen word gets.
+    Built on first use: with a stored registry, recasing needs it only for unseen types, and the
+    registry stores its lowercase counts and shape counts (``arrays``, ``use``)."""
+
+    BETA = 1.0
+    RARE = 3  # words whose lowercase occurs at most this often stand for the unseen ones
+    SHAPE_BETA = 4.0
+    MAX_SUFFIX = 4
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    @cached_property
+    def _forms(self) -> dict[str, int]:
+        f = self.tables.forms
+        return dict(zip(f.vocab, (f.count - f.initial).tolist()))
+
+    @cached_property
+    def _lower(self) -> dict[str, int]:
+        lower: dict[str, int] = {}
+        for w, c in self._forms.items():
+            low = casing.lower(w)
+            lower[low] = lower.get(low, 0) + c
+        return lower
+
+    @staticmethod
+    def shape_keys(low: str) -> list[str]:
+        """A lowercase word's shape, least specific first: its length (8 or more: 8), then its last 1 to
+        MAX_SUFFIX letters, apart for words shorter than 5 (acronyms are short) and the rest."""
+        n = len(low)
+        band = "s" if n < 5 else "l"
+        return [f"#{min(n, 8)}"] + [f"{band}{k}:{low[-k:]}" for k in range(1, min(n, CasePrior.MAX_SUFFIX) + 1)]
+
+    @cached_property
+    def _shape(self) -> dict[str, np.ndarray]:
+        """Tag counts per shape key over the types of rare words, not over tokens: unseen words are like
+        rare ones, and a suffix's frequent words (``long``, ``strong``) tell little of its unseen ones
+        (``yunlong``)."""
+        lower = self._lower
+        counts: dict[str, np.ndarray] = {}
+        for w, c in self._forms.items():
+            low = casing.lower(w)
+            if c and lower[low] <= self.RARE and casing.has_letter(w):
+                t = int(casing.tag(w))
+                for key in self.shape_keys(low):
+                    counts.setdefault(key, np.zeros(len(Tag)))[t] += 1.0
+        return counts
+
+    @cached_property
+    def _base(self) -> np.ndarray:
+        total = sum((v for k, v in self._shape.items() if k.startswith("#")), np.zeros(len(Tag)))
+        return (total + 1.0) / (total.sum() + len(Tag))
+
+    @cached_property
+    def _shape_rows(self) -> dict[str, list[float]]:
+        return {k: v.tolist() for k, v in self._shape.items()}
+
+    @cached_property
+    def _shape_memo(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def shape_probs(self, low: str) -> np.ndarray:
+        """p(tag | shape of ``low``): each shape key's counts smoothed towards the estimate of the key
+        before it, down to the longest suffix that rare training words have (kept per word: the case
+        prior and ``looks_like_a_name`` ask for the same unseen words; five floats are cheaper in Python)."""
+        p = self._shape_memo.get(low)
+        if p is not None:
+            return p
+        shape, beta = self._shape_rows, self.SHAPE_BETA
+        q = self._base.tolist()
+        for k, key in enumerate(self.shape_keys(low)):
+            v = shape.get(key)
+            if v is None:
+                if k:
+                    break
+                continue  # a length no rare word has: its suffixes still count
+            total = sum(v) + beta
+            q = [(c + beta * b) / total for c, b in zip(v, q)]
+        p = self._shape_memo[low] = np.array(q)
+        return p
+
+    def looks_like_a_name(self, low: str) -> bool:
+        """The shape of ``low`` is more often capitalized than not among rare training words."""
+        p = self.shape_probs(low)
+        return bool(p[Tag.IU] + p[Tag.AU] > p[Tag.AL])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The lowercase counts and the shape counts, for ``use``."""
+        lower, shape = self._lower, self._shape
+        return {"prior.lower": text_array(lower), "prior.lower_counts": np.array(list(lower.values()), dtype=np.int64),
+                "prior.shapes": text_array(shape),
+                "prior.shape_counts": np.array(list(shape.values())).reshape(-1, len(Tag))}
+
+    def use(self, z: Mapping[str, np.ndarray]) -> None:
+        """Take ``arrays``' tables instead of working them out."""
+        lower, shapes = words_of(z["prior.lower"]), words_of(z["prior.shapes"])
+        self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
+        self.__dict__["_shape"] = dict(zip(shapes, z["prior.shape_counts"]))
+
+    def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
+        """log p(form | lowercase); an unseen hyphenated word's is the sum of its parts' (``Coronavirus-Krise``
+        takes the case of ``Krise``; its own shape would read the mixed case as unlikely)."""
+        forms_n, lower_n, beta, shape_probs = self._forms, self._lower, self.BETA, self.shape_probs
+        lower, tag, log, has_letter = casing.lower, casing.tag, math.log, casing.has_letter
+
+        def one(form: str, low: str, q: np.ndarray) -> float:
+            return log((forms_n.get(form, 0) + beta * float(q[int(tag(form))])) / (lower_n.get(low, 0) + beta))
+
+        out = []
+        low_q, q_low = "", self._base
+        for form in forms:
+            low = lower(form)
+            if "-" in form and low not in lower_n:
+                parts = [p for p in form.split("-") if has_letter(p)]
+                if len(parts) > 1:
+                    out.append(sum(one(p, lower(p), shape_probs(lower(p))) for p in parts))
+                    continue
+            if low != low_q:  # a type's forms come together
+                low_q, q_low = low, shape_probs(low)
+            out.append(one(form, low, q_low))
+        return out
