@@ -91,6 +91,20 @@ def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
     assert err.value.line == text.splitlines().index("learning_curve: [3000, 6000]") + 1
 
 
+def test_an_unknown_system_is_refused_when_the_config_is_read(tmp_path):
+    from moses_recaser.errors import RecaserError
+    from moses_recaser.harness.config import load_config
+
+    config = tmp_path / "c.yaml"
+    text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace("systems: [unigram, trigram, sacremoses, crf-monolingual, crf]",
+                                   "systems:\n  - unigram\n  - trigram\n  - crff"), encoding="utf-8")
+    with pytest.raises(RecaserError, match="unknown system 'crff'; did you mean 'crf'") as err:
+        load_config(config)
+    lines = config.read_text(encoding="utf-8").splitlines()
+    assert err.value.line == lines.index("  - crff") + 1 and err.value.path == str(config)
+
+
 def test_every_shipped_config_loads():
     from moses_recaser.harness.config import load_config
 
