@@ -203,3 +203,9 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A whole (small) UTF-8 file, such as a config: errors name the file, and the line of bad UTF-8."""
+    reader = LineReader(path, allow_empty=True)
+    return "".join(line + "\n" for line in reader)

@@ -163,7 +163,8 @@ def paper_extractor(arpa):  # noqa: F811
     from moses_recaser.model.extractor import FeatureExtractor
     from moses_recaser.model.features import feature_names
     from moses_recaser.stats.arpa_arrays import ArrayLM
-    from moses_recaser.stats.tables import Tables, count_triples
+    from moses_recaser.stats.counting import count_triples
+    from moses_recaser.stats.tables import Tables
 
     return FeatureExtractor(Tables.from_counts(count_triples(TOY)), ArrayLM.from_arpa(arpa),
                             feature_names("paper", [","]), alignment="links")

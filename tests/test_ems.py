@@ -1,4 +1,5 @@
-"""Moses EMS integration: the command lines the overlay's templates expand to, and the meta patch."""
+"""Moses EMS integration without Moses' own scripts: the meta reader and patch on a hand-made meta, the
+config merge, and the steps' commands on a trained model (tests/test_ems_moses.py drives experiment.perl)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from moses_recaser import casing
-from moses_recaser.ems.meta import dangling_inputs, overlay, parse_meta, patch_meta
+from moses_recaser.ems.meta import PATCHES, dangling_inputs, patch_meta, read_meta
 from moses_recaser.errors import RecaserError
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.moses.pharaoh import format_links
@@ -41,6 +42,12 @@ symmetrize-giza
 \tin: corpus
 \tout: word-alignment
 \tdefault-name: model/aligned
+build-suffix-array
+\tin: corpus
+\tout: suffix-array
+\ttemplate: $salm-index IN.$input-extension ; \\
+\t\tmv IN.${input-extension}.id_voc OUT.${input-extension}.id_voc # a comment \\
+\t\t; echo done
 
 [RECASING] single
 tokenize
@@ -88,35 +95,56 @@ detokenize-output
 """
 
 
-def test_patch_replaces_only_the_recaser_steps():
+def test_the_reader_joins_continued_lines_and_drops_comments_as_experiment_perl():
+    meta = read_meta(MOSES_META)
+    step = meta.find("TRAINING", "build-suffix-array")
+    # s/\#.*$// strips the first line only, then the next lines are joined raw (experiment.perl's read_meta)
+    assert step.attrs["template"] == ("$salm-index IN.$input-extension ; mv IN.${input-extension}.id_voc "
+                                      "OUT.${input-extension}.id_voc # a comment ; echo done")
+    assert meta.find("TRAINING", "symmetrize-giza").names("out") == ["word-alignment"]
+    assert meta.sections == {"CORPUS": "multiple", "TRAINING": "single", "RECASING": "single", "EVALUATION": "multiple"}
+
+
+def test_patch_changes_only_the_recaser_steps():
     patched = patch_meta(MOSES_META)
-    meta = parse_meta(patched)
+    meta = read_meta(patched.text)
     train = meta.find("RECASING", "train")
     assert train.names("in") == ["cased-corpus", "TRAINING:word-alignment"]
-    assert "-source-corpus IN.$input-extension" in train.attrs["template"][0]
+    assert "-source-corpus IN.$input-extension" in train.attrs["template"]
+    assert train.names("rerun-on-change") == ["recaser-train", "recasing-settings"]
     recase = meta.find("EVALUATION", "recase-output")
     assert recase.names("in") == ["transliterated-output", "RECASING:recase-config", "system-output", "tokenized-input"]
-    assert meta.find("RECASING", "consolidate-cased") is not None
-    # every other step is byte for byte as before
-    original = parse_meta(MOSES_META)
+    assert [s.name for s in meta.steps if s.section == "RECASING"] == ["tokenize", "consolidate-cased", "train",
+                                                                        "train-stock"]
+    assert meta.find("EVALUATION", "remove-markup").names("pass-unless") == ["report-segmentation",
+                                                                             "report-precision-by-coverage"]
+    # every other line is byte for byte as before
+    original = read_meta(MOSES_META)
+    changed = {(p.section, p.derive_from or p.name) for p in PATCHES if not p.adds}
     for step in original.steps:
-        if (step.section, step.name) not in {("RECASING", "train"), ("EVALUATION", "recase-output")}:
-            assert meta.find(step.section, step.name).lines == step.lines
+        if (step.section, step.name) not in changed:
+            new = meta.find(step.section, step.name)
+            assert meta.lines[new.start:new.end] == original.lines[step.start:step.end]
+    # a meta without $?name templates: the decoder's settings cannot be passed, and the notes say so
+    assert "-decoder-settings" not in recase.attrs["template"]
+    assert any("optional template variables" in n for n in patched.notes)
 
 
 def test_every_input_of_the_patched_steps_is_produced_by_some_step():
-    meta = parse_meta(patch_meta(MOSES_META))
-    ours = [meta.find(s.section, s.name) for s in overlay().steps]
+    meta = read_meta(patch_meta(MOSES_META).text)
+    ours = [meta.find(p.section, p.name) for p in PATCHES]
     assert dangling_inputs(meta, ours) == []
     # and the check itself catches a dangling name
-    broken = parse_meta(patch_meta(MOSES_META.replace("\tout: word-alignment", "\tout: aligned")))
+    broken = read_meta(patch_meta(MOSES_META.replace("\tout: word-alignment", "\tout: aligned")).text)
     assert dangling_inputs(broken, [broken.find("RECASING", "train")]) == ["[RECASING] train: TRAINING:word-alignment"]
 
 
-def test_patch_fails_clearly_when_steps_are_missing():
+def test_patch_fails_clearly_on_what_is_not_a_moses_meta_or_was_patched_before():
     text = MOSES_META.replace("recase-output\n", "recase-something\n")
-    with pytest.raises(RecaserError, match=r"not in this meta: \[EVALUATION\] recase-output"):
+    with pytest.raises(RecaserError, match=r"lacks the steps the recaser patches: \[EVALUATION\] recase-output"):
         patch_meta(text, "experiment.meta")
+    with pytest.raises(RecaserError, match="patched before"):
+        patch_meta(patch_meta(MOSES_META).text)
 
 
 def test_meta_command(tmp_path):
@@ -175,7 +203,8 @@ def ems_work(tico, tmp_path_factory):
     cmd = (f"{EMS} train -dir {w}/recasing/moses.ini.1.model -corpus {w}/recasing/corpus.1.en "
            f"-source-corpus {w}/recasing/corpus.1.fr -alignment {w}/model/aligned.1.grow-diag-final-and "
            f"-config {w}/recasing/moses.ini.1 -dev-size 100 -mono {w}/lm/corpus.en")
-    subprocess.run(["bash", "-c", cmd], check=True, capture_output=True)
+    proc = subprocess.run(["bash", "-c", cmd], check=True, capture_output=True, text=True)
+    (w / "train.stderr").write_text(proc.stderr, encoding="utf-8")
     return w
 
 
@@ -223,7 +252,7 @@ def test_recase_step_without_the_wa_file(ems_work, tmp_path):
     proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1",
                            "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1",
                            "-alignment", f"{w}/evaluation/missing.wa", "-o", str(out)], check=False, capture_output=True, text=True)
-    assert proc.returncode == 0 and "does not exist" in proc.stderr
+    assert proc.returncode == 0 and "no word alignment file" in proc.stderr
     assert len(out.read_text().splitlines()) == 150
 
 
@@ -257,13 +286,55 @@ def test_recase_errors_exit_non_zero(ems_work, tmp_path):
     assert proc.returncode == 2 and "model not found" in proc.stderr
 
 
-def test_stock_shim_passes_recase_perl_flags_only(tmp_path):
-    fake = tmp_path / "recase.perl"
-    fake.write_text("#!/usr/bin/env bash\necho \"$@\"\n", encoding="utf-8")
-    fake.chmod(0o755)
-    inp = _write(tmp_path / "in", ["x"])
+def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(tmp_path):
+    ini = _write(tmp_path / "moses.ini", ["# MERT optimized configuration", "[input-factors]", "0"])
+    inp = _write(tmp_path / "in", ["the house . it is here", "obama signs bill"])
+    sgm = _write(tmp_path / "src.sgm", ['<doc docid="d">', "<p>", '<seg id="1">a</seg>', "</p>", "<hl>",
+                                       '<seg id="2">b</seg>', "</hl>", "</doc>"])
     out = tmp_path / "out"
-    subprocess.run([EMS, "recase", "--stock", str(fake), "--stock-model", "old.ini", "-moses", "/bin/moses",
-                    "-in", str(inp), "-model", "ours", "-trace", "t", "-source", "s", "-alignment", "a",
-                    "-o", str(out)], check=True)
-    assert out.read_text().split() == ["-in", str(inp), "-model", "old.ini", "-lang", "en", "-moses", "/bin/moses"]
+    proc = subprocess.run([EMS, "recase", "-in", str(inp), "-model", str(ini), "-o", str(out)],
+                          check=False, capture_output=True, text=True)
+    assert proc.returncode == 2 and "is a Moses moses.ini" in proc.stderr and "give the Moses decoder with -moses" \
+        in proc.stderr and not out.exists()
+    # a stand-in decoder that copies its input: recase.perl's own rules are what is left to see
+    moses = tmp_path / "moses"
+    moses.write_text('#!/bin/sh\nwhile [ "$1" != "-i" ]; do shift; done\ncat "$2"\n', encoding="utf-8")
+    moses.chmod(0o755)
+    subprocess.run([EMS, "recase", "-in", str(inp), "-model", str(ini), "-moses", str(moses), "-headline", str(sgm),
+                    "-o", str(out)], check=True, capture_output=True)
+    assert out.read_text(encoding="utf-8").splitlines() == ["The house . It is here", "Obama Signs Bill"]
+
+
+def test_the_recase_step_reads_markers_in_in_and_an_alignment_file_from_decoder_settings(ems_work, tmp_path):
+    w = ems_work
+    args = ["-model", f"{w}/recasing/moses.ini.1", "-trace", f"{w}/evaluation/test.output.1",
+            "-source", f"{w}/evaluation/test.input.tok.1"]
+    plain = tmp_path / "plain"
+    subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", *args, "-alignment",
+                    f"{w}/evaluation/test.output.1.wa", "-o", str(plain)], check=True, capture_output=True)
+    # EMS without remove-markup passes the marked output as -in; a user's -alignment-output-file comes in
+    # the decoder's settings, while EMS's IN2.wa does not exist
+    marked = tmp_path / "marked"
+    proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.output.1", *args, "-alignment",
+                           str(tmp_path / "absent.wa"), "-decoder-settings",
+                           f"-threads 2 -alignment-output-file {w}/evaluation/test.output.1.wa", "-o", str(marked)],
+                          check=True, capture_output=True, text=True)
+    assert marked.read_text() == plain.read_text()
+    assert "absent.wa" not in proc.stderr  # the decoder settings' file was found
+
+
+def test_steps_that_succeed_say_nothing_ems_reads_as_a_crash(ems_work, tmp_path):
+    """EMS judges a step by patterns in its stderr (experiment.perl, check_if_crashed), not by its exit code."""
+    import re
+
+    patterns = ["error", "killed", "core dumped", "can't read", "no such file or directory", "unknown option",
+                "died at", "exit code", "permission denied", "segmentation fault", "abort", "no space left on device",
+                ": not found", "can't locate", "unrecognized option", "Exception"]
+    w = ems_work
+    proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1",
+                           "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1",
+                           "-alignment", str(tmp_path / "missing.wa"), "-o", str(tmp_path / "out")],
+                          check=True, capture_output=True, text=True)
+    for text in (proc.stderr, (w / "train.stderr").read_text(encoding="utf-8")):
+        assert text.strip(), "nothing was logged: the check would be empty"
+        assert not [p for p in patterns if re.search(p, text, re.I)], text

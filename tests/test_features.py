@@ -13,8 +13,9 @@ from moses_recaser.model.extractor import FeatureExtractor, source_spans
 from moses_recaser.model.features import feature_names
 from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.arpa_arrays import ArrayLM
-from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
-from moses_recaser.stats.tables import Tables, count_triples
+from moses_recaser.stats.counting import count_text, count_triples
+from moses_recaser.stats.kneser_ney import estimate, write_arpa
+from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
 
 TOY = [
@@ -28,7 +29,7 @@ TOY = [
 @pytest.fixture(scope="module")
 def arpa(tmp_path_factory):
     text = io.StringIO()
-    write_arpa(estimate(count_ngrams([t.target for t in TOY], 3), discount_fallback=True), text)
+    write_arpa(estimate(count_text([t.target for t in TOY], 3).ngram_counts(), discount_fallback=True), text)
     path = tmp_path_factory.mktemp("lm") / "lm.arpa"
     path.write_text(text.getvalue(), encoding="utf-8")
     return path

@@ -11,7 +11,8 @@ from moses_recaser import casing
 from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.gen import MAX_CANDIDATES, gen
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.stats.tables import StatsCounts, Tables
+from moses_recaser.stats.counting import count_text
+from moses_recaser.stats.tables import Tables
 
 
 @pytest.mark.parametrize("token,seen,source,want", [
@@ -59,10 +60,8 @@ def test_gen_gives_distinct_recasings_starting_with_the_tag_forms(token, seen, s
 
 
 def test_gen_joins_the_parts_training_forms_for_an_unseen_hyphenated_word():
-    counts = StatsCounts()
-    for line in ["x the QR and the Code and YouTube", "x a Krise and a Bundestagsfraktion"] * 3:
-        counts.add_target(line.split())
-    tables = Tables.from_counts(counts)
+    lines = ["x the QR and the Code and YouTube", "x a Krise and a Bundestagsfraktion"] * 3
+    tables = Tables.from_counts(count_text((x.split() for x in lines), order=0))
     cands = Candidates(tables, CasePrior(tables), None, MAX_CANDIDATES)
     assert cands.gen_forms("qr-code") == ["QR-Code"]
     assert "QR-Code" in gen("qr-code", cands.gen_forms("qr-code"))

@@ -12,7 +12,8 @@ from conftest import DATA
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.stats.build import lm_from_text
-from moses_recaser.stats.kneser_ney import count_ngrams, estimate, write_arpa
+from moses_recaser.stats.counting import count_text
+from moses_recaser.stats.kneser_ney import estimate, write_arpa
 from moses_recaser.textio import read_lines
 
 LMPLZ = DATA / "lmplz"
@@ -40,7 +41,7 @@ def corpus() -> list[list[str]]:
 
 def _our_arpa(corpus, order: int) -> str:
     buf = io.StringIO()
-    write_arpa(estimate(count_ngrams(corpus, order)), buf)
+    write_arpa(estimate(count_text(corpus, order).ngram_counts()), buf)
     return buf.getvalue()
 
 
@@ -62,7 +63,7 @@ def test_every_ngram_prob_and_backoff_match_lmplz(corpus, order):
 def test_discounts_match_lmplz_log(corpus, order):
     log = (LMPLZ / f"lmplz.order{order}.log").read_text()
     expected = [tuple(float(x) for x in m) for m in re.findall(r"D1=(\S+) D2=(\S+) D3\+=(\S+)", log)]
-    model = estimate(count_ngrams(corpus, order))
+    model = estimate(count_text(corpus, order).ngram_counts())
     assert len(expected) == order
     for got, want in zip(model.discounts, expected):
         assert got == pytest.approx(want, abs=1e-5)
@@ -95,14 +96,14 @@ def test_kenlm_perplexity_matches_reference(corpus, tmp_path, order, ppl, ppl_no
 def test_tiny_corpus_needs_fallback():
     sents = [["a", "b"], ["a", "c"]]
     with pytest.raises(RecaserError, match="discount-fallback"):
-        estimate(count_ngrams(sents, 2))
-    model = estimate(count_ngrams(sents, 2), discount_fallback=True)
+        estimate(count_text(sents, 2).ngram_counts())
+    model = estimate(count_text(sents, 2).ngram_counts(), discount_fallback=True)
     assert model.discounts[0] == (0.5, 1.0, 1.5)
 
 
 def test_hand_computed_unigram_model():
     # corpus "a a b": unigram adjusted counts are raw counts at the top order (1)
-    model = estimate(count_ngrams([["a", "a", "b"]], 1), discount_fallback=True)
+    model = estimate(count_text([["a", "a", "b"]], 1).ngram_counts(), discount_fallback=True)
     buf = io.StringIO()
     write_arpa(model, buf)
     probs = {k: 10 ** v[0] for k, v in _load_arpa(buf.getvalue()).items()}
@@ -116,7 +117,7 @@ def test_hand_computed_unigram_model():
 
 def test_reserved_tokens_are_refused():
     with pytest.raises(RecaserError, match="reserved token '<s>'"):
-        count_ngrams([["a", "<s>"]], 2)
+        count_text([["a", "<s>"]], 2)
 
 
 @pytest.mark.parametrize("order", [3, 5])

@@ -8,15 +8,14 @@ import numpy as np
 
 from moses_recaser.casing import Tag
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.stats.tables import StatsCounts, Tables
+from moses_recaser.stats.counting import count_text
+from moses_recaser.stats.tables import Tables
 
 
 def prior_of(lines: list[str]) -> CasePrior:
     # target-language text alone: the prior reads only the target forms
-    counts = StatsCounts()
-    for line in lines:
-        counts.add_target(["x"] + line.split())  # "x" takes the sentence-initial position
-    return CasePrior(Tables.from_counts(counts))
+    # "x" takes the sentence-initial position
+    return CasePrior(Tables.from_counts(count_text((["x"] + line.split() for line in lines), order=0)))
 
 
 # frequent "-ong" words are lowercase, rare ones are names; rare long "-ing" words are lowercase,

@@ -4,9 +4,10 @@
   (``-moses`` is accepted and ignored), plus ``-source TOK_INPUT -trace DECODER_OUTPUT [-alignment WA]``
   for the bilingual model. With recase.perl's flags alone it runs in monolingual mode.
 - ``train``: ``-dir DIR -corpus CASED_TARGET -config OUT`` as train-recaser.perl's EMS template, plus
-  ``-source-corpus CASED_SOURCE -alignment ALIGN`` to reuse EMS's word alignment and ``-mono FILE`` for
-  target-language text without a source (the LM corpus).
+  ``-source-corpus CASED_SOURCE -alignment ALIGN`` (EMS's word alignment), ``-cores N``, ``-lmplz BIN`` and
+  ``-mono FILE`` for target-language text without a source (the LM corpus).
 - ``meta``: patch an installed ``experiment.meta`` with this project's step definitions.
+- ``config``: switch a working EMS config to the recaser; ``check``: what keeps one from running it.
 
 Errors go to stderr as ``moses-recaser-ems: error: ...`` with exit code 2.
 """
@@ -14,12 +15,15 @@ Errors go to stderr as ``moses-recaser-ems: error: ...`` with exit code 2.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from pathlib import Path
 
 from moses_recaser.cli.common import main_of
 from moses_recaser.textio import atomic_output
 
 PROG = "moses-recaser-ems"
+log = logging.getLogger("moses_recaser")
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
@@ -28,13 +32,10 @@ def cmd_recase(args: argparse.Namespace) -> int:
     single_threaded_blas()
     from moses_recaser.ems import steps
 
-    if args.stock is not None:
-        steps.stock_recase(args.stock, args.infile, args.stock_model or args.model, args.output, args.lang,
-                           args.moses, args.headline)
-        return 0
-    steps.recase_step(steps.RecaseStep(infile=args.infile, model=args.model, output=args.output, lang=args.lang,
-                                       headline=args.headline, unbuffered=args.unbuffered, source=args.source,
-                                       trace=args.trace, alignment=args.alignment))
+    steps.recase_step(steps.RecaseStep(infile=args.infile, model=args.model, output=args.output, moses=args.moses,
+                                       lang=args.lang, headline=args.headline, unbuffered=args.unbuffered,
+                                       source=args.source, trace=args.trace, alignment=args.alignment,
+                                       decoder_settings=args.decoder_settings or ""))
     return 0
 
 
@@ -43,7 +44,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     steps.train_step(steps.TrainStep(dir=args.dir, corpus=args.corpus, config=args.config,
                                      source_corpus=args.source_corpus, alignment=args.alignment,
-                                     dev_size=args.dev_size, lm=args.lm, lm_order=args.lm_order,
+                                     dev_size=args.dev_size, cores=args.cores, lm=args.lm, lm_order=args.lm_order,
+                                     lmplz=args.lmplz, lmplz_options=args.lmplz_options or "",
                                      feature_set=args.features, mono=args.mono or []))
     return 0
 
@@ -51,9 +53,47 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_meta(args: argparse.Namespace) -> int:
     from moses_recaser.ems.meta import patch_meta_file
 
+    patched = patch_meta_file(args.moses_meta)
     with atomic_output(args.output) as out:
-        out.write(patch_meta_file(args.moses_meta))
+        out.write(patched.text)
+    for note in patched.notes:
+        log.info("%s", note)
     return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from moses_recaser.ems.config import merge
+    from moses_recaser.textio import read_text
+
+    merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set)
+    with atomic_output(args.output) as out:
+        out.write(merged.text)
+    for note in merged.notes:
+        log.info("%s", note)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from moses_recaser.ems.config import check, read_config
+    from moses_recaser.errors import RecaserError
+    from moses_recaser.textio import read_text
+
+    notes = check(read_config(read_text(args.config)))
+    for note in notes:
+        log.info("%s", note)
+    problems = [n for n in notes if n.startswith("problem")]
+    if problems:
+        raise RecaserError(f"{len(problems)} problem(s) keep this config from running the recaser (see above)",
+                           args.config)
+    return 0
+
+
+def _this_command() -> str:
+    """This console command's absolute path: EMS's step scripts then find it whatever their PATH."""
+    import shutil
+
+    found = shutil.which(PROG) or str(Path(sys.executable).parent / PROG)
+    return str(Path(found).resolve())
 
 
 def _flag(p: argparse.ArgumentParser, name: str, **kw) -> None:  # type: ignore[no-untyped-def]
@@ -71,17 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recase", help="recase.perl-compatible recasing (monolingual or with -source/-trace)")
     _flag(p, "in", dest="infile", required=True, help="recaser input (lowercased, markup removed)")
     _flag(p, "model", required=True, help="model directory, or the -config file of 'train'")
-    _flag(p, "moses", help="accepted and ignored (recase.perl's decoder)")
+    _flag(p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)")
     _flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
     _flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
     p.add_argument("-b", "--unbuffered", action="store_true", help="flush output (recase.perl -b)")
     _flag(p, "source", help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
     _flag(p, "trace", help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
     _flag(p, "alignment", help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
+    _flag(p, "decoder-settings", dest="decoder_settings",
+          help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
+               "-alignment file does not exist")
     p.add_argument("-o", "--output", default="-", help="output (default stdout, as recase.perl)")
-    p.add_argument("--stock", metavar="RECASE_PERL",
-                   help="run Moses' recase.perl instead, with its own flags only (for comparisons in one EMS run)")
-    p.add_argument("--stock-model", metavar="MOSES_INI", help="the stock recaser's moses.ini, for --stock")
     p.set_defaults(func=cmd_recase)
 
     p = sub.add_parser("train", help="train-recaser.perl-compatible training step")
@@ -92,7 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "alignment", help="word alignment of source and corpus (EMS: model/aligned.grow-diag-final-and)")
     _flag(p, "dev-size", dest="dev_size", type=int, default=2000,
           help="sentence pairs held out from the end of the corpus to train the CRF weights (at most 10%%)")
+    _flag(p, "cores", type=int, default=1, help="processes that count the corpus (EMS's cores)")
     _flag(p, "lm", help="an existing KenLM model of the cased target")
+    _flag(p, "lmplz", help="KenLM's lmplz (EMS: $moses-bin-dir/lmplz): it estimates the cased LM, sorting on disk")
+    _flag(p, "lmplz-options", dest="lmplz_options",
+          help="more options for lmplz (default '-S 1G'; e.g. \"--prune 0 0 1 -S 2G\")")
     _flag(p, "mono", action="append", metavar="FILE",
           help="cased tokenized target-language text without a source (e.g. EMS's LM corpus), for the LM and "
                "the case prior; repeatable")
@@ -106,6 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--moses-meta", required=True, help="$MOSES/scripts/ems/experiment.meta")
     p.add_argument("-o", "--output", required=True, help="the patched meta, for experiment.perl -meta")
     p.set_defaults(func=cmd_meta)
+
+    p = sub.add_parser("config", help="an EMS config switched to the bilingual recaser (lowercasing, [RECASING], "
+                                      "the decoder's -t and word links)")
+    p.add_argument("--merge", required=True, metavar="CONFIG", help="a working EMS config (e.g. Moses' config.toy)")
+    p.add_argument("--stock-set", action="store_true",
+                   help="also recase the first evaluation set with Moses' recase.perl, for a comparison in one run")
+    p.add_argument("-o", "--output", required=True, help="the new config, for experiment.perl -config")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser("check", help="what keeps an EMS config from running the recaser, and what to change")
+    p.add_argument("config", help="an EMS config")
+    p.set_defaults(func=cmd_check)
     return parser
 
 

@@ -51,8 +51,9 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
 def cmd_lm(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import estimate_lm, lm_from_text
+    from moses_recaser.stats.counting import count_text
 
-    estimate_lm(lm_from_text(args.text), args.order, args.arpa, args.discount_fallback)
+    estimate_lm(count_text(lm_from_text(args.text), args.order), args.arpa, args.discount_fallback)
     return 0
 
 
@@ -120,11 +121,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         max_candidates=args.max_candidates, npa_seed=args.seed, heldout_sentences=args.heldout,
         sigma_grid=tuple(args.sigma_grid or ()), monolingual=[str(Path(m).resolve()) for m in args.mono or ()],
         npa_lengths=lengths_from_trace(args.lengths_source, args.lengths_trace) if args.lengths_trace else None,
+        lmplz_options=args.lmplz_options or "",
     )
     bitext = Bitext(args.src, args.tgt, args.alignment) if args.stats is None else None
     with tempdir() as work:
         report = train(args.model, train=bitext, stats_model=args.stats,
-                       dev=Bitext(args.dev_src, args.dev_tgt, args.dev_alignment), settings=settings, work=Path(work))
+                       dev=Bitext(args.dev_src, args.dev_tgt, args.dev_alignment), settings=settings, work=Path(work),
+                       jobs=args.jobs, lmplz=args.lmplz)
     log.info("dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s", 100 * report.gen_oracle, report.iterations,
              ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     print(read_manifest(args.model, verify=False).signature)
@@ -286,6 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cased, tokenized target-language text without a source, for the LM and the case "
                         "prior (repeatable; e.g. the LM data of the Moses system)")
     p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("--lmplz", metavar="BIN", help="KenLM's lmplz estimates the LM (it sorts on disk: large corpora)")
+    p.add_argument("--lmplz-options", metavar="OPTIONS", help="more options for lmplz (default '-S 1G')")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="processes that count the training statistics (the model is the same for every N)")
     p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
     p.add_argument("--features", default="full", choices=["paper", "full"],
                    help="paper: the paper's features; full: plus source-copy, unseen-form and headline features")

@@ -1,119 +1,241 @@
-"""Read, patch and check EMS ``experiment.meta`` files.
+"""Read and patch Moses EMS ``experiment.meta`` files, the way ``experiment.perl`` (``read_meta``) reads them.
 
-The format: ``[SECTION] single|multiple`` headers; a step is a line at column 0; its attributes
-are the indented ``key: value`` lines below it; ``#`` starts a comment. Patching replaces whole
-step blocks and keeps every other line of the user's file byte for byte.
+experiment.perl reads a meta line by line: it strips ``#`` and what follows, skips blank lines, joins a
+line ending in ``\\`` with the next (``s/\\s*\\\\\\s*[\\n\\r]*\\s+/ /``), then takes ``[SECTION] type`` as a
+section, a line starting with a non-blank as a step, and ``  key: value`` as one of the step's attributes.
+``read_meta`` does the same and remembers the physical lines of each step, so that ``patch_meta`` can
+rewrite the steps it patches and leave every other line of the user's file byte for byte.
+
+What the patch does is declared once, in ``PATCHES``; the steps it adds are in ``recaser.meta`` beside
+this module (``moses-recaser-ems meta`` merges them, the file is not a meta of its own).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.textio import read_text
 
-_SECTION = re.compile(r"\[([A-Z0-9_-]+)\]\s*(single|multiple)?\s*$")
-_ATTR = re.compile(r"\s+([a-z][a-z0-9-]*):\s?(.*)$")
-
-# what the overlay replaces (must exist in the user's meta) and what it adds (before "train")
-REPLACES = {("RECASING", "train"), ("EVALUATION", "recase-output")}
-ADDS = {("RECASING", "consolidate-cased")}
+# experiment.perl's read_meta, regex by regex
+_COMMENT = re.compile(r"#.*$")
+_CONTINUED = re.compile(r"\\\s*$")
+_JOIN = re.compile(r"\s*\\\s*[\n\r]*\s+")
+_SECTION = re.compile(r"^\[(.+)\]\s+(\S+)")
+_STEP = re.compile(r"^(\S+)")
+_ATTR = re.compile(r"^\s+(\S+): (.+\S)\s*$")
+# EMS attributes whose values experiment.perl accumulates rather than replaces
+_ACCUMULATED = {"rerun-on-change", "pass-unless", "pass-if", "error", "not-error"}
 
 
 @dataclass
 class Step:
+    """A step of a meta: its section, name, attributes (as experiment.perl reads them) and physical lines
+    ``[start, end)`` of the file, from the step line to its last attribute."""
+
     section: str
     name: str
-    lines: list[str]  # the block, step line first
-    attrs: dict[str, list[str]] = field(default_factory=dict)
+    start: int
+    end: int
+    attrs: dict[str, str] = field(default_factory=dict)
 
     def names(self, key: str) -> list[str]:
-        return [n for v in self.attrs.get(key, []) for n in v.split()]
+        return self.attrs.get(key, "").split()
 
 
 @dataclass
 class Meta:
-    """A parsed meta file: the lines before the first step of each section, and the steps."""
-
-    chunks: list[tuple[str, object]]  # ("text", str) or ("step", Step), in file order
-
-    @property
-    def steps(self) -> list[Step]:
-        return [c for kind, c in self.chunks if kind == "step"]  # type: ignore[misc]
+    lines: list[str]  # the file's physical lines, with their line ends
+    path: str
+    sections: dict[str, str] = field(default_factory=dict)  # name -> type (single, multiple, ...)
+    steps: list[Step] = field(default_factory=list)
 
     def find(self, section: str, name: str) -> Step | None:
-        for s in self.steps:
-            if (s.section, s.name) == (section, name):
-                return s
-        return None
+        return next((s for s in self.steps if (s.section, s.name) == (section, name)), None)
 
-    def text(self) -> str:
-        out = []
-        for kind, c in self.chunks:
-            out.append(c if kind == "text" else "".join(c.lines))  # type: ignore[union-attr]
-        return "".join(out)
+    def uses_optional_variables(self) -> bool:
+        """Whether templates use ``$?name`` (empty when unset): experiment.perl reads them from RELEASE-4.0 on,
+        and a meta that uses them comes with such an experiment.perl."""
+        return any("$?" in s.attrs.get("template", "") for s in self.steps)
 
 
-def parse_meta(text: str, path: str = "<meta>") -> Meta:
-    chunks: list[tuple[str, object]] = []
-    section = None
+def read_meta(text: str, path: str = "experiment.meta") -> Meta:
+    meta = Meta(lines=text.splitlines(keepends=True), path=path)
+    section: str | None = None
     step: Step | None = None
-    for lineno, line in enumerate(text.splitlines(keepends=True), 1):
-        bare = line.rstrip("\n")
-        m = _SECTION.match(bare)
+    i, n = 0, len(meta.lines)
+    while i < n:
+        start = i
+        line = _COMMENT.sub("", meta.lines[i].rstrip("\n"))
+        i += 1
+        if not line.strip():
+            continue
+        while _CONTINUED.search(line) and i < n:
+            line = _JOIN.sub(" ", line + "\n" + meta.lines[i].rstrip("\n"), count=1)
+            i += 1
+        m = _SECTION.match(line)
         if m:
             section, step = m.group(1), None
-            chunks.append(("text", line))
+            meta.sections[section] = m.group(2)
             continue
-        if bare[:1] and not bare[:1].isspace() and not bare.startswith("#"):
+        if _STEP.match(line):
             if section is None:
-                raise RecaserError(f"step {bare.strip()!r} outside any [SECTION]", path, lineno)
-            step = Step(section=section, name=bare.strip(), lines=[line])
-            chunks.append(("step", step))
+                raise RecaserError(f"step {line.strip()!r} comes before any [SECTION]", path, start + 1)
+            step = Step(section=section, name=_STEP.match(line).group(1), start=start, end=i)  # type: ignore[union-attr]
+            meta.steps.append(step)
             continue
-        if step is not None and bare.strip() and not bare.lstrip().startswith("#"):
-            a = _ATTR.match(bare)
-            if a is None:
-                raise RecaserError(f"cannot read the step attribute {bare.strip()!r}", path, lineno)
-            step.attrs.setdefault(a.group(1), []).append(a.group(2))
-            step.lines.append(line)
-            continue
-        if step is not None and not bare.strip():
-            # a blank line ends nothing by itself; keep it with the text that follows
-            chunks.append(("text", line))
-            continue
-        if step is not None:
-            step.lines.append(line)
-        else:
-            chunks.append(("text", line))
-    return Meta(chunks)
+        a = _ATTR.match(line)
+        if a is not None and step is not None:  # experiment.perl passes over lines of no other form
+            key, value = a.group(1), a.group(2)
+            step.attrs[key] = f"{step.attrs[key]} {value}" if key in _ACCUMULATED and key in step.attrs else value
+            step.end = i
+    return meta
+
+
+def step_text(name: str, attrs: dict[str, str]) -> str:
+    """A step block in the meta format."""
+    return name + "\n" + "".join(f"\t{k}: {v}\n" for k, v in attrs.items())
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One change to a meta's step. ``make`` gives the new step's name and attributes from the user's step
+    ``base`` (the step of that name, or ``derive_from``'s) and the overlay's step of that name."""
+
+    section: str
+    name: str
+    make: Callable[[Step | None, Step | None, Meta], dict[str, str]]
+    derive_from: str | None = None  # an added step made from another of the user's steps
+    after: str | None = None  # an added step goes after this one (else before ``before``)
+    before: str | None = None
+    note: str = ""
+
+    @property
+    def adds(self) -> bool:
+        return self.after is not None or self.before is not None
+
+
+def _ours(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    assert ours is not None
+    return dict(ours.attrs)
+
+
+def _recase_output(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """Ours, reading the output that the user's step reads (RELEASE-2.1: cleaned-output, later releases:
+    transliterated-output), with the decoder's settings where experiment.perl can leave them out."""
+    assert base is not None and ours is not None
+    attrs = dict(ours.attrs)
+    attrs["in"] = " ".join([base.names("in")[0]] + ours.names("in")[1:])
+    if meta.uses_optional_variables():
+        attrs["template"] = attrs["template"].replace(" > OUT", " -decoder-settings '$?decoder-settings' > OUT")
+    return attrs
+
+
+def _train_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """Moses' own train step (train-recaser.perl, with its release's flags) on the cased corpus ours reads, for
+    an evaluation set that compares the two (``stock-recaser``)."""
+    assert base is not None
+    template = re.sub(r"-corpus IN\b", "-corpus IN.$output-extension", base.attrs["template"])
+    template = template.replace(" $recasing-settings", "")  # those are moses-recaser's
+    attrs = {**base.attrs, "in": "cased-corpus", "out": "stock-recase-config",
+             "default-name": "recasing/stock-moses.ini", "tmp-name": "recasing/stock-model", "template": template}
+    attrs.pop("ignore-unless", None)  # needed only when an evaluation set sets stock-recaser
+    return attrs
+
+
+def _recase_output_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    assert base is not None
+    return {"in": f"{base.names('in')[0]} RECASING:stock-recase-config", "out": "recased-output",
+            "default-name": "evaluation/recased-stock", "ignore-unless": "stock-recaser",
+            "ignore-if": "output-truecaser", "rerun-on-change": "stock-recaser",
+            "template": "$stock-recaser -moses $RECASING:decoder -in IN -model IN1 > OUT"}
+
+
+def _remove_markup(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """Moses' step, also run when report-precision-by-coverage alone makes the decoder write -t markers."""
+    assert base is not None
+    return {**base.attrs, "pass-unless": "report-segmentation report-precision-by-coverage"}
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("RECASING", "consolidate-cased", _ours, before="train",
+          note="added: the cased, cleaned bitext, consolidated from [CORPUS] as the truecaser's"),
+    Patch("RECASING", "train", _ours,
+          note="replaced: moses-recaser-ems train on that bitext and TRAINING:word-alignment"),
+    Patch("RECASING", "train-stock", _train_stock, derive_from="train", after="train",
+          note="added: Moses' train-recaser.perl on the same bitext, for a 'stock-recaser' evaluation set"),
+    Patch("EVALUATION", "remove-markup", _remove_markup,
+          note="changed: also run with report-precision-by-coverage, which makes the decoder write -t markers"),
+    Patch("EVALUATION", "recase-output", _recase_output,
+          note="replaced: the recaser also reads the decoder's -t output, the tokenized input and the .wa file"),
+    Patch("EVALUATION", "recase-output-stock", _recase_output_stock, derive_from="recase-output",
+          after="recase-output", note="added: recase.perl, in evaluation sets that set stock-recaser"),
+)
 
 
 def overlay() -> Meta:
     text = resources.files("moses_recaser.ems").joinpath("recaser.meta").read_text(encoding="utf-8")
-    return parse_meta(text, "recaser.meta")
+    return read_meta(text, "recaser.meta")
 
 
-def patch_meta(text: str, path: str = "experiment.meta") -> str:
-    """Moses' meta with the recaser's steps in place of [RECASING] train and [EVALUATION] recase-output."""
-    meta = parse_meta(text, path)
-    ours = overlay()
-    missing = [f"[{s}] {n}" for s, n in sorted(REPLACES) if meta.find(s, n) is None]
+@dataclass
+class Patched:
+    text: str
+    notes: list[str]  # what was changed, and what the meta lacks
+
+
+def patch_meta(text: str, path: str = "experiment.meta") -> Patched:
+    """Moses' meta with the recaser's steps (``PATCHES``); every other line as it was."""
+    meta, ours = read_meta(text, path), overlay()
+    missing = [f"[{p.section}] {p.derive_from or p.name}" for p in PATCHES
+               if meta.find(p.section, p.derive_from or p.name) is None and (not p.adds or p.derive_from)]
     if missing:
-        raise RecaserError(f"the steps to replace are not in this meta: {', '.join(missing)}", path)
-    for step in ours.steps:
-        key = (step.section, step.name)
-        if key in REPLACES:
-            for i, (kind, c) in enumerate(meta.chunks):
-                if kind == "step" and (c.section, c.name) == key:  # type: ignore[union-attr]
-                    meta.chunks[i] = ("step", step)
-        elif key in ADDS and meta.find(*key) is None:
-            anchor = meta.find(step.section, "train")
-            idx = next(i for i, (k, c) in enumerate(meta.chunks) if c is anchor)
-            meta.chunks.insert(idx, ("step", step))
-    return meta.text()
+        raise RecaserError(f"this meta lacks the steps the recaser patches: {', '.join(missing)}; it does not look "
+                           "like a Moses experiment.meta", path)
+    replace: dict[int, tuple[int, str]] = {}  # first line -> (end line, new text)
+    insert: dict[int, list[str]] = {}  # line -> blocks to insert before it
+    notes = []
+    for p in PATCHES:
+        base = meta.find(p.section, p.derive_from or p.name)
+        block = step_text(p.name, p.make(base, ours.find(p.section, p.name), meta))
+        if p.adds:
+            if meta.find(p.section, p.name) is not None:
+                raise RecaserError(f"[{p.section}] {p.name} is there already: this meta was patched before", path)
+            anchor = meta.find(p.section, p.after or p.before)  # type: ignore[arg-type]
+            assert anchor is not None
+            insert.setdefault(anchor.end if p.after else anchor.start, []).append(block)
+        else:
+            assert base is not None
+            replace[base.start] = (base.end, block)
+        notes.append(f"[{p.section}] {p.name}: {p.note}")
+    if not meta.uses_optional_variables():
+        notes.append("this experiment.perl has no optional template variables ($?name, from RELEASE-4.0 on), so an "
+                     "-alignment-output-file in decoder-settings does not reach the recaser: set "
+                     "report-precision-by-coverage instead")
+    out: list[str] = []
+    i = 0
+    while i < len(meta.lines):
+        out += insert.get(i, [])
+        if i in replace:
+            end, block = replace[i]
+            out.append(block)
+            i = end
+            continue
+        out.append(meta.lines[i])
+        i += 1
+    out += insert.get(len(meta.lines), [])
+    return Patched("".join(out), notes)
+
+
+def patch_meta_file(path: str) -> Patched:
+    """``patch_meta`` of an installed experiment.meta."""
+    if not Path(path).is_file():
+        raise RecaserError("Moses experiment.meta not found", path)
+    return patch_meta(read_text(path), path)
 
 
 def dangling_inputs(meta: Meta, steps: list[Step]) -> list[str]:
@@ -129,11 +251,3 @@ def dangling_inputs(meta: Meta, steps: list[Step]) -> list[str]:
             else:
                 bad.append(f"[{s.section}] {s.name}: {name}")
     return bad
-
-
-def patch_meta_file(path: str) -> str:
-    """``patch_meta`` of an installed experiment.meta."""
-    p = Path(path)
-    if not p.is_file():
-        raise RecaserError("Moses experiment.meta not found", path)
-    return patch_meta(p.read_text(encoding="utf-8"), path)

@@ -5,6 +5,8 @@ English lowercase list.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from moses_recaser import casing
 from moses_recaser.textio import read_lines
 
@@ -32,7 +34,54 @@ def headline_flags(sgm: str) -> list[bool]:
     return flags
 
 
-def title_case(tokens: list[str], lang: str) -> list[str]:
-    """A headline's words capitalized, but for ``ALWAYS_LOWER_EN`` when ``lang`` is ``en``."""
+def title_case(tokens: list[str], lang: str, upper: Callable[[str], str] = casing.upper_first) -> list[str]:
+    """A headline's words capitalized (``upper``: ours never changes a token but in case), but for
+    ``ALWAYS_LOWER_EN`` when ``lang`` is ``en``."""
     keep = ALWAYS_LOWER_EN if lang == "en" else frozenset()
-    return [w if w in keep else casing.upper_first(w) for w in tokens]
+    return [w if w in keep else upper(w) for w in tokens]
+
+
+def is_moses_ini(path: str) -> bool:
+    """Whether a file is a Moses decoder config (what train-recaser.perl writes as its model)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.strip() and not line.startswith("#"):
+                    return line.startswith("[")
+    except OSError:
+        return False
+    return False
+
+
+def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headline: str | None = None) -> list[str]:
+    """What recase.perl does with a Moses recasing model: decode ``infile`` with it (``moses -v 0 -f INI -i IN
+    -dl 0``), capitalize the first word and (but for Czech) each word after ``.``, and title-case headlines.
+    The output lines, without their line ends."""
+    import subprocess
+
+    from moses_recaser.errors import RecaserError
+
+    try:
+        proc = subprocess.run([moses, "-v", "0", "-f", ini, "-i", infile, "-dl", "0"], check=False,
+                              capture_output=True)
+    except OSError as exc:
+        raise RecaserError(f"cannot run the Moses decoder given with -moses: {exc.strerror}", moses) from None
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise RecaserError(f"the Moses decoder failed with exit code {proc.returncode} ({' '.join(tail)})", moses)
+    flags = headline_flags(headline) if headline else []
+    out = []
+    for k, line in enumerate(proc.stdout.decode("utf-8").splitlines()):
+        words = line.rstrip().split(" ")
+        words[0] = _ucfirst(words[0])
+        if lang != "cs":
+            words = [words[0]] + [_ucfirst(w) if p == "." else w for p, w in zip(words, words[1:])]
+        if k < len(flags) and flags[k]:
+            words = title_case(words, lang, _ucfirst)
+        out.append(" ".join(words))
+    return out
+
+
+def _ucfirst(word: str) -> str:
+    """Perl's ucfirst: the first character in title case (the rest untouched)."""
+    return word[:1].title() + word[1:]

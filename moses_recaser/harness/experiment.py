@@ -225,7 +225,8 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="moses-recaser-exp.") as work:
-        train_crf(str(model), train=Bitext(*map(str, train)), dev=Bitext(*map(str, dev)), settings=settings,
+        train_crf(str(model), train=Bitext(str(train[0]), str(train[1]), str(train[2])),
+                  dev=Bitext(str(dev[0]), str(dev[1]), str(dev[2])), settings=settings,
                   work=Path(work))
     return model
 

@@ -1,8 +1,9 @@
 """Training pipeline: statistics from the training bitext, CRF weights from a separate dev set.
 
 1. word-align training (and dev) data, unless alignments are given (eflomal, one joint run);
-2. tables and the cased LM from the training data only (never from dev or test); target-language
-   text without a source (``monolingual``, ``--mono``) joins the LM and the target-side counts;
+2. tables and the cased LM from the training data only (never from dev or test), streamed and counted in
+   ``jobs`` processes (``stats.counting``); target-language text without a source (``monolingual``,
+   ``--mono``) joins the LM and the target-side counts; the LM by this package's estimator or by lmplz;
 3. dev: the naive phrase aligner turns its word links into phrase pairs; lattices over GEN of the
    lowercased dev reference, with the reference form added where GEN misses it;
 4. bilingual weights by L-BFGS on eq. 5; monolingual weights on the same lattices with every
@@ -18,10 +19,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +35,12 @@ from moses_recaser.model.lattice import Flat
 from moses_recaser.model.recaser import Weights, load_lm
 from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import write_model
-from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.sentences import chunks
-from moses_recaser.stats.build import estimate_lm, is_arpa
+from moses_recaser.stats.build import Corpus, LMSettings, is_arpa, statistics
+from moses_recaser.stats.counting import corpus_lines, count_text, pieces, read_piece
 from moses_recaser.stats.npa import phrase_align_triple
-from moses_recaser.stats.tables import Tables, count_triples, punctuation_before_words
-from moses_recaser.textio import LineReader, split_tokens
+from moses_recaser.stats.tables import Tables
+from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
 
 log = logging.getLogger(__name__)
@@ -66,6 +65,8 @@ class TrainSettings:
     heldout_folds: int = 2
     punct_min_count: int = 2
     discount_fallback: bool = True
+    lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
+    lmplz_options: str = ""
     alignment_source: str = "files"  # or "eflomal"
     # cased, tokenized target-language text without a source: its sentences join the LM and the
     # target-side counts (case prior, training forms), not the translation tables
@@ -81,7 +82,7 @@ class TrainSettings:
             raise RecaserError(f"sigma must be positive, got {self.sigma}")
 
     def signature(self, weights: np.ndarray | None = None) -> str:
-        lm = f"file:{Path(self.lm).name}" if self.lm else f"kn{self.lm_order}"
+        lm = f"file:{Path(self.lm).name}" if self.lm else f"{self.lm_estimator}{self.lm_order}"
         parts = [
             f"moses-recaser:{__version__}",
             f"lm:{lm}",
@@ -113,13 +114,14 @@ class TrainReport:
     objective: float = 0.0
 
 
-def punctuation_vocabulary(triples: Sequence[Triple], min_count: int,
-                           counted: dict[str, int] | None = None) -> list[str]:
-    """Punctuation tokens followed by a word at least ``min_count`` times in ``triples`` plus the
-    counts already made (the training statistics' ``punct``)."""
-    c: Counter[str] = Counter(counted or {})
-    for t in triples:
-        c.update(punctuation_before_words(t.target))
+def punctuation_vocabulary(triples: Sequence[Triple], min_count: int, counted: dict[str, int]) -> list[str]:
+    """Punctuation tokens followed by a word at least ``min_count`` times in ``triples`` plus the counts already
+    made (the training statistics' ``punct``)."""
+    dev = count_text((t.target for t in triples), order=0)
+    c = dict(counted)
+    for w, n in zip(dev.forms, dev.punct.tolist()):
+        if n:
+            c[w] = c.get(w, 0) + n
     return sorted(p for p, n in c.items() if n >= min_count)
 
 
@@ -162,52 +164,58 @@ def _stats_from_model(directory: str, settings: TrainSettings) -> tuple[Tables, 
     return Tables.load(d), lm_file(d, manifest)
 
 
-def read_monolingual(paths: Sequence[str]) -> tuple[list[list[str]], str]:
-    """The sentences of cased, tokenized target-language files (empty lines skipped) and a digest of
-    their contents, for the signature."""
+def monolingual_digest(paths: Sequence[str]) -> str:
+    """A sha256 of target-language files' lines, for the signature (read line by line)."""
     digest = hashlib.sha256()
-    out: list[list[str]] = []
     for path in paths:
         digest.update(b"\0file\0")
         for line in LineReader(path):
             digest.update(line.encode("utf-8") + b"\n")
-            toks = split_tokens(line)
-            if toks:
-                out.append(toks)
-    return out, digest.hexdigest()
+    return digest.hexdigest()
 
 
-def _stats(train: Sequence[Triple], settings: TrainSettings, work: Path, tag: str,
-           mono: Sequence[list[str]] = ()) -> tuple[Tables, Path]:
-    counts = count_triples(train)
-    for toks in mono:
-        counts.add_target(toks)
-    tables = Tables.from_counts(counts)
-    if settings.lm is not None:
-        return tables, Path(settings.lm)
-    arpa = work / f"lm.{tag}.arpa"
-    estimate_lm(chain((t.target for t in train), mono), settings.lm_order, str(arpa), settings.discount_fallback)
-    return tables, arpa
+def _lm_settings(settings: TrainSettings, lmplz: str | None) -> LMSettings:
+    return LMSettings(order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm,
+                      lmplz=lmplz if settings.lm_estimator == "lmplz" else None, lmplz_options=settings.lmplz_options)
 
 
 @dataclass(frozen=True)
 class Bitext:
-    """A cased, tokenized bitext: source and target files, and a Pharaoh word alignment (None: eflomal
-    aligns it)."""
+    """A cased, tokenized bitext: source and target files, a Pharaoh word alignment (None: eflomal aligns it),
+    and the lines [start, end) of them to use (None: all)."""
 
     source: str
     target: str
     alignment: str | None = None
+    lines: tuple[int, int] | None = None
 
     def triples(self) -> list[Triple]:
-        return list(read_aligned_bitext(self.source, self.target, self.alignment))
+        """Its sentence pairs, read into memory (dev sets; training sets that eflomal aligns)."""
+        from moses_recaser.moses.bitext import triple_of_lines
+
+        files = [self.source, self.target] + ([self.alignment] if self.alignment else [])
+        out: list[Triple] = []
+        for piece in pieces(files, 1, self.lines):
+            readers = [read_piece(piece, k) for k in range(len(files))]
+            for k, rows in enumerate(zip(*readers)):
+                out.append(triple_of_lines(piece.first + k, [text for _, text in rows], files, rows[-1][0]))
+        return out
+
+    def split(self, held_out: int) -> tuple[Bitext, Bitext]:
+        """The bitext without its last ``held_out`` lines, and those lines."""
+        n = corpus_lines([f for f in (self.source, self.target, self.alignment) if f])
+        start, end = self.lines or (0, n)
+        cut = end - held_out
+        return Bitext(self.source, self.target, self.alignment, (start, cut)), \
+            Bitext(self.source, self.target, self.alignment, (cut, end))
 
 
 def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, train: Bitext | None = None,
-          stats_model: str | None = None) -> TrainReport:
+          stats_model: str | None = None, jobs: int = 1, lmplz: str | None = None) -> TrainReport:
     """Train a model from a training bitext (tables and LM) and a dev bitext (weights). With
     ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
-    of ``train`` (training at scale: count shards on a cluster, merge, then fit the weights here)."""
+    of ``train``. ``jobs``: processes that count the training statistics (the model is the same whatever
+    their number); ``lmplz``: KenLM's lmplz estimates the LM (``settings.lm_estimator``)."""
     settings.check()
     report = TrainReport()
     t0 = time.perf_counter()
@@ -218,14 +226,16 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     if stats_model is not None and settings.monolingual:
         raise RecaserError("--mono cannot be combined with --stats (the statistics model is final); estimate an "
                            "LM on the text with lmplz and give it with --lm")
-    mono: list[list[str]] = []
+    if lmplz is not None:
+        settings.lm_estimator = "lmplz"
     if settings.monolingual:
-        mono, settings.monolingual_digest = read_monolingual(settings.monolingual)
-        log.info("monolingual target text: %d sentences, %d tokens", len(mono), sum(map(len, mono)))
+        settings.monolingual_digest = monolingual_digest(settings.monolingual)
     # a statistics model is checked before any corpus is read
     preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
-    train_set = train.triples() if train is not None else []
     dev_set = dev.triples()
+    # the training bitext is read into memory only where that cannot be avoided: eflomal, held-out folds
+    in_memory = train is not None and (train.alignment is None or dev.alignment is None or settings.heldout_sentences)
+    train_set = train.triples() if in_memory and train is not None else []
     files: dict[str, str] = {}
     if (train is not None and train.alignment is None) or dev.alignment is None:
         from moses_recaser.stats.eflomal import align
@@ -244,7 +254,11 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     if preloaded is not None:
         tables, lm_path = preloaded
     else:
-        tables, lm_path = _stats(train_set, settings, work, "all", mono)
+        assert train is not None
+        corpus = Corpus(triples=train_set, mono=settings.monolingual) if train_set or train.alignment is None else \
+            Corpus(files=(train.source, train.target, train.alignment), lines=train.lines,  # type: ignore[arg-type]
+                   mono=settings.monolingual)
+        tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs)
     files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     report.seconds["statistics"] = time.perf_counter() - t0
 
@@ -263,7 +277,7 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     report.dev_sentences, report.dev_words = len(dev_triples), words
     report.gen_oracle = hits / words if words else 0.0
     if settings.heldout_sentences:
-        flats += _heldout_lattices(train_set, settings, names, work, mono)
+        flats += _heldout_lattices(train_set, settings, names, work, lmplz)
         report.heldout_sentences = settings.heldout_sentences
     report.seconds["lattices"] = time.perf_counter() - t0
     log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
@@ -334,7 +348,7 @@ def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequen
 
 
 def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
-                      work: Path, mono: Sequence[list[str]] = ()) -> list[Flat]:
+                      work: Path, lmplz: str | None) -> list[Flat]:
     """Lattices of held-out training sentences, each fold featurized with the other folds' statistics."""
     rng = np.random.default_rng(settings.npa_seed)
     k = settings.heldout_folds
@@ -347,7 +361,8 @@ def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, name
         pick = rng.permutation(len(held))[:per_fold]
         held = [phrase_align_triple(held[i], settings.npa_lengths, settings.npa_seed) for i in sorted(pick)]
         log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
-        tables, lm_path = _stats(rest, settings, work, f"fold{f}", mono)
+        corpus = Corpus(triples=rest, mono=settings.monolingual)
+        tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, f"fold{f}", quiet=True)
         extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
                                      settings.max_candidates)
         out += reference_lattices(extractor, held)[0]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.pharaoh import parse_links
@@ -17,11 +17,16 @@ def read_aligned_bitext(source: str, target: str, alignment: str | None = None) 
     if alignment is not None:
         readers.append(LineReader(alignment))
     for ident, row in enumerate(zip_readers(*readers)):
-        where = readers[-1]
-        try:
-            links = parse_links(row[2]) if alignment is not None else None
-            triple = Triple(id=ident, source=split_tokens(row[0]), target=split_tokens(row[1]), links=links)
-            triple.validate()
-        except RecaserError as exc:
-            raise exc.at(where.name, where.lineno) from None
-        yield triple
+        yield triple_of_lines(ident, row, [r.name for r in readers], readers[-1].lineno)
+
+
+def triple_of_lines(ident: int, lines: Sequence[str], files: Sequence[str], lineno: int) -> Triple:
+    """The triple of a line of each file (source, target, and alignment if given); an error names the last
+    file and ``lineno``."""
+    try:
+        links = parse_links(lines[2]) if len(lines) > 2 else None
+        triple = Triple(id=ident, source=split_tokens(lines[0]), target=split_tokens(lines[1]), links=links)
+        triple.validate()
+    except RecaserError as exc:
+        raise exc.at(files[-1], lineno) from None
+    return triple

@@ -2,7 +2,7 @@
 
 The steps mirror lmplz's pipeline (kenlm/lm/builder):
 
-1. count n-grams of every order, each sentence padded as ``<s> w1 ... wn </s>`` (one ``<s>``);
+1. n-gram counts of every order (``counting``), each sentence padded as ``<s> w1 ... wn </s>`` (one ``<s>``);
 2. adjusted counts (adjust_counts.cc): the highest order keeps raw counts; a lower-order n-gram
    gets the number of distinct words seen to its left, except n-grams that begin with ``<s>``,
    which keep their raw count (nothing can stand left of ``<s>``);
@@ -23,7 +23,6 @@ n-1 words in the order n-1 table, last word), so each order is one sorted int64 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -55,6 +54,38 @@ class NGramCounts:
     def V(self) -> int:
         return len(self.vocab)
 
+    @classmethod
+    def from_rows(cls, vocab: list[str], per_order: list[tuple[np.ndarray, np.ndarray]], order: int) -> NGramCounts:
+        """The counts of n-grams given as rows of word ids (per order: (N, n) rows and their counts; every
+        n-gram at most once), in this class's hierarchical keys."""
+        V = len(vocab)
+        out = cls(order=order, vocab=vocab)
+        grams1, counts1 = per_order[0]
+        out.keys.append(np.arange(V, dtype=np.int64))
+        out.counts.append(np.bincount(grams1[:, 0], weights=counts1, minlength=V).astype(np.int64))
+        out.suffix.append(np.zeros(V, dtype=np.int64))
+
+        def ids_of(tuples: np.ndarray) -> np.ndarray:
+            """Table index of each m-gram (rows of ``tuples``) in the order-m table."""
+            idx = tuples[:, 0].copy()
+            for m in range(2, tuples.shape[1] + 1):
+                key = idx * V + tuples[:, m - 1]
+                idx = np.searchsorted(out.keys[m - 1], key)
+            return idx
+
+        for n in range(2, order + 1):
+            grams, counts = per_order[n - 1]
+            keys = ids_of(grams[:, : n - 1]) * V + grams[:, n - 1]
+            uniq, inverse = np.unique(keys, return_inverse=True)
+            summed = np.bincount(inverse, weights=counts, minlength=len(uniq)).astype(np.int64)
+            out.keys.append(uniq)
+            out.counts.append(summed)
+            suffix = np.empty(len(uniq), dtype=np.int64)
+            suffix[inverse] = ids_of(grams[:, 1:])
+            out.suffix.append(suffix)
+        return out
+
+
     def words(self, n: int, idx: np.ndarray) -> np.ndarray:
         """The word ids (shape len(idx) x n) of order-n n-grams with the given table indices."""
         cols = []
@@ -66,70 +97,7 @@ class NGramCounts:
         return np.stack(cols[::-1], axis=1)
 
 
-class Vocabulary:
-    """Word <-> id, ids in order of first appearance after ``<unk>``, ``<s>``, ``</s>`` (as lmplz)."""
-
-    def __init__(self) -> None:
-        self.words: list[str] = [UNK, BOS, EOS]
-        self.ids: dict[str, int] = {w: i for i, w in enumerate(self.words)}
-
-    def id(self, word: str) -> int:
-        i = self.ids.get(word)
-        if i is None:
-            i = self.ids[word] = len(self.words)
-            self.words.append(word)
-        return i
-
-
-BOS_ID, EOS_ID = 1, 2
-
-
-def count_ngrams(sentences: Iterable[list[str]], order: int) -> NGramCounts:
-    """Count all n-grams up to ``order`` in tokenized sentences."""
-    if order < 1:
-        raise RecaserError(f"LM order must be at least 1, got {order}")
-    vocab = Vocabulary()
-    chunks: list[np.ndarray] = []
-    buf: list[int] = []
-    for tokens in sentences:
-        buf.append(BOS_ID)
-        for tok in tokens:
-            if tok in (BOS, EOS, UNK):
-                raise RecaserError(f"the corpus contains the reserved token {tok!r}")
-            buf.append(vocab.id(tok))
-        buf.append(EOS_ID)
-        if len(buf) > 1 << 20:
-            chunks.append(np.array(buf, dtype=np.int64))
-            buf = []
-    chunks.append(np.array(buf, dtype=np.int64))
-    return count_stream(np.concatenate(chunks), vocab.words, order)
-
-
-def count_stream(w: np.ndarray, vocab: list[str], order: int) -> NGramCounts:
-    """Count n-grams in a stream of word ids in which every sentence is ``<s> ... </s>``."""
-    V = len(vocab)
-    out = NGramCounts(order=order, vocab=vocab)
-    is_bos = w == BOS_ID
-    pos = np.arange(len(w))
-    sent_start = np.maximum.accumulate(np.where(is_bos, pos, 0))
-    depth = pos - sent_start + 1  # tokens of the sentence that end at position i, <s> included
-    # unigrams: one row per vocabulary word, so unigram ids are word ids (<unk> and <s> count 0)
-    out.keys.append(np.arange(V, dtype=np.int64))
-    out.counts.append(np.bincount(w[~is_bos], minlength=V).astype(np.int64))
-    out.suffix.append(np.zeros(V, dtype=np.int64))
-    ids = w  # id of the (n-1)-gram ending at each position
-    for n in range(2, order + 1):
-        idx = np.nonzero((depth >= n) & ~is_bos)[0]
-        keys = ids[idx - 1] * V + w[idx]  # the (n-1)-gram ending one word earlier, then this word
-        uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-        suffix = np.empty(len(uniq), dtype=np.int64)
-        suffix[inverse] = ids[idx]  # its last n-1 words: the (n-1)-gram ending here
-        out.keys.append(uniq)
-        out.counts.append(counts.astype(np.int64))
-        out.suffix.append(suffix)
-        ids = np.full(len(w), -1, dtype=np.int64)
-        ids[idx] = inverse
-    return out
+BOS_ID = 1  # <unk>, <s>, </s> take ids 0, 1, 2 (as lmplz numbers them)
 
 
 @dataclass

@@ -10,6 +10,8 @@ sentence says nothing about how "le" is cased, and would teach that IU source wo
 - ``forms``: every cased target form with its count (all positions, and sentence-initial
   ones), the source of GEN heuristic (ii) and of the unigram baseline.
 
+The counts come from ``counting.Counts``.
+
 Smoothing (every probability is > 0):
 
 - translation tables, Witten-Bell interpolated with a smoothed unigram:
@@ -24,9 +26,7 @@ Tables are numpy arrays plus vocabularies (no pickle): a pair (F, E) is the int6
 
 from __future__ import annotations
 
-import itertools
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -35,26 +35,11 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.errors import RecaserError
 from moses_recaser.modeldir import save_npz
-from moses_recaser.sentences import chunks, positional_words
+from moses_recaser.stats.counting import Counts
 from moses_recaser.stats.hashindex import HashIndex
-from moses_recaser.triples import Triple
 
 N_TAGS = len(Tag)
-
-
-@dataclass
-class PairCounts:
-    """Counts of linked (source word, target word) pairs, and of each side's words."""
-
-    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
-
-    def add(self, f: str, e: str, n: int = 1) -> None:
-        self.pairs[(f, e)] += n
-
-    def merge(self, other: PairCounts) -> None:
-        self.pairs.update(other.pairs)
 
 
 @dataclass
@@ -86,20 +71,17 @@ class TranslationTable:
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
 
     @classmethod
-    def from_counts(cls, pc: PairCounts) -> TranslationTable:
-        src_vocab = sorted({f for f, _ in pc.pairs})
-        tgt_vocab = sorted({e for _, e in pc.pairs})
-        sid = {w: i for i, w in enumerate(src_vocab)}
-        tid = {w: i for i, w in enumerate(tgt_vocab)}
+    def from_pairs(cls, src_words: Sequence[str], tgt_words: Sequence[str], keys: np.ndarray,
+                   counts: np.ndarray) -> TranslationTable:
+        """The table of linked pair counts: ``keys`` (source word << 32 | target word, ids into ``src_words``,
+        ``tgt_words``), each word numbered in the table by its place in the sorted vocabulary of linked words."""
+        f, e = keys >> 32, keys & 0xFFFFFFFF
+        src_vocab, f = _sorted_ids(src_words, f)
+        tgt_vocab, e = _sorted_ids(tgt_words, e)
         V = len(tgt_vocab)
-        n = len(pc.pairs)
-        keys = np.empty(n, dtype=np.int64)
-        counts = np.empty(n, dtype=np.int64)
-        for k, ((f, e), c) in enumerate(pc.pairs.items()):
-            keys[k] = sid[f] * V + tid[e]
-            counts[k] = c
+        keys = f * V + e
         order = np.argsort(keys)
-        keys, counts = keys[order], counts[order]
+        keys, counts = keys[order], counts[order].astype(np.int64)
         src = keys // V if V else keys
         tgt = keys % V if V else keys
         return cls(
@@ -110,8 +92,6 @@ class TranslationTable:
             src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
             src_types=np.bincount(src, minlength=len(src_vocab)).astype(np.int64),
             tgt_count=np.bincount(tgt, weights=counts, minlength=V).astype(np.int64),
-            src_ids=sid,
-            tgt_ids=tid,
         )
 
     def p0(self, e: str) -> float:
@@ -179,85 +159,25 @@ class Forms:
         return groups
 
 
-def punctuation_before_words(target: Sequence[str]) -> Iterator[str]:
-    """The punctuation tokens followed by a word with a letter (each occurrence): the CRF's punct=P
-    features fire on such words."""
-    for prev, tok in itertools.pairwise(target):
-        if casing.is_punctuation(prev) and casing.has_letter(tok):
-            yield prev
-
-
-@dataclass
-class StatsCounts:
-    """Everything counted from the bitext; mergeable, so shards can be counted apart."""
-
-    cased: PairCounts = field(default_factory=PairCounts)
-    lower: PairCounts = field(default_factory=PairCounts)
-    tags: np.ndarray = field(default_factory=lambda: np.zeros((N_TAGS, N_TAGS), dtype=np.int64))
-    forms: Counter[str] = field(default_factory=Counter)
-    initial: Counter[str] = field(default_factory=Counter)
-    # punctuation tokens followed by a word with a letter: the CRF's punct=P features come from these
-    punct: Counter[str] = field(default_factory=Counter)
-    sentences: int = 0
-    target_tokens: int = 0
-
-    def add(self, source: Sequence[str], target: Sequence[str], links: Iterable[tuple[int, int]],
-            src_pos: set[int], tgt_pos: set[int]) -> None:
-        """One sentence pair; ``src_pos``, ``tgt_pos``: its positions whose capital is due to position
-        (``sentences.positional_words``)."""
-        self.add_target(target)
-        for s, t in links:
-            f, e = source[s], target[t]
-            self.lower.add(casing.lower(f), casing.lower(e))
-            if s in src_pos or t in tgt_pos:
-                continue  # case due to position, not to the word
-            self.cased.add(f, e)
-            self.tags[casing.tag(f), casing.tag(e)] += 1
-
-    def add_target(self, target: Sequence[str]) -> None:
-        """The target-side counts (forms, sentence-initial forms, punctuation) of one sentence: all that
-        target-language text without a source (``train --mono``) adds."""
-        self.sentences += 1
-        self.target_tokens += len(target)
-        self.forms.update(target)
-        self.punct.update(punctuation_before_words(target))
-        for tok in target:
-            if casing.has_letter(tok):
-                self.initial[tok] += 1
-                break
-
-    def merge(self, other: StatsCounts) -> None:
-        self.cased.merge(other.cased)
-        self.lower.merge(other.lower)
-        self.tags += other.tags
-        self.forms.update(other.forms)
-        self.initial.update(other.initial)
-        self.punct.update(other.punct)
-        self.sentences += other.sentences
-        self.target_tokens += other.target_tokens
-
-
 @dataclass
 class Tables:
     cased: TranslationTable
     lower: TranslationTable
     tags: TagTable
     forms: Forms
-    punct: dict[str, int] = field(default_factory=dict)  # see StatsCounts.punct
+    punct: dict[str, int] = field(default_factory=dict)  # punctuation followed by a word: the punct=P features
 
     @classmethod
-    def from_counts(cls, counts: StatsCounts) -> Tables:
-        vocab = sorted(counts.forms)
+    def from_counts(cls, counts: Counts) -> Tables:
+        vocab, ids = _sorted_ids(counts.forms, np.arange(len(counts.forms)))
+        order = np.empty(len(ids), dtype=np.int64)
+        order[ids] = np.arange(len(ids))  # the form of each place in the sorted vocabulary
         return cls(
-            punct=dict(sorted(counts.punct.items())),
-            cased=TranslationTable.from_counts(counts.cased),
-            lower=TranslationTable.from_counts(counts.lower),
+            punct={w: int(c) for w, c in zip(vocab, counts.punct[order].tolist()) if c},
+            cased=TranslationTable.from_pairs(counts.source, counts.forms, *counts.cased_pairs),
+            lower=TranslationTable.from_pairs(counts.src_lower, counts.tgt_lower, *counts.lower_pairs),
             tags=TagTable(counts.tags.copy()),
-            forms=Forms(
-                vocab=vocab,
-                count=np.array([counts.forms[w] for w in vocab], dtype=np.int64),
-                initial=np.array([counts.initial.get(w, 0) for w in vocab], dtype=np.int64),
-            ),
+            forms=Forms(vocab=vocab, count=counts.form_count[order], initial=counts.initial[order]),
         )
 
     def save(self, directory: Path) -> None:
@@ -301,18 +221,6 @@ class Tables:
         )
 
 
-def count_triples(triples: Iterable[Triple]) -> StatsCounts:
-    """Count everything the tables need from word-aligned triples (cased source and target)."""
-    counts = StatsCounts()
-    for chunk in chunks(triples, 1024):
-        src_pos, tgt_pos = positional_words([t.source for t in chunk]), positional_words([t.target for t in chunk])
-        for t, sp, tp in zip(chunk, src_pos, tgt_pos):
-            if t.links is None:
-                raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
-            counts.add(t.source, t.target, t.links, sp, tp)
-    return counts
-
-
 # --- the tables in a model directory ----------------------------------------------------------
 
 def write_vocab(path: Path, words: Sequence[str]) -> None:
@@ -325,3 +233,12 @@ def write_vocab(path: Path, words: Sequence[str]) -> None:
 def read_vocab(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
     return text.split("\n")[:-1] if text else []
+
+
+def _sorted_ids(words: Sequence[str], ids: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The sorted vocabulary of the words ``ids`` name, and each id's place in it."""
+    used = np.unique(ids)
+    by_word = sorted(used.tolist(), key=words.__getitem__)
+    place = np.zeros(int(used.max()) + 1 if len(used) else 0, dtype=np.int64)
+    place[by_word] = np.arange(len(by_word))
+    return [words[i] for i in by_word], place[ids] if len(ids) else ids
