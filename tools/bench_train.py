@@ -1,151 +1,186 @@
 #!/usr/bin/env python3
-"""Benchmark: training time and peak memory at 0.1M, 0.3M and 1M target words, with a linear fit.
+"""Benchmark: training at the size of a real Moses corpus, and what the model costs to load and recase with.
 
-Each size trains a full model (tables + LM = "statistics", then dev lattices and CRF weights) in a
-fresh child process from the first lines of the concatenated word-aligned bitexts given with
---part (cased, tokenized source, target and Pharaoh alignment). The dev set, and so the CRF cost,
-is the same for every size. Prints wall time per stage and peak RSS, fits time = a + b * words by
-least squares (reading + statistics, and peak RSS; the CRF stage depends on the dev set and its L-BFGS
-iterations, not on the corpus size), states the extrapolation to 70M words (the paper's training size)
-and writes JSON. --keep-model keeps the largest model, for the recasing benchmark's memory figure.
+For each corpus (a directory of ``tools/make_corpus.py``: corpus.{fr,en,align}, optionally mono.en), as EMS
+runs it: ``moses-recaser-ems train -corpus corpus.en -source-corpus corpus.fr -alignment corpus.align -cores N
+-dev-size 2000 [-lmplz BIN] [-mono mono.en]``, in a process of its own. Measured: wall time; peak RSS of the
+whole process tree (the sum over the process and its children, sampled every 0.1 s); the model's size on
+disk; the time to load it (``Recaser(model)`` in a fresh process, imports excluded, median of 3); and the
+whole ``moses-recaser recase`` process on newstest2014 fr->en (3,003 sentences: its source, the lowercased
+reference, and a word alignment of the two) with its wall time, peak RSS and precision. Prints a markdown
+table and least-squares fits of time and memory against words, writes JSON.
 
-The exact command behind README's Performance table (the files come from running the fr-en, de-en and
-zh-en experiments, which tokenize and align them into the cache):
+    python tools/bench_train.py --corpus /work/corpora/w1M --corpus /work/corpora/w5M ... \\
+        --lmplz MOSES/bin/lmplz --cores 2 --work /tmp/bench --json runs/bench_train.json
 
-    D=runs/cache/sets A=runs/cache/align
-    python tools/bench_train.py --keep-model runs/model-1M \\
-        --part $D/de-en.train.de $D/de-en.train.en $A/de-en.train.* \\
-        --part $D/de-en.test.de $D/de-en.test.en $A/de-en.test.* \\
-        --part $D/fr-en.test.fr $D/fr-en.test.en $D/fr-en.test.gdfa \\
-        --part $D/zh-en.train.zh $D/zh-en.train.en $A/zh-en.train.* \\
-        --part $D/zh-en.dev.zh $D/zh-en.dev.en $A/zh-en.dev.* \\
-        --part $D/zh-en.test.zh $D/zh-en.test.en $A/zh-en.test.* \\
-        --part $D/multi30k-test.de $D/multi30k-test.en $D/multi30k-test.gdfa \\
-        --dev $D/de-en.dev.de $D/de-en.dev.en $A/de-en.dev.*
-
-where the last part, 2,000 Multi30K test captions, was made with
-
-    R=../shared/corpora/multi30k/raw
-    zcat $R/test_2016_flickr.de.gz $R/test_2017_flickr.de.gz | moses-recaser tokenize -l de -o $D/multi30k-test.de
-    zcat $R/test_2016_flickr.en.gz $R/test_2017_flickr.en.gz | moses-recaser tokenize -l en -o $D/multi30k-test.en
-    moses-recaser align --src $D/multi30k-test.de --tgt $D/multi30k-test.en -o $D/multi30k-test.gdfa
-
-(English targets from newstest 2008-2020 of three pairs and the captions, without repeated lines and
-without the dev set's lines, 1.0M words; sources in German, French and Chinese.)
+The test set is tokenized and aligned once (eflomal, with the base corpus of make_corpus for the aligner's
+sake) into --work.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import resource
+import os
+import statistics
+import subprocess
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
-SIZES = [100_000, 300_000, 1_000_000]
-PAPER_WORDS = 70_000_000
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
 
 
-def subset(parts: list[list[str]], words: int, out: Path, dev_target: str) -> int:
-    """The first lines of the concatenated parts holding >= ``words`` target words; returns the count.
-    Lines whose target repeats an earlier line or a dev line are skipped: newstest sets of different
-    pairs share English sides, and a dev sentence in the LM's corpus would make the CRF lean on the LM."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(dev_target, encoding="utf-8") as fh:
-        seen = set(fh)
-    total = 0
-    with open(out / "src", "w", encoding="utf-8") as fs, open(out / "tgt", "w", encoding="utf-8") as ft, \
-            open(out / "align", "w", encoding="utf-8") as fa:
-        for src, tgt, align in parts:
-            with open(src, encoding="utf-8") as s, open(tgt, encoding="utf-8") as t, open(align, encoding="utf-8") as a:
-                for ls, lt, la in zip(s, t, a):
-                    if total >= words:
-                        return total
-                    if lt in seen:
-                        continue
-                    seen.add(lt)
-                    fs.write(ls)
-                    ft.write(lt)
-                    fa.write(la)
-                    total += len(lt.split())
-    if total < words:
-        sys.exit(f"the parts hold only {total:,} distinct target words, fewer than {words:,}")
+def tree_rss_kib(pid: int) -> int:
+    """RSS of a process and its descendants, in KiB (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/status") as fh:
+                kib = next((int(x.split()[1]) for x in fh if x.startswith("VmRSS:")), 0)
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        rss[int(entry)] = kib
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
     return total
 
 
-def _child(work: str, dev: list[str], q: mp.Queue) -> None:
-    from moses_recaser.model.train import Bitext, TrainSettings, train
-
-    w = Path(work)
+def run_measured(cmd: list[str], **kw) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Run a command; its wall time (s) and the peak RSS of its process tree (MiB)."""
     t0 = time.perf_counter()
-    report = train(str(w / "model"), train=Bitext(str(w / "src"), str(w / "tgt"), str(w / "align")),
-                   dev=Bitext(*dev), settings=TrainSettings(), work=w)
-    q.put({"wall_s": time.perf_counter() - t0, "stages_s": report.seconds, "iterations": report.iterations,
-           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+    proc = subprocess.Popen(cmd, **kw)
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.wait(0.1):
+            peak = max(peak, tree_rss_kib(proc.pid))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    code = proc.wait()
+    wall = time.perf_counter() - t0
+    stop.set()
+    thread.join()
+    if code != 0:
+        sys.exit(f"failed ({code}): {' '.join(cmd)}")
+    return wall, peak / 1024
 
 
-def measure(work: Path, dev: list[str]) -> dict:
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(str(work), dev, q))
-    p.start()
-    p.join()
-    if p.exitcode:
-        sys.exit("training failed")
-    return q.get()
+def test_set(work: Path, data_root: Path, base: Path) -> dict[str, Path]:
+    """newstest2014 fr->en tokenized, the lowercased reference, and an eflomal alignment (made once)."""
+    out = {k: work / f"test.{k}" for k in ("fr", "en", "lc.en", "align")}
+    if all(p.is_file() for p in out.values()):
+        return out
+    from moses_recaser.moses.pharaoh import format_links
+    from moses_recaser.moses.tokenizer import tokenizer
+    from moses_recaser.stats.eflomal import align
+
+    raw = data_root / "wmt-newstest" / "fr-en"
+    fr = [" ".join(tokenizer("fr")(x)) for x in (raw / "newstest2014.fr").read_text(encoding="utf-8").splitlines()]
+    en = [" ".join(tokenizer("en")(x)) for x in (raw / "newstest2014.en").read_text(encoding="utf-8").splitlines()]
+    bfr = (base / "base.fr").read_text(encoding="utf-8").splitlines()
+    ben = (base / "base.en").read_text(encoding="utf-8").splitlines()
+    links = align([x.split() for x in bfr + fr], [x.split() for x in ben + en])[len(bfr):]
+    out["fr"].write_text("".join(x + "\n" for x in fr), encoding="utf-8")
+    out["en"].write_text("".join(x + "\n" for x in en), encoding="utf-8")
+    out["lc.en"].write_text("".join(x.lower() + "\n" for x in en), encoding="utf-8")
+    out["align"].write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
+    return out
 
 
-def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
-    n = len(x)
-    mx, my = sum(x) / n, sum(y) / n
-    b = sum((a - mx) * (c - my) for a, c in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+def words(path: Path) -> int:
+    n = 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            n += len(line.split())
+    return n
+
+
+def load_seconds(model: Path) -> float:
+    code = ("import time\nfrom moses_recaser.model.recaser import Recaser\nt = time.perf_counter()\n"
+            f"Recaser({str(model)!r})\nprint(time.perf_counter() - t)")
+    times = [float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                  text=True).stdout) for _ in range(3)]
+    return statistics.median(times)
+
+
+def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least squares y = a + b x."""
+    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / max(sum((x - mx) ** 2 for x in xs), 1e-12)
     return my - b * mx, b
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", nargs=3, action="append", required=True, metavar=("SRC", "TGT", "ALIGN"))
-    ap.add_argument("--dev", nargs=3, required=True, metavar=("SRC", "TGT", "ALIGN"))
-    ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
-    ap.add_argument("--json", default="runs/bench_train.json")
-    ap.add_argument("--keep-model", metavar="DIR", help="keep the model of the largest size here (for bench.py)")
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, action="append", required=True, help="a make_corpus.py directory")
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--lmplz", help="KenLM's lmplz (as EMS has it); without: this package's estimator")
+    ap.add_argument("--mono", action="store_true", help="also train on the corpus' mono.en (-mono)")
+    ap.add_argument("--base", type=Path, default=Path("/work/corpora/base"), help="make_corpus.py's base")
+    ap.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "corpora")
+    ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    import logging
-
-    logging.basicConfig(level=logging.WARNING)
+    args.work.mkdir(parents=True, exist_ok=True)
+    test = test_set(args.work, args.data_root, args.base)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-train.") as tmp:
-        for size in args.sizes:
-            work = Path(tmp) / str(size)
-            words = subset(args.part, size, work, args.dev[1])
-            r = measure(work, args.dev)
-            r["words"] = words
-            rows.append(r)
-        if args.keep_model:
-            import shutil
+    for corpus in args.corpus:
+        out = args.work / corpus.name
+        cmd = [str(BIN / "moses-recaser-ems"), "-q", "train", "-dir", str(out), "-corpus", str(corpus / "corpus.en"),
+               "-source-corpus", str(corpus / "corpus.fr"), "-alignment", str(corpus / "corpus.align"),
+               "-config", str(out / "pointer"), "-cores", str(args.cores), "-dev-size", "2000"]
+        if args.lmplz:
+            cmd += ["-lmplz", args.lmplz]
+        if args.mono:
+            cmd += ["-mono", str(corpus / "mono.en")]
+        train_s, train_mib = run_measured(cmd)
+        model = out / "model"
+        size = sum(p.stat().st_size for p in model.iterdir()) / 2**20
+        recased = args.work / f"recased.{corpus.name}.en"
+        recase_s, recase_mib = run_measured([str(BIN / "moses-recaser"), "-q", "recase", "--model", str(model),
+                                             "--source", str(test["fr"]), "--input", str(test["lc.en"]),
+                                             "--input-alignment", str(test["align"]), "-o", str(recased)])
+        from moses_recaser.harness.metrics import case_scores_of_files
 
-            shutil.rmtree(args.keep_model, ignore_errors=True)
-            shutil.copytree(Path(tmp) / str(args.sizes[-1]) / "model", args.keep_model)
-    print(f"{'target words':>12} {'read s':>7} {'statistics s':>12} {'lattices s':>10} {'CRF s':>7} {'iterations':>10} "
-          f"{'total s':>8} {'peak RSS MiB':>12}")
+        row = {"corpus": corpus.name, "words": words(corpus / "corpus.en"), "source_words": words(corpus / "corpus.fr"),
+               "mono_words": words(corpus / "mono.en") if args.mono else 0, "train_s": train_s,
+               "train_peak_mib": train_mib, "model_mib": size, "load_s": load_seconds(model), "recase_s": recase_s,
+               "recase_peak_mib": recase_mib,
+               "precision": case_scores_of_files(str(recased), str(test["en"])).precision}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n| target words | source words | train wall s | train peak RSS MiB | model MiB | model load s | "
+          "recase wall s | recase peak RSS MiB | precision % |\n|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        s = r["stages_s"]
-        print(f"{r['words']:>12,} {s['align']:>7.1f} {s['statistics']:>12.1f} {s['lattices']:>10.1f} {s['crf']:>7.1f} "
-              f"{r['iterations']:>10} {r['wall_s']:>8.1f} {r['peak_rss_mib']:>12.0f}")
-    # the CRF stage works on the dev set only: its cost follows the L-BFGS iterations, not the corpus size
-    x = [r["words"] / 1e6 for r in rows]
-    fits = {}
-    for key, ys in (("read+statistics_s", [r["stages_s"]["align"] + r["stages_s"]["statistics"] for r in rows]),
-                    ("peak_rss_mib", [r["peak_rss_mib"] for r in rows])):
-        a, b = fit_line(x, ys)
-        fits[key] = {"intercept": a, "per_million_words": b, "at_70M": a + b * PAPER_WORDS / 1e6}
-        print(f"fit {key}: {a:.2f} + {b:.2f} per 1M words -> {a + b * PAPER_WORDS / 1e6:,.0f} at 70M words")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"runs": rows, "fits": fits}, indent=1))
+        print(f"| {r['words']:,} | {r['source_words']:,} | {r['train_s']:.0f} | {r['train_peak_mib']:.0f} | "
+              f"{r['model_mib']:.0f} | {r['load_s']:.2f} | {r['recase_s']:.1f} | {r['recase_peak_mib']:.0f} | "
+              f"{100 * r['precision']:.2f} |")
+    if len(rows) > 1:
+        xs = [r["words"] / 1e6 for r in rows]
+        for key, unit in (("train_s", "s"), ("train_peak_mib", "MiB"), ("model_mib", "MiB"), ("load_s", "s"),
+                          ("recase_peak_mib", "MiB")):
+            a, b = fit(xs, [r[key] for r in rows])
+            print(f"fit {key}: {a:.1f} {unit} + {b:.2f} {unit} per 1M words")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

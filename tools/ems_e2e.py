@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,16 +96,10 @@ def scores(work: Path, sets: list[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--work", type=Path, required=True, help="a new directory for the build, data and EMS run")
-    ap.add_argument("--moses-dir", type=Path, help="a built Moses (its bin/moses); default: built in --work")
-    ap.add_argument("--data-root", type=Path, default=SHARED / "corpora")
-    ap.add_argument("--test-lines", type=int, default=500)
-    args = ap.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+def run(args: argparse.Namespace, exp: Path) -> None:
+    """Build Moses if needed, prepare the data and the configs, and run EMS."""
     moses = args.moses_dir.resolve() if args.moses_dir else build_moses(args.work.resolve())
-    data, exp = args.work.resolve() / "data", args.work.resolve() / "experiment"
+    data = args.work.resolve() / "data"
     prepare_data(args.data_root, data, args.test_lines)
     if exp.exists():
         shutil.rmtree(exp)
@@ -120,16 +113,29 @@ def main() -> int:
                    check=True)
     subprocess.run([ems, "config", "--merge", str(toy), "--stock-set", "-o", str(config)], check=True)
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    t0 = time.time()
-    subprocess.run(["perl", str(moses / "scripts/ems/experiment.perl"), "-config", str(config.resolve()), "-meta",
-                    str(meta.resolve()), "-exec", "-no-graph"], cwd=exp, env=env, check=True,
-                   stdout=open(args.work / "experiment.log", "w"), stderr=subprocess.STDOUT)
-    while (exp / "steps" / "1" / "running.1").exists():  # -exec returns when every step is done or crashed
-        time.sleep(5)
-    seconds = time.time() - t0
-    crashed = sorted(p.name for p in (exp / "steps" / "1").glob("*.STDERR.digest") if p.stat().st_size)
+    with open(args.work / "experiment.log", "w") as log:
+        subprocess.run(["perl", str(moses / "scripts/ems/experiment.perl"), "-config", str(config.resolve()),
+                        "-meta", str(meta.resolve()), "-exec", "-no-graph"], cwd=exp, env=env, check=True, stdout=log,
+                       stderr=subprocess.STDOUT)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", type=Path, required=True, help="a new directory for the build, data and EMS run")
+    ap.add_argument("--moses-dir", type=Path, help="a built Moses (its bin/moses); default: built in --work")
+    ap.add_argument("--data-root", type=Path, default=SHARED / "corpora")
+    ap.add_argument("--test-lines", type=int, default=500)
+    ap.add_argument("--report-only", action="store_true", help="the table of the run already in --work")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    exp = args.work.resolve() / "experiment"
+    if not args.report_only:
+        run(args, exp)
+    steps = exp / "steps" / "1"
+    crashed = sorted(p.name for p in steps.glob("*.STDERR.digest") if p.stat().st_size)
     if crashed:
-        sys.exit(f"crashed steps: {', '.join(crashed)} (see {exp}/steps/1)")
+        sys.exit(f"crashed steps: {', '.join(crashed)} (see {steps})")
+    seconds = (steps / "REPORTING_report.1.DONE").stat().st_mtime - (steps / "config.1").stat().st_mtime
     got = scores(exp, ["test", "test-stock"])
     ours, stock = got["test"], got["test-stock"]
     result = {"seconds": seconds, "steps": len(list((exp / "steps" / "1").glob("*.DONE"))), "scores": got,
