@@ -120,10 +120,10 @@ def model(tico, tmp_path):
 
 
 def test_missing_model_file(model, tmp_path, capsys):
-    (model / "forms.vocab").unlink()
+    (model / "tables.npz").unlink()
     inp = _write(tmp_path / "in", "hello\n")
     _fails(capsys, ["recase", "--model", str(model), "--input", inp, "-o", str(tmp_path / "o")], str(model), None,
-           "model file forms.vocab is missing", tmp_path / "o")
+           "model file tables.npz is missing", tmp_path / "o")
 
 
 def test_checksum_mismatch(model, tmp_path, capsys):

@@ -211,4 +211,4 @@ def test_a_stored_candidate_registry_gives_the_same_lattices(extractor, arpa, tm
     assert "forms" not in vars(stored.candidates)  # training forms by lowercase: stored, not rebuilt
     # made with other settings (no case prior, another GEN size): not used
     other = FeatureExtractor(tables, lm, feature_names("paper", [","]), max_candidates=3, candidates_file=path)
-    assert other.candidates.strings == []
+    assert len(other.candidates.strings) == 0

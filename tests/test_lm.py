@@ -166,7 +166,7 @@ def test_hash_index_finds_every_key_and_no_other():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from moses_recaser.stats.hashindex import HashIndex
+    from moses_recaser.hashindex import HashIndex
 
     @settings(max_examples=200, deadline=None)
     @given(st.sets(st.integers(0, 2**40), max_size=300), st.lists(st.integers(0, 2**40), max_size=50))

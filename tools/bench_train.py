@@ -120,7 +120,7 @@ def load_seconds(model: Path) -> float:
 
 def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least squares y = a + b x."""
-    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / max(sum((x - mx) ** 2 for x in xs), 1e-12)
     return my - b * mx, b
 

@@ -27,8 +27,9 @@ from moses_recaser.casing import Tag
 from moses_recaser.model.columns import Columns, column, spec
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.modeldir import save_npz, text_array, words_of
+from moses_recaser.modeldir import save_npz
 from moses_recaser.stats.tables import Tables
+from moses_recaser.vocab import Vocab
 
 
 @dataclass
@@ -67,16 +68,15 @@ _SOURCE_FACTS = spec(SourceFacts)
 class Candidates:
     """Registry of candidate strings and of GEN's result per token (both grow as types are met)."""
 
-    def __init__(self, tables: Tables, prior: CasePrior | None, lm_id: Callable[[str], int] | None,
+    def __init__(self, tables: Tables, prior: CasePrior | None, lm_ids: Callable[[list[str]], np.ndarray] | None,
                  max_candidates: int, lm_vocab: int = -1) -> None:
         self.tables = tables
         self.prior = prior
-        self.lm_id = lm_id
+        self.lm_ids = lm_ids
         self.lm_vocab = lm_vocab  # the LM's vocabulary size (-1: no LM ids), to tell stored registries apart
         self.max_candidates = max_candidates
-        self.strings: list[str] = []
-        self.ids: dict[str, int] = {}
-        self._strip: dict[str, int] = {}  # form without diacritics -> id
+        self.strings = Vocab.of([])  # candidate id -> form
+        self._strip = Vocab.of([])  # form without diacritics -> id
         self._strip_of: dict[str, int] = {}  # word -> id of its form without diacritics
         self._facts = Columns(_FACTS)
         # GEN results are segments (start, count) of one pool of candidate ids; a stored registry's
@@ -84,11 +84,13 @@ class Candidates:
         self._pool = np.zeros(0, dtype=np.int64)
         self._pending: list[int] = []
         self._size = 0
-        self._plain: dict[str, tuple[int, int]] = {}
+        self._plain = Vocab.of([])  # tokens whose GEN without source words is known: their segments
+        self._plain_start = np.zeros(0, dtype=np.int64)
+        self._plain_count = np.zeros(0, dtype=np.int64)
         self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
         # stored training forms by lowercase (load): lowercase -> row, offsets, form ids
-        self._seen: tuple[dict[str, int], list[int], np.ndarray] | None = None
-        self.src_ids: dict[str, int] = {}
+        self._seen: tuple[Vocab, np.ndarray, np.ndarray] | None = None
+        self.sources = Vocab.of([])  # source key -> id (source_id)
         self._src_facts = Columns(_SOURCE_FACTS)
 
     @cached_property
@@ -107,11 +109,12 @@ class Candidates:
         low = casing.lower(tok)
         if self._seen is None:
             return self.forms.get(low, ())
-        row = self._seen[0].get(low)
-        if row is None:
+        lows, offsets, ids = self._seen
+        row = lows.get(low)
+        if row < 0:
             return ()
-        vocab, offsets = self.tables.forms.vocab, self._seen[1]
-        return [vocab[i] for i in self._seen[2][offsets[row]:offsets[row + 1]].tolist()]
+        vocab = self.tables.forms.vocab
+        return [vocab[i] for i in ids[offsets[row]:offsets[row + 1]].tolist()]
 
     def gen_forms(self, tok: str) -> Sequence[str]:
         """The training forms GEN takes: ``seen``, or for an unseen hyphenated word its parts' most frequent
@@ -132,37 +135,32 @@ class Candidates:
         p = self.prior.shape_probs(low)
         return casing.upper_first(low) if p[Tag.IU] > p[Tag.AL] else low
 
-    @cached_property
-    def form_set(self) -> set[str]:
-        return set(self.tables.forms.vocab)
-
     def is_training_type(self, low: str) -> bool:
         """Whether the training target has forms of this lowercase word."""
-        return low in self._seen[0] if self._seen is not None else low in self.forms
+        return self._seen[0].get(low) >= 0 if self._seen is not None else low in self.forms
 
     def id(self, form: str) -> int:
-        i = self.ids.get(form)
-        if i is None:
+        i = self.strings.get(form)
+        if i < 0:
             self.add([form])
-            i = self.ids[form]
+            i = self.strings.get(form)
         return i
 
     def add(self, forms: Iterable[str]) -> None:
         """Register the forms not registered yet (described together: recasing meets a test set's
         unseen types in a few batches)."""
-        ids = self.ids
-        new = [f for f in dict.fromkeys(forms) if f not in ids]
+        uniq = list(dict.fromkeys(forms))
+        new = [f for f, i in zip(uniq, self.strings.numbers(uniq).tolist()) if i < 0]
         if new:
-            ids.update(zip(new, range(len(self.strings), len(self.strings) + len(new))))
-            self.strings.extend(new)
+            for f in new:
+                self.strings.add(f)
             self._facts.add(self._describe(new))
 
     def strip_id(self, word: str) -> int:
         """An id for ``word`` without diacritics (equal ids: equal up to diacritics)."""
         i = self._strip_of.get(word)
         if i is None:
-            s = casing.strip_diacritics(word)
-            i = self._strip_of[word] = self._strip.setdefault(s, len(self._strip))
+            i = self._strip_of[word] = self._strip.add(casing.strip_diacritics(word))
         return i
 
     def _describe(self, forms: list[str]) -> dict[str, list]:
@@ -174,12 +172,12 @@ class Candidates:
             "cap": list(map(is_cap, forms)),
             "tag": [int(casing.tag(c)) for c in forms],
             "prior": self.prior.log_probs(forms) if self.prior is not None else [0.0] * n,
-            "unseen": [c not in self.form_set for c in forms],
+            "unseen": (self.tables.forms.vocab.numbers(forms) < 0).tolist(),
             "short": [len(c) <= 3 or sum(map(str.isalpha, c)) <= 3 for c in forms],
             "strip": list(map(strip_id, forms)),
-            "cased": list(map(self.tables.cased.tgt_ids.get, forms, [-1] * n)),
+            "cased": self.tables.cased.tgt_vocab.numbers(forms).tolist(),
             "upper": list(map(casing.is_upper_word, forms)),
-            "lm": list(map(self.lm_id, forms)) if self.lm_id is not None else [-1] * n,
+            "lm": self.lm_ids(forms).tolist() if self.lm_ids is not None else [-1] * n,
             "oov": [not training(casing.lower(c)) for c in forms],
             "head": [strip_id(h) if is_cap(h) else -1 for h in heads],
         }
@@ -198,18 +196,22 @@ class Candidates:
             self._pending = []
         return self._pool
 
-    def plain_all(self, toks: Sequence[str]) -> list[tuple[int, int]]:
-        """GEN of each token without source words, as segments of the pool (the new candidates
-        described together)."""
-        known = self._plain
-        todo = [t for t in dict.fromkeys(toks) if t not in known]
-        if todo:
+    def plain_all(self, toks: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """GEN of each token without source words, as segments of the pool (start and count arrays; the new
+        candidates described together)."""
+        ids = self._plain.numbers(toks)
+        missing = np.flatnonzero(ids < 0)
+        if len(missing):
+            todo = list(dict.fromkeys(toks[i] for i in missing.tolist()))
             gens = [gen(t, self.gen_forms(t), (), self.max_candidates) for t in todo]
             self.add(chain.from_iterable(gens))
-            ids = self.ids
-            for t, forms in zip(todo, gens):
-                known[t] = self.segment([ids[f] for f in forms])
-        return [known[t] for t in toks]
+            segs = [self.segment(self.strings.numbers(forms).tolist()) for forms in gens]
+            for tok in todo:
+                self._plain.add(tok)
+            self._plain_start = np.concatenate([self._plain_start, np.array([s for s, _ in segs], dtype=np.int64)])
+            self._plain_count = np.concatenate([self._plain_count, np.array([c for _, c in segs], dtype=np.int64)])
+            ids[missing] = self._plain.numbers([toks[i] for i in missing.tolist()])
+        return self._plain_start[ids], self._plain_count[ids]
 
     def sourced(self, tok: str, src_forms: tuple[str, ...]) -> tuple[int, int]:
         """GEN(tok) with source words, as a segment of the pool; only words of the token's length can
@@ -232,17 +234,16 @@ class Candidates:
         by_lower = self._by_lower
         seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
         F, SF = self.facts(), self.source_facts()
-        segs = np.array(list(self._plain.values()), dtype=np.int64).reshape(-1, 2)
         save_npz(path, {
-            "strings": text_array(self.strings), "strip": text_array(self._strip),
-            "tokens": text_array(self._plain), "seg.start": segs[:, 0], "seg.count": segs[:, 1],
+            **self.strings.arrays("strings"), **self._strip.arrays("strip"),
+            **self._plain.arrays("tokens"), "seg.start": self._plain_start, "seg.count": self._plain_count,
             "gen": self.pool(), "settings": np.array(self._settings()),
             **{f"facts.{name}": getattr(F, name) for name, _ in _FACTS},
-            "seen.tokens": text_array(lows), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
+            **Vocab.of(lows).arrays("seen.tokens"), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
             "seen.ids": np.fromiter((i for low in lows for i in by_lower[low]), dtype=np.int64,
                                     count=int(seen_lens.sum())),
             **(self.prior.arrays() if self.prior is not None else {}),
-            "src.keys": text_array(self.src_ids),
+            **self.sources.arrays("src.keys"),
             **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_FACTS},
             **(extra or {}),
         })
@@ -252,21 +253,17 @@ class Candidates:
         with other settings."""
         if z["settings"].tolist() != self._settings():
             return False
-        self.strings = words_of(z["strings"])
-        self.ids = dict(zip(self.strings, range(len(self.strings))))
-        strip = words_of(z["strip"])
-        self._strip = dict(zip(strip, range(len(strip))))
-        tokens = words_of(z["tokens"])
-        self._plain = dict(zip(tokens, zip(z["seg.start"].tolist(), z["seg.count"].tolist())))
+        self.strings = Vocab.load(z, "strings")
+        self._strip = Vocab.load(z, "strip")
+        self._plain = Vocab.load(z, "tokens")
+        self._plain_start, self._plain_count = z["seg.start"], z["seg.count"]
         self._pool = z["gen"]
         self._size = len(self._pool)
         self._facts.take({name: z[f"facts.{name}"] for name, _ in _FACTS})
-        seen = words_of(z["seen.tokens"])
-        self._seen = (dict(zip(seen, range(len(seen)))), z["seen.offsets"].tolist(), z["seen.ids"])
+        self._seen = (Vocab.load(z, "seen.tokens"), z["seen.offsets"], z["seen.ids"])
         if self.prior is not None:
             self.prior.use(z)
-        keys = words_of(z["src.keys"])
-        self.src_ids = dict(zip(keys, range(len(keys))))
+        self.sources = Vocab.load(z, "src.keys")
         self._src_facts.take({name: z[f"src.{name}"] for name, _ in _SOURCE_FACTS})
         return True
 
@@ -274,12 +271,12 @@ class Candidates:
         return [int(self.prior is not None), self.max_candidates, self.lm_vocab]
 
     def source_id(self, key: str) -> int:
-        i = self.src_ids.get(key)
-        if i is None:
-            i = self.src_ids[key] = len(self.src_ids)
+        i = self.sources.get(key)
+        if i < 0:
+            i = self.sources.add(key)
             t = casing.tag(key)
-            self._src_facts.add({"cased": [self.tables.cased.src_ids.get(key, -1)],
-                                 "lower": [self.tables.lower.src_ids.get(casing.lower(key), -1)],
+            self._src_facts.add({"cased": [self.tables.cased.src_vocab.get(key)],
+                                 "lower": [self.tables.lower.src_vocab.get(casing.lower(key))],
                                  "tag": [int(t)], "has_case": [t is not Tag.AN], "upper": [casing.is_upper_word(key)]})
         return i
 

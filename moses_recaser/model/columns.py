@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import Field, field, fields
-from itertools import repeat
 from typing import Any
 
 import numpy as np
 
-from moses_recaser.modeldir import text_array, words_of
+from moses_recaser.vocab import Vocab
 
 Spec = Sequence[tuple[str, type]]
 NewRows = Mapping[str, Iterable[Any]]
@@ -83,29 +82,28 @@ class WordTypes:
     def __init__(self, columns: Spec, describe: Callable[[list[str]], NewRows]) -> None:
         self.columns = list(columns)
         self.describe = describe
-        self.ids: dict[str, int] = {}
+        self.ids = Vocab.of([])
         self._cols = Columns(columns)
 
     def numbers(self, words: list[str]) -> np.ndarray:
         """The type number of every word (new types are described in order of first occurrence)."""
-        ids = self.ids
-        out = np.fromiter(map(ids.get, words, repeat(-1)), dtype=np.int64, count=len(words))
+        out = self.ids.numbers(words)
         missing = np.flatnonzero(out < 0)
         if len(missing):  # new types: described together, numbered in order of first occurrence
             new = list(dict.fromkeys(words[i] for i in missing.tolist()))
-            ids.update(zip(new, range(len(ids), len(ids) + len(new))))
+            for w in new:
+                self.ids.add(w)
             self._cols.add(self.describe(new))
-            out[missing] = np.fromiter((ids[words[i]] for i in missing.tolist()), dtype=np.int64, count=len(missing))
+            out[missing] = self.ids.numbers([words[i] for i in missing.tolist()])
         return out
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Every type and column, for ``restore``."""
-        return {f"{prefix}.words": text_array(self.ids), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
+        return {**self.ids.arrays(f"{prefix}.words"), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
 
     def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
         """Take the types of ``arrays`` (into an empty registry)."""
-        words = words_of(z[f"{prefix}.words"])
-        self.ids = dict(zip(words, range(len(words))))
+        self.ids = Vocab.load(z, f"{prefix}.words")
         self._cols.take({c: z[f"{prefix}.{c}"] for c, _ in self.columns})
 
     def __getitem__(self, name: str) -> np.ndarray:

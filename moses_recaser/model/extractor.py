@@ -10,7 +10,7 @@ feature values (``features.FEATURES``), table lookups and LM queries are numpy o
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 
 import numpy as np
@@ -30,6 +30,7 @@ from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_senten
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
+from moses_recaser.vocab import Vocab
 
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
 # targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
@@ -67,16 +68,9 @@ class FeatureExtractor:
         self.alignment = alignment
         self.max_candidates = max_candidates
         prior = CasePrior(tables) if "case_prior" in self.index else None
-        lm_id: Callable[[str], int] | None = None
-        lm_vocab = -1
-        if isinstance(lm, ArrayLM):
-            ids, unk, lm_vocab = lm.ids, lm.unk, lm.V
-
-            def lm_id(w: str) -> int:
-                return ids.get(w, unk)
-
-        self.candidates = Candidates(tables, prior, lm_id, max_candidates, lm_vocab)
-        self._keys: dict[str, int] = {}  # lowercase or stripped word -> number (GEN's source-word test)
+        lm_ids = lm.word_ids if isinstance(lm, ArrayLM) else None
+        self.candidates = Candidates(tables, prior, lm_ids, max_candidates, lm.V if isinstance(lm, ArrayLM) else -1)
+        self._keys = Vocab.of([])  # lowercase or stripped word -> number (GEN's source-word test)
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
         if candidates_file is not None:
@@ -92,15 +86,14 @@ class FeatureExtractor:
         self._source_types.numbers(list(self.tables.cased.src_vocab))
         self.candidates.save(path, extra={**self._target_types.arrays("types.target"),
                                           **self._source_types.arrays("types.source"),
-                                          "types.keys": text_array(self._keys),
+                                          **self._keys.arrays("types.keys"),
                                           "types.names": text_array(self.names)})
 
     def _restore_types(self, z: Mapping[str, np.ndarray]) -> None:
         # the target types' punctuation column holds feature columns: only for the same features
         if words_of(z["types.names"]) != self.names:
             return
-        keys = words_of(z["types.keys"])
-        self._keys = dict(zip(keys, range(len(keys))))
+        self._keys = Vocab.load(z, "types.keys")
         self._target_types.restore(z, "types.target")
         self._source_types.restore(z, "types.source")
 
@@ -117,7 +110,7 @@ class FeatureExtractor:
                                   self.candidates.prior is not None), self.names, self.index)
         cells = Cells.of(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
-            specials = (self.lm.ids.get("<s>", self.lm.unk), self.lm.ids.get("</s>", self.lm.unk))
+            specials = (self.lm.vocab.get("<s>", self.lm.unk), self.lm.vocab.get("</s>", self.lm.unk))
             split = SplitLM.of(cells, self.lm, self.candidates.facts().lm[ids], specials)
         else:
             split = SplitLM.of(cells, self._kenlm, ids, KenlmContexts.SPECIALS)  # type: ignore[arg-type]
@@ -126,20 +119,20 @@ class FeatureExtractor:
 
     # --- word types ----------------------------------------------------------------------
     def _describe_target(self, toks: list[str]) -> dict[str, list]:
-        key, prior, training = self._key, self.candidates.prior, self.candidates.is_training_type
+        keys, prior, training = self._keys, self.candidates.prior, self.candidates.is_training_type
         named = "after_name" in self.index and prior is not None
-        segs = self.candidates.plain_all(toks)
+        starts, counts = self.candidates.plain_all(toks)
         low = [casing.lower(t) for t in toks]
         letter = [casing.has_letter(t) for t in toks]
         other = self.index.get(OTHER_PUNCT, -1)
         return {
             "punct": [self.index.get("punct=" + t, other) if casing.is_punctuation(t) else -1 for t in toks],
             "letter": letter,
-            "e_lower": [self.tables.lower.tgt_ids.get(x, -1) for x in low],
-            "start": [s for s, _ in segs],
-            "count": [c for _, c in segs],
-            "low": list(map(key, low)),
-            "strip": [key(casing.strip_diacritics(x)) for x in low],
+            "e_lower": self.tables.lower.tgt_vocab.numbers(low).tolist(),
+            "start": starts.tolist(),
+            "count": counts.tolist(),
+            "low": keys.add_all(low),
+            "strip": keys.add_all([casing.strip_diacritics(x) for x in low]),
             "len": list(map(len, toks)),
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
@@ -148,7 +141,7 @@ class FeatureExtractor:
         }
 
     def _describe_source(self, words: list[str]) -> dict[str, list]:
-        key, source_id = self._key, self._source_id
+        keys, source_id = self._keys, self._source_id
         low = [casing.lower(w) for w in words]
         sid = [source_id(w, False) for w in words]
         return {
@@ -162,8 +155,8 @@ class FeatureExtractor:
             "key": sid,
             # a lowercase word is its own positional key
             "key_pos": [k if w == x else source_id(w, True) for w, x, k in zip(words, low, sid)],
-            "low": list(map(key, low)),
-            "strip": [key(casing.strip_diacritics(x)) for x in low],
+            "low": keys.add_all(low),
+            "strip": keys.add_all([casing.strip_diacritics(x) for x in low]),
             "len": list(map(len, words)),
             "ascii": [w.isascii() for w in words],
             "is_low": [w == x for w, x in zip(words, low)],
@@ -174,17 +167,14 @@ class FeatureExtractor:
         """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""
         return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
 
-    def _key(self, s: str) -> int:
-        return self._keys.setdefault(s, len(self._keys))
-
     def _source_id(self, word: str, positional: bool) -> int:
         """``Candidates.source_id`` of a source word as the tables know it: a word capitalized by its
         position in lowercase, if the tables know it only that way."""
         w = word
         if positional:
-            ids = self.tables.cased.src_ids
+            known = self.tables.cased.src_vocab
             low = casing.lower_all(word)
-            w = word if word in ids or low not in ids else low
+            w = word if word in known or low not in known else low
         return self.candidates.source_id(w)
 
     # --- a batch ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 
 from moses_recaser.model import viterbi
 from moses_recaser.model.viterbi import Cells, SplitLM
+from moses_recaser.vocab import Vocab
 
 
 @dataclass
@@ -33,7 +34,7 @@ class Flat:
         and each sentence's LM weight."""
         return viterbi.viterbi(self.cells, self.lm, lm_weight, phi, self.n_pos)
 
-    def words(self, paths: Sequence[np.ndarray], strings: Sequence[str]) -> list[list[str]]:
+    def words(self, paths: Sequence[np.ndarray], strings: Vocab) -> list[list[str]]:
         """Per sentence, the candidates that ``paths`` choose (an index per position)."""
         if not len(self.per_pos):
             return [[] for _ in paths]
@@ -44,7 +45,7 @@ class Flat:
             p0 += n
         return out
 
-    def candidates(self, strings: Sequence[str]) -> list[list[list[str]]]:
+    def candidates(self, strings: Vocab) -> list[list[list[str]]]:
         """Per sentence, per position, its candidates' strings."""
         ids = self.ids.tolist()
         out, c0 = [], 0

@@ -13,6 +13,7 @@ from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.modeldir import text_array, words_of
 from moses_recaser.stats.tables import Tables
+from moses_recaser.vocab import Vocab
 
 
 class CasePrior:
@@ -30,17 +31,24 @@ class CasePrior:
         self.tables = tables
 
     @cached_property
-    def _forms(self) -> dict[str, int]:
+    def _form_counts(self) -> np.ndarray:
+        """Each training form's count where it is not the sentence's first word with a letter."""
         f = self.tables.forms
-        return dict(zip(f.vocab, (f.count - f.initial).tolist()))
+        return f.count - f.initial
 
     @cached_property
-    def _lower(self) -> dict[str, int]:
+    def _lower_dict(self) -> dict[str, int]:
         lower: dict[str, int] = {}
-        for w, c in self._forms.items():
+        for w, c in zip(self.tables.forms.vocab, self._form_counts.tolist()):
             low = casing.lower(w)
             lower[low] = lower.get(low, 0) + c
         return lower
+
+    @cached_property
+    def _lower(self) -> tuple[Vocab, np.ndarray]:
+        """Each lowercase word and its forms' count (``_form_counts``)."""
+        lower = self._lower_dict
+        return Vocab.of(lower), np.array(list(lower.values()), dtype=np.int64)
 
     @staticmethod
     def shape_keys(low: str) -> list[str]:
@@ -55,9 +63,9 @@ class CasePrior:
         """Tag counts per shape key over the types of rare words, not over tokens: unseen words are like
         rare ones, and a suffix's frequent words (``long``, ``strong``) tell little of its unseen ones
         (``yunlong``)."""
-        lower = self._lower
+        lower = self._lower_dict
         counts: dict[str, np.ndarray] = {}
-        for w, c in self._forms.items():
+        for w, c in zip(self.tables.forms.vocab, self._form_counts.tolist()):
             low = casing.lower(w)
             if c and lower[low] <= self.RARE and casing.has_letter(w):
                 t = int(casing.tag(w))
@@ -105,31 +113,36 @@ class CasePrior:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The lowercase counts and the shape counts, for ``use``."""
-        lower, shape = self._lower, self._shape
-        return {"prior.lower": text_array(lower), "prior.lower_counts": np.array(list(lower.values()), dtype=np.int64),
-                "prior.shapes": text_array(shape),
+        (lower, lower_counts), shape = self._lower, self._shape
+        return {**lower.arrays("prior.lower"), "prior.lower_counts": lower_counts, "prior.shapes": text_array(shape),
                 "prior.shape_counts": np.array(list(shape.values())).reshape(-1, len(Tag))}
 
     def use(self, z: Mapping[str, np.ndarray]) -> None:
         """Take ``arrays``' tables instead of working them out."""
-        lower, shapes = words_of(z["prior.lower"]), words_of(z["prior.shapes"])
-        self.__dict__["_lower"] = dict(zip(lower, z["prior.lower_counts"].tolist()))
-        self.__dict__["_shape"] = dict(zip(shapes, z["prior.shape_counts"]))
+        self.__dict__["_lower"] = (Vocab.load(z, "prior.lower"), z["prior.lower_counts"])
+        self.__dict__["_shape"] = dict(zip(words_of(z["prior.shapes"]), z["prior.shape_counts"]))
 
     def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
         """log p(form | lowercase); an unseen hyphenated word's is the sum of its parts' (``Coronavirus-Krise``
         takes the case of ``Krise``; its own shape would read the mixed case as unlikely)."""
-        forms_n, lower_n, beta, shape_probs = self._forms, self._lower, self.BETA, self.shape_probs
+        beta, shape_probs = self.BETA, self.shape_probs
         lower, tag, log, has_letter = casing.lower, casing.tag, math.log, casing.has_letter
+        lows, low_counts = self._lower
+        form_vocab, form_counts = self.tables.forms.vocab, self._form_counts
+
+        def count_of(vocab: Vocab, counts: np.ndarray, word: str) -> int:
+            i = vocab.get(word)
+            return int(counts[i]) if i >= 0 else 0
 
         def one(form: str, low: str, q: np.ndarray) -> float:
-            return log((forms_n.get(form, 0) + beta * float(q[int(tag(form))])) / (lower_n.get(low, 0) + beta))
+            return log((count_of(form_vocab, form_counts, form) + beta * float(q[int(tag(form))]))
+                       / (count_of(lows, low_counts, low) + beta))
 
         out = []
         low_q, q_low = "", self._base
         for form in forms:
             low = lower(form)
-            if "-" in form and low not in lower_n:
+            if "-" in form and low not in lows:
                 parts = [p for p in form.split("-") if has_letter(p)]
                 if len(parts) > 1:
                     out.append(sum(one(p, lower(p), shape_probs(lower(p))) for p in parts))

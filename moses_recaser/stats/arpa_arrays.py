@@ -30,9 +30,10 @@ from functools import cached_property
 import numpy as np
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.modeldir import save_npz, text_array, words_of
-from moses_recaser.stats.hashindex import HashIndex
+from moses_recaser.hashindex import HashIndex
+from moses_recaser.modeldir import save_npz
 from moses_recaser.textio import LineReader
+from moses_recaser.vocab import Vocab
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
 MAX_VOCAB = 2_000_000  # keys are a * V^2 + b * V + c in int64
@@ -40,7 +41,7 @@ MAX_VOCAB = 2_000_000  # keys are a * V^2 + b * V + c in int64
 
 @dataclass
 class ArrayLM:
-    vocab: list[str]
+    vocab: Vocab
     uni_lp: np.ndarray  # (V,) log10 p(w); <unk> included
     uni_bo: np.ndarray  # (V,)
     bi_keys: np.ndarray  # sorted a * V + b
@@ -51,8 +52,7 @@ class ArrayLM:
     order: int
 
     def __post_init__(self) -> None:
-        self.ids = {w: i for i, w in enumerate(self.vocab)}
-        self.unk = self.ids.get("<unk>", 0)
+        self.unk = max(self.vocab.get("<unk>"), 0)
 
     @cached_property
     def bi_index(self) -> HashIndex:
@@ -78,8 +78,8 @@ class ArrayLM:
         return len(self.vocab)
 
     def word_ids(self, words: Iterable[str]) -> np.ndarray:
-        get, unk = self.ids.get, self.unk
-        return np.fromiter((get(w, unk) for w in words), dtype=np.int64)
+        ids = self.vocab.numbers(list(words))
+        return np.where(ids >= 0, ids, self.unk)
 
     def score(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """log10 p(c | a b) for arrays of word ids (a may be -1: no second context word)."""
@@ -108,14 +108,14 @@ class ArrayLM:
     def save(self, path: str | os.PathLike[str]) -> None:
         save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
                         "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
-                        "order": np.array(self.order), "vocab": text_array(self.vocab),
+                        "order": np.array(self.order), **self.vocab.arrays("vocab"),
                         "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table,
                         "bi_extended": self.bi_extended})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
         with np.load(path, allow_pickle=False) as z:
-            lm = cls(vocab=words_of(z["vocab"]), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
+            lm = cls(vocab=Vocab.load(z, "vocab"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
                      bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
                      tri_lp=z["tri_lp"], order=int(z["order"]))
             lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
@@ -124,61 +124,96 @@ class ArrayLM:
         return lm
 
     @classmethod
-    def from_arpa(cls, path: str | os.PathLike[str]) -> ArrayLM:
-        """Read an ARPA file's first three orders (errors name the file and line)."""
+    def from_arpa(cls, path: str | os.PathLike[str], block: int = 200_000) -> ArrayLM:
+        """Read an ARPA file's first three orders, ``block`` lines at a time into arrays (errors name the file
+        and line)."""
         reader = LineReader(path)
-        order = 0
-        rows: dict[int, list[tuple[float, list[str], float]]] = {1: [], 2: [], 3: []}
-        max_order = 0
+        sections: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: [], 3: []}
+        vocab: list[str] = []
+        ids: dict[str, int] = {}
+        order = max_order = 0
+        pending: list[str] = []
+
+        def flush() -> None:
+            if pending and 1 <= order <= 3:
+                sections[order].append(_parse_block(pending, order, vocab, ids, reader))
+            pending.clear()
+
         for line in reader:
             if not line or line.startswith("ngram ") or line in ("\\data\\", "\\end\\"):
                 continue
             m = _HEADER.fullmatch(line)
             if m:
+                flush()
                 order = int(m.group(1))
                 max_order = max(max_order, order)
+                if order == 2 and "<unk>" not in ids:  # lmplz writes <unk>; other tools may not
+                    ids["<unk>"] = len(vocab)
+                    vocab.append("<unk>")
+                    sections[1].append((np.array([-100.0]), np.zeros(1, dtype=np.int64), np.zeros(1)))
                 continue
-            if order == 0 or order > 3:
-                continue
-            parts = line.split("\t")
-            if len(parts) < 2:
-                raise reader.error("not an ARPA n-gram line (expected log10-prob TAB words [TAB backoff])")
-            try:
-                lp = float(parts[0])
-                bo = float(parts[2]) if len(parts) > 2 and parts[2] else 0.0
-            except ValueError:
-                raise reader.error("not an ARPA n-gram line: the probability or backoff is not a number") from None
-            words = parts[1].split(" ")
-            if len(words) != order:
-                raise reader.error(f"a {len(words)}-gram in the {order}-gram section")
-            rows[order].append((lp, words, bo))
-        if not rows[1]:
+            if 1 <= order <= 3:
+                pending.append(line)
+                if len(pending) >= block:
+                    flush()
+        flush()
+        if not vocab:
             raise RecaserError("the ARPA file has no unigrams", str(path))
-        vocab = [w[0] for _, w, _ in rows[1]]
-        if "<unk>" not in vocab:
+        if "<unk>" not in ids:
+            ids["<unk>"] = len(vocab)
             vocab.append("<unk>")
-            rows[1].append((-100.0, ["<unk>"], 0.0))
+            sections[1].append((np.array([-100.0]), np.zeros(1, dtype=np.int64), np.zeros(1)))
         if len(vocab) > MAX_VOCAB:
             raise RecaserError(f"vocabulary of {len(vocab)} words is too large for array queries", str(path))
-        ids = {w: i for i, w in enumerate(vocab)}
         V = len(vocab)
-        uni_lp = np.array([lp for lp, _, _ in rows[1]])
-        uni_bo = np.array([bo for _, _, bo in rows[1]])
 
         def keyed(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            if not rows[n]:
+            if not sections[n]:
                 return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
-            keys = np.zeros(len(rows[n]), dtype=np.int64)
+            lp, words, bo = (np.concatenate([s[k] for s in sections[n]]) for k in range(3))
+            keys = np.zeros(len(lp), dtype=np.int64)
             for k in range(n):
-                keys = keys * V + np.fromiter((ids.get(w[k], -1) for _, w, _ in rows[n]), dtype=np.int64)
+                keys = keys * V + words[:, k]
             order_ = np.argsort(keys)
-            return (keys[order_], np.array([lp for lp, _, _ in rows[n]])[order_],
-                    np.array([bo for _, _, bo in rows[n]])[order_])
+            return keys[order_], lp[order_], bo[order_]
 
+        uni_lp = np.concatenate([s[0] for s in sections[1]])
+        uni_bo = np.concatenate([s[2] for s in sections[1]])
         bi_keys, bi_lp, bi_bo = keyed(2)
         tri_keys, tri_lp, _ = keyed(3)
-        return cls(vocab=vocab, uni_lp=uni_lp, uni_bo=uni_bo, bi_keys=bi_keys, bi_lp=bi_lp, bi_bo=bi_bo,
+        return cls(vocab=Vocab.of(vocab), uni_lp=uni_lp, uni_bo=uni_bo, bi_keys=bi_keys, bi_lp=bi_lp, bi_bo=bi_bo,
                    tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
+
+
+def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, int],
+                 reader: LineReader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log10 probabilities, word ids (N, order) and backoffs of a block of n-gram lines; unigrams add their
+    words to the vocabulary."""
+    lp, bo, words = [], [], []
+    first = reader.lineno - len(lines) + 1
+    for k, line in enumerate(lines):
+        parts = line.split("\t")
+        try:
+            if len(parts) < 2:
+                raise ValueError
+            lp.append(float(parts[0]))
+            bo.append(float(parts[2]) if len(parts) > 2 and parts[2] else 0.0)
+        except ValueError:
+            raise RecaserError("not an ARPA n-gram line (expected log10-prob TAB words [TAB backoff])", reader.name,
+                               first + k) from None
+        gram = parts[1].split(" ")
+        if len(gram) != order:
+            raise RecaserError(f"a {len(gram)}-gram in the {order}-gram section", reader.name, first + k)
+        if order == 1:
+            ids[gram[0]] = len(vocab)
+            vocab.append(gram[0])
+        words.append(gram)
+    if order == 1:
+        ids_arr = np.arange(len(vocab) - len(lines), len(vocab), dtype=np.int64).reshape(-1, 1)
+    else:
+        get = ids.get
+        ids_arr = np.array([[get(w, -1) for w in g] for g in words], dtype=np.int64).reshape(-1, order)
+    return np.array(lp), ids_arr, np.array(bo)
 
 
 class KenlmContexts:
@@ -188,7 +223,7 @@ class KenlmContexts:
 
     SPECIALS = (-1, -2)
 
-    def __init__(self, model: object, strings: list[str]) -> None:
+    def __init__(self, model: object, strings: Vocab) -> None:
         self.model = model
         self.strings = strings  # grows with the candidate registry; ids stay valid
         self._cache: dict[tuple[int, int, int], float] = {}

@@ -132,7 +132,7 @@ class Vocabulary:
         self.ids: dict[str, int] = {}
         self.words: list[str] = []
         self.describe = describe
-        self.columns = {name: np.zeros(1024, dtype=dtype) for name, dtype in columns}
+        self.columns: dict[str, np.ndarray] = {name: np.zeros(1024, dtype=dtype) for name, dtype in columns}
 
     def __len__(self) -> int:
         return len(self.words)
@@ -560,7 +560,7 @@ class _progress:
 
     def _poll(self) -> None:
         while not self._stop.wait(0.5):
-            self.bar.n = self.done.value  # type: ignore[attr-defined]
+            self.bar.n = self.done.value  # type: ignore[union-attr]
             self.bar.refresh()
 
     def __exit__(self, *exc: object) -> None:
@@ -642,7 +642,7 @@ def _counter_of(triples: Iterable[Triple], order: int) -> Counter:
         for t in chunk:
             if t.links is None:
                 raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
-        counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links for t in chunk]))
+        counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links or [] for t in chunk]))
     return counter
 
 

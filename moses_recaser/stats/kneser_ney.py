@@ -184,25 +184,24 @@ def estimate(counts: NGramCounts, discount_fallback: bool = False) -> KneserNeyM
     return KneserNeyModel(counts=counts, logprob=logprob, backoff=backoff, discounts=discounts)
 
 
-def write_arpa(model: KneserNeyModel, out: IO[str]) -> None:
-    """Write the model in ARPA format (unigrams in vocabulary order, like lmplz)."""
+def write_arpa(model: KneserNeyModel, out: IO[str], block: int = 100_000) -> None:
+    """Write the model in ARPA format (unigrams in vocabulary order, like lmplz), ``block`` n-grams at a time."""
     c = model.counts
     vocab = c.vocab
     out.write("\\data\\\n")
     out.writelines(f"ngram {n}={len(c.keys[n - 1])}\n" for n in range(1, c.order + 1))
     for n in range(1, c.order + 1):
         out.write(f"\n\\{n}-grams:\n")
-        words = c.words(n, np.arange(len(c.keys[n - 1])))
-        lps = model.logprob[n - 1].tolist()
-        bos = None if n == c.order else model.backoff[n - 1].tolist()
-        lines = []
-        for i, row in enumerate(words.tolist()):
-            text = " ".join([vocab[j] for j in row])
-            if bos is None:
-                lines.append(f"{_fmt(lps[i])}\t{text}\n")
+        total = len(c.keys[n - 1])
+        for start in range(0, total, block):
+            idx = np.arange(start, min(start + block, total))
+            lps = model.logprob[n - 1][idx].tolist()
+            texts = [" ".join([vocab[j] for j in row]) for row in c.words(n, idx).tolist()]
+            if n == c.order:
+                out.write("".join(f"{_fmt(lp)}\t{text}\n" for lp, text in zip(lps, texts)))
             else:
-                lines.append(f"{_fmt(lps[i])}\t{text}\t{_fmt(bos[i])}\n")
-        out.write("".join(lines))
+                bos = model.backoff[n - 1][idx].tolist()
+                out.write("".join(f"{_fmt(lp)}\t{text}\t{_fmt(bo)}\n" for lp, text, bo in zip(lps, texts, bos)))
     out.write("\n\\end\\\n")
 
 

@@ -20,7 +20,7 @@ Smoothing (every probability is > 0):
   |V| linked target types; an unseen E gets ``1 / (N + |V| + 1)``); an unseen F gives p0(E);
 - tag table, add-one: ``p(t|s) = (c(s,t) + 1) / (c(s) + 5)``.
 
-Tables are numpy arrays plus vocabularies (no pickle): a pair (F, E) is the int64 key
+Tables are numpy arrays plus vocabularies (``vocab.Vocab``; no pickle): a pair (F, E) is the int64 key
 ``id(F) * |V_E| + id(E)`` in a sorted array, looked up with ``searchsorted``.
 """
 
@@ -35,9 +35,10 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.modeldir import save_npz
+from moses_recaser.hashindex import HashIndex
+from moses_recaser.modeldir import save_npz, text_array, words_of
 from moses_recaser.stats.counting import Counts
-from moses_recaser.stats.hashindex import HashIndex
+from moses_recaser.vocab import Vocab
 
 N_TAGS = len(Tag)
 
@@ -46,15 +47,13 @@ N_TAGS = len(Tag)
 class TranslationTable:
     """Witten-Bell smoothed p(E|F) (see the module docstring)."""
 
-    src_vocab: list[str]
-    tgt_vocab: list[str]
+    src_vocab: Vocab
+    tgt_vocab: Vocab
     keys: np.ndarray  # sorted int64 id(F) * |V_E| + id(E)
     counts: np.ndarray  # c(F, E)
     src_total: np.ndarray  # c(F)
     src_types: np.ndarray  # T(F)
     tgt_count: np.ndarray  # c(E), over links
-    src_ids: dict[str, int] = field(default_factory=dict, repr=False)
-    tgt_ids: dict[str, int] = field(default_factory=dict, repr=False)
     hash_table: np.ndarray | None = field(default=None, repr=False)  # ``index``'s table, as stored
 
     @cached_property
@@ -63,10 +62,6 @@ class TranslationTable:
         return HashIndex(self.keys, self.hash_table)
 
     def __post_init__(self) -> None:
-        if not self.src_ids:
-            self.src_ids = {w: i for i, w in enumerate(self.src_vocab)}
-        if not self.tgt_ids:
-            self.tgt_ids = {w: i for i, w in enumerate(self.tgt_vocab)}
         n_links = float(self.tgt_count.sum())
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
 
@@ -85,8 +80,8 @@ class TranslationTable:
         src = keys // V if V else keys
         tgt = keys % V if V else keys
         return cls(
-            src_vocab=src_vocab,
-            tgt_vocab=tgt_vocab,
+            src_vocab=Vocab.of(src_vocab),
+            tgt_vocab=Vocab.of(tgt_vocab),
             keys=keys,
             counts=counts,
             src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
@@ -95,18 +90,18 @@ class TranslationTable:
         )
 
     def p0(self, e: str) -> float:
-        return float(self.probs(np.array([-1]), np.array([self.tgt_ids.get(e, -1)]))[0])
+        return float(self.probs(np.array([-1]), np.array([self.tgt_vocab.get(e)]))[0])
 
     def count(self, f: str, e: str) -> int:
-        fi, ei = self.src_ids.get(f), self.tgt_ids.get(e)
-        if fi is None or ei is None:
+        fi, ei = self.src_vocab.get(f), self.tgt_vocab.get(e)
+        if fi < 0 or ei < 0:
             return 0
         pos, found = self.index.find(np.array([fi * len(self.tgt_vocab) + ei], dtype=np.int64))
         return int(self.counts[pos[0]]) if found[0] else 0
 
     def prob(self, f: str, e: str) -> float:
         """p(e|f), smoothed (one pair; recasing asks ``probs`` for arrays of pairs)."""
-        return float(self.probs(np.array([self.src_ids.get(f, -1)]), np.array([self.tgt_ids.get(e, -1)]))[0])
+        return float(self.probs(np.array([self.src_vocab.get(f)]), np.array([self.tgt_vocab.get(e)]))[0])
 
     def probs(self, f: np.ndarray, e: np.ndarray) -> np.ndarray:
         """p(e|f) for arrays of ids (-1: not in the table), the same values as ``prob``."""
@@ -145,7 +140,7 @@ class TagTable:
 class Forms:
     """Cased target forms and their counts: everywhere, and as the sentence's first word with a letter."""
 
-    vocab: list[str]
+    vocab: Vocab
     count: np.ndarray
     initial: np.ndarray
 
@@ -177,25 +172,25 @@ class Tables:
             cased=TranslationTable.from_pairs(counts.source, counts.forms, *counts.cased_pairs),
             lower=TranslationTable.from_pairs(counts.src_lower, counts.tgt_lower, *counts.lower_pairs),
             tags=TagTable(counts.tags.copy()),
-            forms=Forms(vocab=vocab, count=counts.form_count[order], initial=counts.initial[order]),
+            forms=Forms(vocab=Vocab.of(vocab), count=counts.form_count[order], initial=counts.initial[order]),
         )
 
     def save(self, directory: Path) -> None:
-        """The tables as files of a model directory: ``tables.npz`` and one vocabulary file each."""
+        """The tables as a model directory's ``tables.npz``."""
         arrays: dict[str, np.ndarray] = {}
         for name in ("cased", "lower"):
             tt: TranslationTable = getattr(self, name)
             for attr in ("keys", "counts", "src_total", "src_types", "tgt_count"):
                 arrays[f"{name}_{attr}"] = getattr(tt, attr)
             arrays[f"{name}_hash"] = tt.index.table
-            write_vocab(directory / f"{name}.src.vocab", tt.src_vocab)
-            write_vocab(directory / f"{name}.tgt.vocab", tt.tgt_vocab)
+            arrays.update(tt.src_vocab.arrays(f"{name}.src"))
+            arrays.update(tt.tgt_vocab.arrays(f"{name}.tgt"))
         arrays["tag_counts"] = self.tags.counts
         arrays["forms_count"] = self.forms.count
         arrays["forms_initial"] = self.forms.initial
+        arrays.update(self.forms.vocab.arrays("forms"))
+        arrays["punct"] = text_array(self.punct)
         arrays["punct_count"] = np.array(list(self.punct.values()), dtype=np.int64)
-        write_vocab(directory / "forms.vocab", self.forms.vocab)
-        write_vocab(directory / "punct.vocab", list(self.punct))
         save_npz(directory / "tables.npz", arrays)
 
     @classmethod
@@ -206,8 +201,8 @@ class Tables:
         tts = {}
         for name in ("cased", "lower"):
             tts[name] = TranslationTable(
-                src_vocab=read_vocab(directory / f"{name}.src.vocab"),
-                tgt_vocab=read_vocab(directory / f"{name}.tgt.vocab"),
+                src_vocab=Vocab.load(arrays, f"{name}.src"),
+                tgt_vocab=Vocab.load(arrays, f"{name}.tgt"),
                 **{attr: arrays[f"{name}_{attr}"]
                    for attr in ("keys", "counts", "src_total", "src_types", "tgt_count")},
                 hash_table=arrays[f"{name}_hash"],
@@ -216,23 +211,9 @@ class Tables:
             cased=tts["cased"],
             lower=tts["lower"],
             tags=TagTable(arrays["tag_counts"]),
-            forms=Forms(read_vocab(directory / "forms.vocab"), arrays["forms_count"], arrays["forms_initial"]),
-            punct=dict(zip(read_vocab(directory / "punct.vocab"), arrays["punct_count"].tolist())),
+            forms=Forms(Vocab.load(arrays, "forms"), arrays["forms_count"], arrays["forms_initial"]),
+            punct=dict(zip(words_of(arrays["punct"]), arrays["punct_count"].tolist())),
         )
-
-
-# --- the tables in a model directory ----------------------------------------------------------
-
-def write_vocab(path: Path, words: Sequence[str]) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for w in words:
-            fh.write(w)
-            fh.write("\n")
-
-
-def read_vocab(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    return text.split("\n")[:-1] if text else []
 
 
 def _sorted_ids(words: Sequence[str], ids: np.ndarray) -> tuple[list[str], np.ndarray]:

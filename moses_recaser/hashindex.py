@@ -40,6 +40,21 @@ class HashIndex:
             pending, slot = pending[keep], (slot[keep] + 1) & ((1 << bits) - 1)
         return table
 
+    def find_one(self, key: int) -> int:
+        """The position of one key (-1: absent): ``find``'s probing in Python, without numpy's per-call cost."""
+        if not len(self.keys):
+            return -1
+        mask = len(self.table) - 1
+        slot = ((key * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> (64 - self.bits) if self.bits else 0
+        table, keys = self.table, self.keys
+        while True:
+            at = int(table[slot])
+            if at < 0:
+                return -1
+            if int(keys[at]) == key:
+                return at
+            slot = (slot + 1) & mask
+
     def find(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(position, found) of each query key; position 0 where not found."""
         pos = np.zeros(len(query), dtype=np.int64)

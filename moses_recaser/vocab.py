@@ -1,0 +1,137 @@
+"""Strings numbered 0, 1, 2, ... kept as numpy arrays (UTF-8 bytes, offsets, a hash index) instead of Python
+objects: a model with a million word types loads in the time it takes to read its arrays, and only the
+strings a run looks up become Python strings.
+
+A string's number is its place (``Vocab.of`` keeps the order given; ``add`` appends). Lookups go through a
+dict of the strings looked up so far, then the hash index: a stable 63-bit hash of the string's bytes (CRC-32
+and Adler-32), whose hit is checked against the stored bytes. Strings of one vocabulary whose hashes collide
+are kept in a small dict of their own.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import repeat
+
+import numpy as np
+
+from moses_recaser.hashindex import HashIndex
+
+
+def string_hash(data: bytes) -> int:
+    """A stable 63-bit hash of a string's UTF-8 bytes (Python's hash() changes from process to process)."""
+    return ((zlib.crc32(data) & 0x7FFFFFFF) << 32) | zlib.adler32(data)
+
+
+class Vocab:
+    def __init__(self, blob: bytes, offsets: np.ndarray, index: HashIndex, overflow: Mapping[str, int]) -> None:
+        self._blob = blob
+        self._offsets = offsets
+        self._index = index
+        self._overflow = dict(overflow)
+        self._stored = len(offsets) - 1
+        self._known: dict[str, int] = {}  # strings looked up (their number, or -1: absent) or added
+        self._added: list[str] = []
+
+    @classmethod
+    def of(cls, words: Iterable[str]) -> Vocab:
+        """The strings numbered in the order given (each once)."""
+        encoded = [w.encode("utf-8") for w in words]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        overflow = {}
+        if (counts > 1).any():  # the later strings of a shared hash
+            clash = set(keys[first[counts > 1]].tolist())
+            seen: set[int] = set()
+            for i, k in enumerate(keys.tolist()):
+                if k in clash:
+                    if k in seen:
+                        overflow[encoded[i].decode("utf-8")] = i
+                    seen.add(k)
+        return cls(b"".join(encoded), offsets, HashIndex(keys), overflow)
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """Everything, added strings included, for ``load``."""
+        v = self if not self._added else Vocab.of(self)
+        return {f"{prefix}.blob": np.frombuffer(v._blob, dtype=np.uint8), f"{prefix}.offsets": v._offsets,
+                f"{prefix}.keys": v._index.keys, f"{prefix}.hash": v._index.table,
+                f"{prefix}.overflow": np.array("\n".join(f"{w}\t{i}" for w, i in v._overflow.items()))}
+
+    @classmethod
+    def load(cls, z: Mapping[str, np.ndarray], prefix: str) -> Vocab:
+        text = str(z[f"{prefix}.overflow"])
+        overflow = {w: int(i) for w, i in (x.rsplit("\t", 1) for x in text.split("\n"))} if text else {}
+        return cls(z[f"{prefix}.blob"].tobytes(), z[f"{prefix}.offsets"],
+                   HashIndex(z[f"{prefix}.keys"], z[f"{prefix}.hash"]), overflow)
+
+    def __len__(self) -> int:
+        return self._stored + len(self._added)
+
+    def __getitem__(self, i: int) -> str:
+        if i >= self._stored:
+            return self._added[i - self._stored]
+        return self._blob[self._offsets[i]:self._offsets[i + 1]].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        blob, off = self._blob, self._offsets.tolist()
+        yield from (blob[off[i]:off[i + 1]].decode("utf-8") for i in range(self._stored))
+        yield from self._added
+
+    def __contains__(self, word: str) -> bool:
+        return self.get(word) >= 0
+
+    def get(self, word: str, default: int = -1) -> int:
+        i = self._known.get(word)
+        if i is None:
+            i = self._known[word] = self._search_one(word)
+        return i if i >= 0 else default
+
+    def numbers(self, words: list[str]) -> np.ndarray:
+        """The number of each word (-1: not in the vocabulary)."""
+        out = np.fromiter(map(self._known.get, words, repeat(-2)), dtype=np.int64, count=len(words))
+        missing = np.flatnonzero(out == -2)
+        if len(missing):
+            new = list(dict.fromkeys(words[i] for i in missing.tolist()))
+            found = dict(zip(new, self._search(new)))
+            out[missing] = np.fromiter((found[words[i]] for i in missing.tolist()), dtype=np.int64,
+                                       count=len(missing))
+        return out
+
+    def add(self, word: str) -> int:
+        """The word's number, appended if new."""
+        i = self.get(word)
+        if i < 0:  # (absent, and known to be: get remembered it)
+            i = len(self)
+            self._added.append(word)
+            self._known[word] = i
+        return i
+
+    def add_all(self, words: list[str]) -> list[int]:
+        """Each word's number, the new ones appended in order of first occurrence."""
+        out = self.numbers(words)
+        if (out < 0).any():
+            return [i if i >= 0 else self.add(w) for w, i in zip(words, out.tolist())]
+        return out.tolist()
+
+    def _search(self, words: list[str]) -> list[int]:
+        """Numbers of words not looked up yet (-1: absent), remembered."""
+        encoded = [w.encode("utf-8") for w in words]
+        keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
+        pos, found = self._index.find(keys) if self._stored else (keys, np.zeros(len(keys), dtype=bool))
+        out = [self._check(w, b, p if f else -1) for w, b, p, f in zip(words, encoded, pos.tolist(), found.tolist())]
+        self._known.update(zip(words, out))
+        return out
+
+    def _search_one(self, word: str) -> int:
+        data = word.encode("utf-8")
+        return self._check(word, data, self._index.find_one(string_hash(data)) if self._stored else -1)
+
+    def _check(self, word: str, data: bytes, at: int) -> int:
+        """``at`` if the stored string there is ``word`` (a hash hit), else its number among the strings whose
+        hash collides (-1: absent)."""
+        if at >= 0 and self._blob[self._offsets[at]:self._offsets[at + 1]] == data:
+            return at
+        return self._overflow.get(word, -1)
