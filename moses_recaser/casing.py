@@ -2,8 +2,10 @@
 
 Lowercasing is Python's ``str.lower()`` of the whole token (Unicode default case mapping,
 including the Greek final-sigma rule). A recased token ``v`` of an input token ``w`` must satisfy
-``lower(v) == lower(w)`` and ``len(v) == len(w)``: forms whose case mapping changes length
-(``ß`` -> ``SS``, ``İ`` -> ``i̇``) are never produced; such characters keep their input form.
+``lower(v) == lower(w)`` and have the same length, but for one character: ``İ`` (U+0130), whose
+lowercase is two, ``i`` and a combining dot (U+0307), so that lowercased ``i̇stanbul`` can come back as
+``İstanbul``. Other mappings that change length (``ß`` -> ``SS``) are never produced; such characters
+keep their input form.
 
 Tags, over the *cased* characters of a token (those with ``isupper()`` or ``islower()``):
 
@@ -89,6 +91,15 @@ def tag_by_characters(token: str) -> Tag:
     return Tag.MX
 
 
+DOTTED_I = "\u0130"  # İ: lower() gives "i\u0307", two characters
+_DOTTED_I_PARTS = "I\u0307"  # what upper-casing "i\u0307" a character at a time gives
+
+
+def _dotted(out: str) -> str:
+    """``I`` + combining dot above as the one character ``İ`` (both lowercase to ``i̇``)."""
+    return out.replace(_DOTTED_I_PARTS, DOTTED_I) if _DOTTED_I_PARTS in out else out
+
+
 def _upper_char(c: str) -> str:
     u = c.upper()
     return u if len(u) == 1 and u.lower() == c.lower() else c
@@ -100,10 +111,10 @@ def upper_all(token: str) -> str:
         return token.upper()  # the common case, and always length- and lowercase-preserving
     mask = _masked(token)
     # whole-token check first: Greek final sigma only round-trips in context (ΟΔΟΣ -> οδος)
-    out = "".join(c if m == "\0" or len(u := c.upper()) != 1 else u for c, m in zip(token, mask))
+    out = _dotted("".join(c if m == "\0" or len(u := c.upper()) != 1 else u for c, m in zip(token, mask)))
     if lower(out) == lower(token):
         return out
-    out = "".join(c if m == "\0" else _upper_char(c) for c, m in zip(token, mask))
+    out = _dotted("".join(c if m == "\0" else _upper_char(c) for c, m in zip(token, mask)))
     return out if lower(out) == lower(token) else token
 
 
@@ -120,7 +131,7 @@ def upper_first(token: str) -> str:
         low = token  # a length-changing lowercase (e.g. 'İ'): work on the token as given
     for i, c in enumerate(_masked(low)):
         if c.isupper() or c.islower():
-            out = low[:i] + _upper_char(c) + low[i + 1 :]
+            out = _dotted(low[:i] + _upper_char(c) + low[i + 1 :])
             return out if lower(out) == lower(token) else token
     return token
 
@@ -142,8 +153,10 @@ def apply(t: Tag, token: str) -> str:
 
 
 def is_recasing_of(candidate: str, token: str) -> bool:
-    """True when ``candidate`` differs from ``token`` in case only (same length, same lowercase)."""
-    return len(candidate) == len(token) and lower(candidate) == lower(token)
+    """True when ``candidate`` differs from ``token`` in case only: the same lowercase, and the same length
+    counting ``İ`` as the two characters of its lowercase."""
+    return lower(candidate) == lower(token) and \
+        len(candidate) + candidate.count(DOTTED_I) == len(token) + token.count(DOTTED_I)
 
 
 @lru_cache(maxsize=1 << 18)

@@ -37,7 +37,7 @@ import yaml
 from moses_recaser.errors import RecaserError
 from moses_recaser.textio import atomic_directory, sha256
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MANIFEST = "manifest.yaml"
 
 

@@ -46,10 +46,28 @@ def _open_binary(path: str) -> BinaryIO:
     return fh
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+def decode_line(raw: bytes, path: str, lineno: int) -> str:
+    """A line's text: without its line end (\\n or Windows' \\r\\n) and, on line 1, a UTF-8 byte-order
+    mark, so that neither sticks to a token; invalid UTF-8 is an error naming the file and line."""
+    if raw.endswith(b"\n"):
+        raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+    if lineno == 1 and raw.startswith(BOM):
+        raw = raw[len(BOM):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecaserError(f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start:exc.start + 4]!r})",
+                           path, lineno) from None
+
+
 class LineReader:
     """Iterate over the lines of a file (or stdin for ``-``) as str, without the newline.
 
-    Each line is decoded on its own so that invalid UTF-8 is reported with its line number.
+    Each line is decoded on its own so that invalid UTF-8 is reported with its line number; Windows line
+    ends and a byte-order mark are taken off (``decode_line``).
     ``require_newline`` makes a last line without a newline an error: decoder output always
     ends its lines, so a missing newline means the file was cut short. A file with no lines at
     all is an error unless ``allow_empty``: in a pipeline it almost always means a failed step.
@@ -85,16 +103,9 @@ class LineReader:
         try:
             for raw in self._fh:
                 self.lineno += 1
-                if raw.endswith(b"\n"):
-                    raw = raw[:-1]
-                elif self.require_newline:
+                if not raw.endswith(b"\n") and self.require_newline:
                     raise self.error("truncated last line (no newline at the end): the file looks cut short")
-                try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise self.error(
-                        f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start:exc.start + 4]!r})"
-                    ) from None
+                yield decode_line(raw, self.name, self.lineno)
         except (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError) as exc:
             raise self.error(f"read error: {exc}") from None
         finally:

@@ -49,7 +49,8 @@ def tico(tmp_path_factory):
 
     Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
     """
-    from moses_recaser.model.train import Bitext, TrainSettings, train
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.model.train import Bitext, train
     from moses_recaser.moses.tokenizer import tokenizer
 
     d = tmp_path_factory.mktemp("tico")

@@ -59,6 +59,16 @@ def test_surface_forms_change_case_only(token, iu, au):
 def test_length_changing_lowercase_is_left_alone():
     assert casing.lower_all("İstanbul") == "İstanbul"
     assert casing.is_recasing_of(casing.apply(Tag.IU, "İstanbul"), "İstanbul")
+    assert casing.upper_all("straße") == "STRAßE"  # not "STRASSE": a token never changes
+
+
+def test_dotted_capital_i_comes_back_from_its_lowercase():
+    low = "İstanbul".lower()  # "i" + U+0307 + "stanbul", one character longer
+    assert len(low) == len("İstanbul") + 1
+    assert casing.upper_first(low) == "İstanbul" and casing.upper_all(low) == "İSTANBUL"
+    assert casing.is_recasing_of("İstanbul", low) and casing.is_recasing_of(low, "İstanbul")
+    assert not casing.is_recasing_of("Istanbul", low)  # the dot is a letter's part, not case
+    assert casing.tag("İstanbul") is Tag.IU
 
 
 @pytest.mark.parametrize("tokens,expected", [

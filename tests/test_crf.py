@@ -65,6 +65,30 @@ def test_log_z_and_expectations_match_brute_force(seed, n):
     assert grad == pytest.approx(gold - expected, abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_partly_labeled_sentences_sum_over_their_unlabeled_positions(seed, n):
+    """Gold -1 leaves a position unlabeled: log p(labels) = log sum over the paths that agree with them - log Z,
+    and the gradient is E[F | labels] - E[F]."""
+    rng = np.random.default_rng(seed * 10 + n + 500)
+    lats = [random_lattice(rng, n) for _ in range(2)]
+    for lat in lats:
+        lat.gold[rng.random(n) < 0.5] = -1
+    w = rng.normal(size=4)
+    want_ll, want_grad = 0.0, np.zeros(4)
+    for lat in lats:
+        feats = np.array([path_features(lat, p) for p in paths(lat)])
+        agree = np.array([all(g < 0 or g == c for g, c in zip(lat.gold, p)) for p in paths(lat)])
+        scores = feats @ w
+        log_z, log_zc = logsumexp(scores), logsumexp(scores[agree])
+        want_ll += log_zc - log_z
+        want_grad += np.exp(scores[agree] - log_zc) @ feats[agree] - np.exp(scores - log_z) @ feats
+    (batch,) = batch_of(lats)
+    ll, grad = batch_objective(batch, w)
+    assert ll == pytest.approx(want_ll, abs=1e-9)
+    assert grad == pytest.approx(want_grad, abs=1e-9)
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_viterbi_matches_brute_force(seed):
     rng = np.random.default_rng(100 + seed)

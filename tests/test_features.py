@@ -72,6 +72,31 @@ def test_src_span_and_gen_take_the_source_form_without_links(extractor):
     assert v["The"] == 1.0 and v["the"] == 0.0 and v["THE"] == 0.0
 
 
+def test_src_span_gives_a_positional_capital_as_the_tables_know_the_word(arpa):
+    # the tables know "in" only in lowercase: "In" at the start of the source is a positional capital, and
+    # copied into the middle of the output it is "in"; "Berlin" keeps its capital
+    toy = TOY + [Triple(4, ["es", "regnet", "in", "Berlin"], ["it", "rains", "in", "Berlin"],
+                        links=[(0, 0), (1, 1), (2, 2), (3, 3)])]
+    ex = FeatureExtractor(Tables.from_counts(count_triples(toy)), ArrayLM.from_arpa(arpa),
+                          feature_names("full", [","]), alignment="links")
+    t = Triple(0, ["In", "Berlin", "regnet", "es", "."], ["it", "rains", "in", "berlin", "."],
+               links=[(3, 0), (2, 1), (0, 2), (1, 3), (4, 4)])
+    v = values(ex, t, 2, "src_span")
+    assert v["in"] == 1.0 and v["In"] == 0.0
+    assert values(ex, t, 3, "src_span")["Berlin"] == 1.0
+
+
+def test_upper_translation_reads_an_all_upper_source_word_at_a_sentence_start(extractor):
+    # "LE" starts a sentence, but all upper is not explained by position: its key stays "LE", not the
+    # "le" the tables know (this repeats after every sentence end)
+    t = Triple(0, ["LE", "chat", ".", "LE", "chien"], ["the", "cat", ".", "the", "dog"],
+               links=[(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)])
+    for position in (0, 3):
+        v = values(extractor, t, position, "upper_translation")
+        assert v["THE"] == 1.0 and v["The"] == 0.0 and v["the"] == 0.0
+    assert set(values(extractor, t, 1, "upper_translation").values()) == {0.0}  # "chat" is not upper
+
+
 def test_src_identical_ignores_positional_capitals_but_not_telling_case(extractor):
     # "Le" is capitalized by its position: no evidence for "Le" in the target
     t = Triple(0, ["Le", "chat"], ["le", "cat"], links=[(0, 0), (1, 1)])

@@ -59,6 +59,11 @@ def test_gen_gives_distinct_recasings_starting_with_the_tag_forms(token, seen, s
     assert out[:len(tag_forms)] == tag_forms
 
 
+def test_gen_gives_the_dotted_capital_i_of_a_lowercased_turkish_name():
+    low = "İzmir".lower()
+    assert gen(low, ["İzmir"]) == [low, "İzmir", "İZMIR"]
+
+
 def test_gen_joins_the_parts_training_forms_for_an_unseen_hyphenated_word():
     lines = ["x the QR and the Code and YouTube", "x a Krise and a Bundestagsfraktion"] * 3
     tables = Tables.from_counts(count_text((x.split() for x in lines), order=0))

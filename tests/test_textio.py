@@ -83,3 +83,10 @@ def test_atomic_directory(tmp_path):
         (d / "g").write_text("y")
     assert sorted(p.name for p in target.iterdir()) == ["g"]
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_windows_line_ends_and_a_byte_order_mark_are_not_text(tmp_path):
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"\xef\xbb\xbfcliquez sur ok .\r\nsecond line\r\n\xef\xbb\xbfkept\n")
+    assert list(LineReader(path)) == ["cliquez sur ok .", "second line", "\ufeffkept"]  # a BOM only starts a file
+    assert split_tokens(next(iter(LineReader(path))))[0] == "cliquez"

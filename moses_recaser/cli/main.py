@@ -10,11 +10,13 @@ from pathlib import Path
 from moses_recaser import __version__
 from moses_recaser.cli.common import add_trace_flags, main_of, trace_options
 from moses_recaser.errors import RecaserError
+from moses_recaser.model.settings import FEATURE_SETS, TrainSettings
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
 from moses_recaser.stats.symal import SYMMETRIZATIONS
 from moses_recaser.textio import atomic_output
 
 PROG = "moses-recaser"
+DEFAULTS = TrainSettings()
 log = logging.getLogger("moses_recaser")
 
 
@@ -106,7 +108,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from moses_recaser.model.train import Bitext, TrainSettings, train
+    from moses_recaser.model.train import Bitext, DecoderOutput, train
     from moses_recaser.modeldir import read_manifest
     from moses_recaser.stats.build import tempdir
     from moses_recaser.stats.npa import lengths_from_trace
@@ -124,10 +126,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         lmplz_options=args.lmplz_options or "",
     )
     bitext = Bitext(args.src, args.tgt, args.alignment) if args.stats is None else None
+    if args.dev_trace_alignment and not args.dev_trace:
+        raise RecaserError("--dev-trace-alignment goes with --dev-trace")
+    dev_output = DecoderOutput(args.dev_trace, args.dev_trace_alignment) if args.dev_trace else None
     with tempdir() as work:
         report = train(args.model, train=bitext, stats_model=args.stats,
                        dev=Bitext(args.dev_src, args.dev_tgt, args.dev_alignment), settings=settings, work=Path(work),
-                       jobs=args.jobs, lmplz=args.lmplz)
+                       jobs=args.jobs, lmplz=args.lmplz, dev_output=dev_output)
     log.info("dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s", 100 * report.gen_oracle, report.iterations,
              ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     print(read_manifest(args.model, verify=False).signature)
@@ -158,7 +163,7 @@ def cmd_recase(args: argparse.Namespace) -> int:
     single_threaded_blas()
     from moses_recaser.model.recaser import Recaser
 
-    recaser = Recaser(args.model, alignment=args.phrase_features)
+    recaser = Recaser(args.model, prefer=args.phrase_features)
     records = _records(args, recaser)
     with atomic_output(args.output) as out:
         if args.explain:
@@ -254,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alignment", help="Pharaoh i-j (e.g. EMS model/aligned.grow-diag-final-and); else eflomal")
     p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
     p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
-    p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
     p.add_argument("--model", required=True, help="output model directory")
     p.set_defaults(func=cmd_stats)
 
@@ -263,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tgt", required=True)
     p.add_argument("--alignment", required=True)
     p.add_argument("--shard", required=True, metavar="i/N", help="the i-th of N contiguous line blocks")
-    p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
     p.add_argument("-o", "--output", required=True, help="shard count file (.npz)")
     p.set_defaults(func=cmd_count)
 
@@ -284,25 +289,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dev-src", required=True)
     p.add_argument("--dev-tgt", required=True, help="cased dev reference")
     p.add_argument("--dev-alignment", help="dev word alignment; else aligned with the training data")
+    p.add_argument("--dev-trace", metavar="TRACE",
+                   help="the decoder's -t output for --dev-src: fit the weights on it, with --dev-tgt's case carried "
+                        "over to the words that match (docs/results.md compares the two fits)")
+    p.add_argument("--dev-trace-alignment", metavar="WA", help="the -alignment-output-file of --dev-trace")
     p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
     p.add_argument("--mono", action="append", metavar="FILE",
                    help="cased, tokenized target-language text without a source, for the LM and the case "
                         "prior (repeatable; e.g. the LM data of the Moses system)")
-    p.add_argument("--lm-order", type=int, default=3)
+    p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
     p.add_argument("--lmplz", metavar="BIN", help="KenLM's lmplz estimates the LM (it sorts on disk: large corpora)")
     p.add_argument("--lmplz-options", metavar="OPTIONS", help="more options for lmplz (default '-S 1G')")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="processes that count the training statistics (the model is the same for every N)")
     p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
-    p.add_argument("--features", default="full", choices=["paper", "full"],
-                   help="paper: the paper's features; full: plus source-copy, unseen-form and headline features")
-    p.add_argument("--phrase-features", default="phrase", choices=["phrase", "links"],
-                   help="align a word to its whole source phrase (paper) or to its linked words")
-    p.add_argument("--sigma", type=float, default=0.5, help="Gaussian prior (eq. 5); the paper used 0.5")
+    p.add_argument("--features", default=DEFAULTS.feature_set, choices=FEATURE_SETS,
+                   help="paper: the paper's features; full: plus source-copy, unseen-form and headline features "
+                        "(default %(default)s)")
+    p.add_argument("--phrase-features", default=DEFAULTS.alignment_mode, choices=["phrase", "links"],
+                   help="for input with phrases and word links: align a word to its whole source phrase (the "
+                        "paper) or to its linked words (default %(default)s)")
+    p.add_argument("--sigma", type=float, default=DEFAULTS.sigma,
+                   help="Gaussian prior (eq. 5; default %(default)s, the paper used 0.5)")
     p.add_argument("--sigma-grid", type=lambda x: [float(v) for v in x.split(",")], metavar="S1,S2,...",
                    help="pick sigma from these by 2-fold cross-validation on dev")
-    p.add_argument("--max-iter", type=int, default=200)
-    p.add_argument("--max-candidates", type=int, default=5, help="cap on GEN per word")
+    p.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter)
+    p.add_argument("--max-candidates", type=int, default=DEFAULTS.max_candidates,
+                   help="cap on GEN per word (default %(default)s)")
     p.add_argument("--heldout", type=int, default=0, metavar="N",
                    help="also fit weights on N held-out training sentences (features from the other folds)")
     p.add_argument("--lengths-trace", help="a Moses -t output whose source phrase lengths the NPA copies")
@@ -320,7 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", help="lowercased tokenized text ('-' for stdin)")
     p.add_argument("--input-alignment", help="Pharaoh source-target alignment of --input to --source")
     p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
-    p.add_argument("--phrase-features", choices=["phrase", "links"], help="override the model's choice")
+    p.add_argument("--phrase-features", choices=["phrase", "links"],
+                   help="for input with phrases and word links, read only these (with the weights fitted for them)")
     p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="worker processes (output is byte-identical to --threads 1)")

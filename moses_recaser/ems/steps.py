@@ -149,7 +149,8 @@ def train_step(step: TrainStep) -> None:
     """Train on the corpus but its last ``dev_size`` sentence pairs (at most 10%), which train the CRF weights;
     the corpus is read where it is, line by line, its statistics counted in ``cores`` processes. Then write
     ``config``: the pointer to the model that later steps receive as -model."""
-    from moses_recaser.model.train import Bitext, TrainSettings, train
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.model.train import Bitext, train
     from moses_recaser.stats.counting import corpus_lines
 
     if step.source_corpus is None or step.alignment is None:

@@ -208,7 +208,8 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
                 cache: Path, tag: str, mono: Path | None = None) -> Path:
     import tempfile
 
-    from moses_recaser.model.train import Bitext, TrainSettings
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.model.train import Bitext
     from moses_recaser.model.train import train as train_crf
 
     settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,

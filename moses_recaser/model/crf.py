@@ -152,19 +152,15 @@ def backward(phi: np.ndarray, L: np.ndarray) -> list[np.ndarray]:
     return betas[::-1]
 
 
-def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
-    """Sum of log p(gold) over the batch, and its gradient."""
-    assert batch.gold is not None
-    phi, L = potentials(batch, w)
+def expectations(batch: Batch, phi: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """log Z per sentence, and the expected unary features (D,) and LM feature summed over the batch."""
     S, n, _K = phi.shape
     alphas, log_z = forward(phi, L)
     betas = backward(phi, L)
-    grad = np.zeros_like(w)
-    # expected unary features
+    e_unary = np.zeros(batch.unary.shape[-1])
     for i in range(n):
         mu = np.exp(_lse(alphas[i] + betas[i], axis=1) - log_z[:, None])  # (S, K)
-        grad[1:] -= np.einsum("sk,skd->d", mu, batch.unary[:, i])
-    # expected LM feature
+        e_unary += np.einsum("sk,skd->d", mu, batch.unary[:, i])
     lm = batch.lm
     p0 = np.exp(alphas[0][:, 0, :] + betas[0][:, 0, :] - log_z[:, None])
     e_lm = np.sum(p0 * lm[:, 0, 0, 0, :])
@@ -173,15 +169,32 @@ def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
         e_lm += np.sum(np.exp(xi - log_z[:, None, None, None]) * lm[:, i])
     xi_end = alphas[n - 1] + L[:, n, :, :, 0] - log_z[:, None, None]
     e_lm += np.sum(np.exp(xi_end) * lm[:, n, :, :, 0])
-    grad[0] -= e_lm
-    # the reference path
+    return log_z, e_unary, float(e_lm)
+
+
+def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
+    """Sum of log p(gold) over the batch, and its gradient. A gold index of -1 leaves a position unlabeled
+    (decoder output whose word the reference lacks): the likelihood is then of the labeled positions, summed
+    over every path through the others, and the reference side of the gradient an expectation too."""
+    assert batch.gold is not None
+    phi, L = potentials(batch, w)
+    log_z, e_unary, e_lm = expectations(batch, phi, L)
     g = batch.gold
+    grad = np.empty_like(w)
+    if (g < 0).any():
+        K = phi.shape[2]
+        clamp = (g[:, :, None] < 0) | (np.arange(K)[None, None, :] == g[:, :, None])
+        log_zc, ec_unary, ec_lm = expectations(batch, np.where(clamp, phi, NEG), L)
+        grad[1:], grad[0] = ec_unary - e_unary, ec_lm - e_lm
+        return float(np.sum(log_zc - log_z)), grad
+    S, n = g.shape
     rows = np.arange(S)
+    lm = batch.lm
     gold_unary = sum(batch.unary[rows, i, g[:, i]] for i in range(n))
     padded = np.concatenate([np.zeros((S, 2), dtype=np.int64), g, np.zeros((S, 1), dtype=np.int64)], axis=1)
     gold_lm = sum(lm[rows, i, padded[:, i], padded[:, i + 1], padded[:, i + 2]] for i in range(n + 1))
-    grad[1:] += gold_unary.sum(axis=0)
-    grad[0] += gold_lm.sum()
+    grad[1:] = gold_unary.sum(axis=0) - e_unary
+    grad[0] = gold_lm.sum() - e_lm
     score = float(np.sum(gold_unary @ w[1:] + w[0] * gold_lm - log_z))
     return score, grad
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
@@ -20,6 +21,7 @@ from moses_recaser.casing import Tag
 from moses_recaser.model.batch import alignment_pairs
 from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.columns import WordTypes
+from moses_recaser.model.constraints import ConstraintInputs, fixed_forms
 from moses_recaser.model.features import OTHER_PUNCT, BatchFacts, FeatureInputs, fill
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.lattice import Flat
@@ -34,17 +36,27 @@ from moses_recaser.vocab import Vocab
 
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
 # targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
-# ASCII, equal to its lowercase), and unseen but shaped like a name
+# ASCII, equal to its lowercase), unseen but shaped like a name, and ends a sentence
 _TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64), ("start", np.int64),
                    ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool),
-                   ("is_low", bool), ("name", bool)]
+                   ("is_low", bool), ("name", bool), ("end", bool)]
 # per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
 # telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), GEN's test's
-# columns as above, and hyphenated
+# columns as above, hyphenated, has a lowercase letter, and all upper (tag AU)
 _SOURCE_COLUMNS = [("letter", bool), ("end", bool), ("final", bool), ("cap", bool), ("long", bool),
                    ("telling", bool), ("strip_id", np.int64), ("key", np.int64), ("key_pos", np.int64),
                    ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool), ("is_low", bool),
-                   ("hyphen", bool)]
+                   ("hyphen", bool), ("has_lower", bool), ("upper", bool)]
+
+
+@dataclass
+class Pairs:
+    """A batch's flat source tokens, their type numbers, and its (output word, source word) pairs."""
+
+    source: list[str]
+    st: np.ndarray
+    pos: np.ndarray
+    src: np.ndarray
 
 
 class FeatureExtractor:
@@ -97,7 +109,8 @@ class FeatureExtractor:
         self._target_types.restore(z, "types.target")
         self._source_types.restore(z, "types.source")
 
-    def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None = None) -> Flat:
+    def flat(self, triples: Sequence[Triple],
+             references: Sequence[Sequence[str | None] | None] | None = None) -> Flat:
         """The lattice of many triples at once; with ``references``, the reference's candidate at each
         position (added to GEN where GEN misses it, as training needs)."""
         b = self._batch(triples, references)
@@ -115,7 +128,7 @@ class FeatureExtractor:
         else:
             split = SplitLM.of(cells, self._kenlm, ids, KenlmContexts.SPECIALS)  # type: ignore[arg-type]
         return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, cells=cells, lm=split,
-                    bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses)
+                    bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses, fixed=b.fixed)
 
     # --- word types ----------------------------------------------------------------------
     def _describe_target(self, toks: list[str]) -> dict[str, list]:
@@ -133,34 +146,38 @@ class FeatureExtractor:
             "count": counts.tolist(),
             "low": keys.add_all(low),
             "strip": keys.add_all([casing.strip_diacritics(x) for x in low]),
-            "len": list(map(len, toks)),
+            "len": list(map(len, low)),
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
             "name": [named and a and not training(x) and prior.looks_like_a_name(x)  # type: ignore[union-attr]
                      for x, a in zip(low, letter)],
+            "end": [t in SENTENCE_END for t in toks],
         }
 
     def _describe_source(self, words: list[str]) -> dict[str, list]:
         keys, source_id = self._keys, self._source_id
         low = [casing.lower(w) for w in words]
         sid = [source_id(w, False) for w in words]
+        telling = [_telling_case(w) for w in words]
         return {
             "letter": [casing.has_letter(w) for w in words],
             "end": [w in SENTENCE_END for w in words],
             "final": [w in FINAL for w in words],
             "cap": [casing.is_capitalized(w) for w in words],
             "long": [len(w) > 3 for w in words],
-            "telling": [_telling_case(w) for w in words],
+            "telling": telling,
             "strip_id": list(map(self.candidates.strip_id, words)),
             "key": sid,
-            # a lowercase word is its own positional key
-            "key_pos": [k if w == x else source_id(w, True) for w, x, k in zip(words, low, sid)],
+            # a lowercase word, and a word whose case position does not explain, is its own positional key
+            "key_pos": [k if w == x or t else source_id(w, True) for w, x, k, t in zip(words, low, sid, telling)],
             "low": keys.add_all(low),
             "strip": keys.add_all([casing.strip_diacritics(x) for x in low]),
-            "len": list(map(len, words)),
+            "len": list(map(len, low)),
             "ascii": [w.isascii() for w in words],
             "is_low": [w == x for w, x in zip(words, low)],
             "hyphen": ["-" in w.strip("-") for w in words],
+            "has_lower": [any(map(str.islower, w)) for w in words],
+            "upper": [casing.tag(w) is Tag.AU for w in words],
         }
 
     def _parts(self, word: str) -> list[int]:
@@ -168,17 +185,20 @@ class FeatureExtractor:
         return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
 
     def _source_id(self, word: str, positional: bool) -> int:
-        """``Candidates.source_id`` of a source word as the tables know it: a word capitalized by its
-        position in lowercase, if the tables know it only that way."""
-        w = word
-        if positional:
-            known = self.tables.cased.src_vocab
-            low = casing.lower_all(word)
-            w = word if word in known or low not in known else low
-        return self.candidates.source_id(w)
+        """``Candidates.source_id`` of a source word as the tables know it (``_as_known``) when it is
+        capitalized by its position."""
+        return self.candidates.source_id(self._as_known(word) if positional else word)
+
+    def _as_known(self, word: str) -> str:
+        """A source word capitalized by its position as the tables know it: in lowercase if they know it only
+        that way."""
+        known = self.tables.cased.src_vocab
+        low = casing.lower_all(word)
+        return word if word in known or low not in known else low
 
     # --- a batch ---------------------------------------------------------------------------
-    def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str] | None] | None) -> BatchFacts:
+    def _batch(self, triples: Sequence[Triple],
+               references: Sequence[Sequence[str | None] | None] | None) -> BatchFacts:
         T = self._target_types
         layout = Layout.of([t.target for t in triples], [t.source for t in triples])
         S = len(triples)
@@ -194,10 +214,26 @@ class FeatureExtractor:
                        pair_pos=np.zeros(0, dtype=np.int64), pair_src=np.zeros(0, dtype=np.int64),
                        gold=[None] * S, gen_misses=[0] * S)
         if b.bilingual.any():
-            self._source_side(b, triples, tt, target)
+            pairs = self._source_side(b, triples, tt, target)
+            if references is None:
+                b.fixed = self._constrain(b, triples, tt, target, pairs)
         if references is not None:
             self._gold(b, target, references)
         return b
+
+    def _constrain(self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str],
+                   pairs: Pairs) -> dict[int, str]:
+        """Fix the words the constraints fix (GEN: their one form); returns the rule of each."""
+        T, Sr, layout = self._target_types, self._source_types, b.layout
+        forms, why = fixed_forms(ConstraintInputs(
+            triples=triples, layout=layout, target=target, source=pairs.source,
+            tgt_positional=positional(T["letter"][tt], T["end"][tt], layout.tgt_start, layout.n_tgt),
+            src_lower=Sr["has_lower"][pairs.st], src_upper=Sr["upper"][pairs.st], pair_pos=pairs.pos,
+            pair_src=pairs.src))
+        C = self.candidates
+        for g, form in forms.items():
+            b.start[g], b.count[g] = C.segment([C.id(form)])
+        return why
 
     def _takes(self, tk: np.ndarray, sk: np.ndarray) -> np.ndarray:
         """GEN's test for an aligned source word (target type numbers ``tk``, source type numbers ``sk``):
@@ -208,7 +244,7 @@ class FeatureExtractor:
         return (T["len"][tk] == Sr["len"][sk]) & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk]) & (
             same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
 
-    def _source_side(self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str]) -> None:
+    def _source_side(self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str]) -> Pairs:
         """The batch's facts from its sources: source keys, headline flags, alignment pairs, and GEN with
         the aligned source words where it takes them."""
         Sr, layout = self._source_types, b.layout
@@ -234,14 +270,17 @@ class FeatureExtractor:
         for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
             forms.setdefault(p, []).append(source[k])
         if "src_span" in self.index:
-            b.spans = self._spans(triples, layout, tt, st, forms, source)
+            b.spans = self._spans(triples, layout, tt, st, forms, source, pos & ~Sr["telling"][st])
         for p, fs in forms.items():
             b.start[p], b.count[p] = self.candidates.sourced(target[p], tuple(fs))
+        return Pairs(source=source, st=st, pos=pt, src=ps)
 
     def _spans(self, triples: Sequence[Triple], layout: Layout, tt: np.ndarray, st: np.ndarray,
-               forms: dict[int, list[str]], source: list[str]) -> np.ndarray:
+               forms: dict[int, list[str]], source: list[str], by_position: np.ndarray) -> np.ndarray:
         """src_span's form of every word (candidate id, -1: none), adding it to ``forms`` where GEN takes
-        it; source_spans runs only on sentences that share a word bigram with their source."""
+        it; source_spans runs only on sentences that share a word bigram with their source. A source word
+        capitalized by its position (``by_position``) gives its form as the tables know it (``_as_known``):
+        "In Berlin" copied into the middle of a sentence is "in Berlin"."""
         T, Sr = self._target_types, self._source_types
 
         def bigrams(low: np.ndarray, letter: np.ndarray, sent: np.ndarray) -> np.ndarray:
@@ -266,15 +305,15 @@ class FeatureExtractor:
         spans = np.full(len(tt), -1, dtype=np.int64)
         if g:
             G, M = np.array(g), np.array(m)
-            spans[G] = [self.candidates.id(source[k]) for k in m]
+            spans[G] = [self.candidates.id(self._as_known(source[k]) if by_position[k] else source[k]) for k in m]
             takes = self._takes(tt[G], st[M])
             for p, k in zip(G[takes].tolist(), M[takes].tolist()):
                 forms.setdefault(p, []).append(source[k])
         return spans
 
-    def _gold(self, b: BatchFacts, target: list[str], references: Sequence[Sequence[str] | None]) -> None:
-        """Each reference word's index among its candidates; a reference form GEN did not give is
-        counted (gen_misses), and added when it is a recasing of the word."""
+    def _gold(self, b: BatchFacts, target: list[str], references: Sequence[Sequence[str | None] | None]) -> None:
+        """Each reference word's index among its candidates (-1 for a None word: unlabeled); a reference
+        form GEN did not give is counted (gen_misses), and added when it is a recasing of the word."""
         C, layout = self.candidates, b.layout
         pool = C.pool()  # segments added below are not read again
         for s, ref in enumerate(references):
@@ -285,6 +324,9 @@ class FeatureExtractor:
                 raise ValueError(f"reference of {len(ref)} words for a target of {n}")
             gold = []
             for i, r in enumerate(ref):
+                if r is None:  # a word the reference does not decide (decoder output): unlabeled
+                    gold.append(-1)
+                    continue
                 g = g0 + i
                 rid, c = C.id(r), pool[b.start[g]:b.start[g] + b.count[g]].tolist()
                 if rid not in c:

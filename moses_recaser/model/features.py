@@ -1,10 +1,11 @@
 """The CRF's feature functions (paper section 4.3 and beyond), each declared once, in ``FEATURES``.
 
-A feature is a row: its name, whether it is the paper's, whether it reads the source (the monolingual
-weights switch those off), a description, and the function giving its value for every candidate of a
-batch from a ``FeatureInputs``. Adding one is a function and a row here; a new fact about candidates
+A feature is a row: its name, whether it is the paper's, what it reads besides the output (nothing, the
+source sentence, or the alignment: each input mode's weights switch off what its input lacks,
+``modes.MODES``), a description, and the function giving its value for every candidate of a batch from
+a ``FeatureInputs``. Adding one is a function and a row here; a new fact about candidates
 is a column of ``candidates.Facts``. The LM (eq. 6) is the only transition feature and is not listed:
-it is the lattice's (``lattice.Flat.lm``) and always has weight 0 in the weight vector.
+it is the lattice's (``lattice.Flat.lm``), and its weight comes first in a weight vector.
 
 A target word E_i is aligned to every word of its aligned source phrase (``alignment="phrase"``, the
 paper's choice) or, beyond the paper (``alignment="links"``), to the source words it is linked to when
@@ -22,8 +23,8 @@ pairs and tag pairs only between words whose case is not positional.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -38,7 +39,8 @@ RARE_PRIOR = math.log(0.5)
 OTHER_PUNCT = "punct=<other>"
 # bumped whenever a feature's definition changes, so that cached experiment models are retrained
 FEATURE_REVISION = 7
-FEATURE_SETS = ("paper", "full")
+# what a feature reads besides the output: nothing else, the source sentence, or its alignment to the output
+TARGET, SOURCE, ALIGNMENT = "target", "source", "alignment"
 
 
 @dataclass
@@ -63,6 +65,7 @@ class BatchFacts:
     pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_id)
     gold: list[np.ndarray | None]
     gen_misses: list[int]
+    fixed: dict[int, str] = field(default_factory=dict)  # words a constraint fixed, and its name
 
 
 class _Gathered:
@@ -159,7 +162,7 @@ class Feature:
     doc: str
     value: Callable[[FeatureInputs], np.ndarray]
     paper: bool = False
-    reads_source: bool = False
+    reads: str = TARGET  # what an input must have for the feature to be on (input modes: model/modes.py)
     columns: Callable[[Sequence[str]], list[str]] | None = None
 
 
@@ -197,11 +200,11 @@ def _punct_columns(punctuation: Sequence[str]) -> list[str]:
 
 FEATURES: tuple[Feature, ...] = (
     Feature("cap_t1", "eq. 7: log sum_k p(E_i | F_k), the cased translation table over the aligned source words",
-            lambda x: x.translation.cap_t1, paper=True, reads_source=True),
+            lambda x: x.translation.cap_t1, paper=True, reads=ALIGNMENT),
     Feature("cap_tag_t1", "eq. 8: log sum_k p(e_i | f_k) p(tag(E_i) | tag(F_k)), lowercase and tag tables",
-            lambda x: x.translation.cap_tag_t1, paper=True, reads_source=True),
+            lambda x: x.translation.cap_tag_t1, paper=True, reads=ALIGNMENT),
     Feature("upper_translation", "E_i is all upper case and so is every cased word of its aligned source words",
-            lambda x: x.translation.upper, paper=True, reads_source=True),
+            lambda x: x.translation.upper, paper=True, reads=ALIGNMENT),
     Feature("initial", "E_i is the sentence's first word with a letter, and it is capitalized",
             lambda x: x.cand.cap & (x.P == x.b.first[x.S]), paper=True),
     Feature("punct", "E_i is capitalized and follows the punctuation token P (one column per P seen at least "
@@ -213,33 +216,33 @@ FEATURES: tuple[Feature, ...] = (
             "(an unseen 'yunlong' reads like the rare 'Dalong', not like 'long')", _case_prior(seen=False)),
     Feature("src_identical", "the candidate, which has a cased letter, equals (up to diacritics) a source word "
             "whose case is not due to its position, or whose case is more than a capital first letter",
-            lambda x: x.src_identical, reads_source=True),
+            lambda x: x.src_identical, reads=SOURCE),
     Feature("src_identical:rare", "the same, for a candidate the case prior finds unlikely (p < 1/2): 'the "
-            "Reason foundation'", lambda x: x.src_identical & (x.cand.prior < RARE_PRIOR), reads_source=True),
+            "Reason foundation'", lambda x: x.src_identical & (x.cand.prior < RARE_PRIOR), reads=SOURCE),
     Feature("src_identical:IU", "the same, for a capitalized candidate of a word seen in training: a German "
             "source capitalizes every noun, so such copies tell less than acronyms and unseen names",
-            lambda x: x.src_identical & (x.cand.tag == int(Tag.IU)) & ~x.cand.oov, reads_source=True),
+            lambda x: x.src_identical & (x.cand.tag == int(Tag.IU)) & ~x.cand.oov, reads=SOURCE),
     Feature("src_part", "the candidate's capitalized first hyphen part equals (up to diacritics) a capitalized "
-            "part of a hyphenated source word ('US' from 'US-Medienberichten')", _src_part, reads_source=True),
+            "part of a hyphenated source word ('US' from 'US-Medienberichten')", _src_part, reads=SOURCE),
     Feature("src_span", "E_i lies in a run of two or more words with a letter that the source repeats verbatim up "
             "to case, and the candidate is the source's form (copied titles and names)",
             lambda x: x.b.spans[x.G] == x.ids if x.b.spans is not None else np.zeros(len(x.ids), dtype=bool),
-            reads_source=True),
+            reads=SOURCE),
     Feature("unseen_form", "the candidate has a cased letter and never occurred in the training target",
             lambda x: x.not_an & x.cand.unseen),
     Feature("after_name", "the candidate is capitalized and follows a word training never saw whose shape reads "
             "as a name's ('Yunlong County'); after an unseen word the LM has only unigrams",
             lambda x: x.cand.cap & x.b.after_name[x.G]),
     Feature("hl:IU", "the source line looks like a headline (no final punctuation, at most 20 tokens) and the "
-            "candidate is capitalized and longer than 3 letters", _headline("hl", Tag.IU, False), reads_source=True),
+            "candidate is capitalized and longer than 3 letters", _headline("hl", Tag.IU, False), reads=SOURCE),
     Feature("hl:IU:short", "the same, for a capitalized candidate of at most 3 letters",
-            _headline("hl", Tag.IU, True), reads_source=True),
+            _headline("hl", Tag.IU, True), reads=SOURCE),
     Feature("hl:AU", "the source line looks like a headline and the candidate is all upper",
-            _headline("hl", Tag.AU, None), reads_source=True),
+            _headline("hl", Tag.AU, None), reads=SOURCE),
     Feature("tc:IU", "the source line is title-cased (most of its longer non-initial words capitalized) and the "
-            "candidate is capitalized and longer than 3 letters", _headline("tc", Tag.IU, False), reads_source=True),
+            "candidate is capitalized and longer than 3 letters", _headline("tc", Tag.IU, False), reads=SOURCE),
     Feature("tc:IU:short", "the same, for a capitalized candidate of at most 3 letters",
-            _headline("tc", Tag.IU, True), reads_source=True),
+            _headline("tc", Tag.IU, True), reads=SOURCE),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 
@@ -262,9 +265,9 @@ def feature_of(column: str) -> Feature:
     return BY_NAME.get(column) or BY_NAME[column.split("=", 1)[0]]
 
 
-def source_columns(names: Sequence[str]) -> set[str]:
-    """The columns whose features read the source: the monolingual weights keep them at 0."""
-    return {n for n in names if feature_of(n).reads_source}
+def columns_reading(names: Sequence[str], reads: Collection[str]) -> np.ndarray:
+    """Per column: its feature reads only what ``reads`` names (an input mode's weights keep the others at 0)."""
+    return np.array([feature_of(n).reads in reads for n in names], dtype=bool)
 
 
 def fill(U: np.ndarray, x: FeatureInputs, names: Sequence[str], index: dict[str, int]) -> None:
@@ -273,7 +276,7 @@ def fill(U: np.ndarray, x: FeatureInputs, names: Sequence[str], index: dict[str,
     bilingual = bool(x.b.bilingual.any())
     for name in names:
         f = feature_of(name)
-        if f.name in done or (f.reads_source and not bilingual):
+        if f.name in done or (f.reads != TARGET and not bilingual):
             continue
         done.add(f.name)
         v = f.value(x)

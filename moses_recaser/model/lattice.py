@@ -8,7 +8,7 @@ values, and the LM over the batch's state cells (``viterbi``). Recasing decodes 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,7 @@ class Flat:
     bilingual: np.ndarray  # (S,) bool: the sentence has a source
     gold: list[np.ndarray | None]  # per sentence, the reference's candidate index per position (training)
     gen_misses: list[int]  # per sentence, positions whose reference GEN did not give (training)
+    fixed: dict[int, str] = field(default_factory=dict)  # positions (flat) a constraint fixed, and its name
 
     def best_paths(self, phi: np.ndarray, lm_weight: np.ndarray) -> list[np.ndarray]:
         """Viterbi: per sentence, the best candidate index per position, for unary scores ``phi`` (C,)

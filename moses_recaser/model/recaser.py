@@ -1,8 +1,8 @@
 """A trained recaser: model directory -> (triple -> recased tokens), by exact Viterbi.
 
-With a source sentence (and alignment) the bilingual weights are used; without one, the
-monolingual weights, trained on the same dev data with every source feature switched off, so a
-missing source never fails. Output tokens differ from the input in case only.
+Each sentence is scored with the weights of its input mode (``modes``: with or without its source,
+phrases, word links), so a missing source or alignment never fails and never meets weights fitted for
+what it lacks. Output tokens differ from the input in case only.
 """
 
 from __future__ import annotations
@@ -11,17 +11,18 @@ import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
+from moses_recaser import casing
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.crf import make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.modes import MODES, Weights, mode_of
 from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import Manifest, read_manifest, verify_files
 from moses_recaser.sentences import chunks
@@ -29,30 +30,6 @@ from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple, lowered
 
 log = logging.getLogger(__name__)
-@dataclass
-class Weights:
-    names: list[str]  # feature names; the LM weight comes first as "lm"
-    bilingual: np.ndarray
-    monolingual: np.ndarray
-
-    def to_dict(self) -> dict:
-        return {
-            "names": ["lm"] + self.names,
-            "bilingual": [float(x) for x in self.bilingual],
-            "monolingual": [float(x) for x in self.monolingual],
-        }
-
-    @classmethod
-    def from_dict(cls, doc: dict, where: str) -> Weights:
-        try:
-            names = [str(x) for x in doc["names"]]
-            bi = np.array(doc["bilingual"], dtype=np.float64)
-            mono = np.array(doc["monolingual"], dtype=np.float64)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RecaserError(f"the model's weights are malformed ({exc})", where) from None
-        if names[:1] != ["lm"] or len(bi) != len(names) or len(mono) != len(names):
-            raise RecaserError("the model's weights do not match its feature names", where)
-        return cls(names=names[1:], bilingual=bi, monolingual=mono)
 
 
 def load_lm(path: Path) -> object:
@@ -83,13 +60,18 @@ def lm_file(model_dir: Path, manifest: Manifest) -> Path:
     raise RecaserError("the model has no LM file", str(model_dir))
 
 
+MODE_ROW = {m.name: k for k, m in enumerate(MODES)}
+
+
 class Recaser:
     """Load once, recase many triples."""
 
-    def __init__(self, model_dir: str | os.PathLike[str], *, alignment: str | None = None) -> None:
+    def __init__(self, model_dir: str | os.PathLike[str], *, prefer: str | None = None) -> None:
+        """``prefer`` ("phrase" or "links"): for input with both, read only that (its mode's weights)."""
         from moses_recaser.modeldir import resolve_model
 
         self.dir = resolve_model(model_dir)
+        self.prefer = prefer
         self.manifest = read_manifest(self.dir, verify=False)
         # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
         # read), computed on a second thread while the model loads: hashlib releases the GIL
@@ -97,13 +79,13 @@ class Recaser:
         with ThreadPoolExecutor(1) as pool:
             verified = pool.submit(verify_files, self.dir, self.manifest.files, skip)
             try:
-                self._load(alignment)
+                self._load()
             except Exception:
                 verified.result()  # a damaged file is the better message
                 raise
             verified.result()
 
-    def _load(self, alignment: str | None) -> None:
+    def _load(self) -> None:
         where = str(self.dir / "manifest.yaml")
         if "weights" not in self.manifest.extra:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
@@ -111,12 +93,11 @@ class Recaser:
         self.settings = self.manifest.settings
         self.tables = Tables.load(self.dir)
         self.lm = load_model_lm(self.dir, self.manifest)
-        self.alignment_mode = alignment or str(self.settings.get("alignment_mode", "phrase"))
         self.extractor = FeatureExtractor(
             self.tables,
             self.lm,
             self.weights.names,
-            alignment=self.alignment_mode,
+            alignment=str(self.settings["alignment_mode"]),
             max_candidates=int(self.settings.get("max_candidates", MAX_CANDIDATES)),
             candidates_file=self.dir / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
         )
@@ -136,18 +117,27 @@ class Recaser:
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""
-        flat = self.extractor.flat([lowered(t) for t in triples])
-        wb, wm = self.weights.bilingual, self.weights.monolingual
-        # each sentence scored with the weights of its mode (with or without a source)
-        if flat.bilingual.all() or not flat.bilingual.any():
-            phi = flat.unary @ (wb if flat.bilingual.all() else wm)[1:]
-        else:
-            phi = np.where(np.repeat(flat.bilingual, flat.n_pos)[np.repeat(np.arange(len(flat.per_pos)), flat.per_pos)],
-                           flat.unary @ wb[1:], flat.unary @ wm[1:])
-        paths = flat.best_paths(phi, np.where(flat.bilingual, wb[0], wm[0]))
+        views, modes = self._views(triples)
+        flat = self.extractor.flat(views)
+        W = self.weights.matrix()
+        if (modes == modes[0]).all():
+            phi = flat.unary @ W[modes[0], 1:]
+        else:  # each candidate by its sentence's weights
+            sent = np.repeat(np.repeat(np.arange(len(triples)), flat.n_pos), flat.per_pos)
+            phi = np.take_along_axis(flat.unary @ W[:, 1:].T, modes[sent][:, None], axis=1)[:, 0]
+        paths = flat.best_paths(phi, W[modes, 0])
         out = flat.words(paths, self.extractor.candidates.strings)
         check_case_only_all([t.target for t in triples], out)
         return out
+
+    def _views(self, triples: Sequence[Triple]) -> tuple[list[Triple], np.ndarray]:
+        """The lowercased triples as their modes see them, and each one's mode (its row in MODES)."""
+        views, modes = [], []
+        for t in triples:
+            mode = mode_of(t, self.prefer)
+            views.append(mode.view(lowered(t)))
+            modes.append(MODE_ROW[mode.name])
+        return views, np.array(modes, dtype=np.int64)
 
     def recase(self, triples: Iterable[Triple], chunk: int = CHUNK) -> Iterator[list[str]]:
         for part in chunks(triples, chunk):
@@ -155,11 +145,12 @@ class Recaser:
 
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
-        given the best path)."""
-        flat = self.extractor.flat([lowered(triple)])
+        given the best path); ``fixed_by`` names the constraint that fixed a word."""
+        views, modes = self._views([triple])
+        flat = self.extractor.flat(views)
         if not len(flat.per_pos):
             return []
-        w = self.weights.bilingual if triple.source else self.weights.monolingual
+        w = self.weights.matrix()[modes[0]]
         best = flat.best_paths(flat.unary @ w[1:], np.array([w[0]]))[0]
         (batch,) = make_batches([flat])
         unary, lm = batch.unary[0], batch.lm[0]
@@ -177,13 +168,16 @@ class Recaser:
             scored = {k: contributions(i, k) for k in range(len(cands))}
             alts = [k for k in scored if k != j]
             runner = max(alts, key=lambda k: sum(scored[k].values())) if alts else None
-            rows.append({
+            row = {
                 "word": triple.target[i],
                 "chosen": cands[j],
                 "features": scored[j],
                 "runner_up": None if runner is None else cands[runner],
                 "runner_up_features": None if runner is None else scored[runner],
-            })
+            }
+            if i in flat.fixed:
+                row["fixed_by"] = flat.fixed[i]  # a constraint's name (constraints.CONSTRAINTS)
+            rows.append(row)
         return rows
 
 
@@ -192,7 +186,8 @@ def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Seque
     if list(map(len, inputs)) == list(map(len, outputs)):
         flat_in, flat_out = list(chain.from_iterable(inputs)), list(chain.from_iterable(outputs))
         # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
-        # final-sigma rule as the end of a token does, so this is the per-token test
+        # final-sigma rule as the end of a token does, so this is the per-token test (an "İ" made
+        # from "i̇" changes a length: such sentences take the slow way)
         if list(map(len, flat_in)) == list(map(len, flat_out)) and \
                 "\n".join(flat_in).lower() == "\n".join(flat_out).lower():
             return
@@ -201,6 +196,6 @@ def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Seque
 
 
 def check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
-    # casing.is_recasing_of on every token (same length, same lowercase), with the maps in C
-    if list(map(len, inp)) != list(map(len, out)) or list(map(str.lower, inp)) != list(map(str.lower, out)):
+    """Every output token a recasing of its input token (``casing.is_recasing_of``)."""
+    if len(inp) != len(out) or not all(map(casing.is_recasing_of, out, inp)):
         raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

@@ -6,8 +6,9 @@
    ``--mono``) joins the LM and the target-side counts; the LM by this package's estimator or by lmplz;
 3. dev: the naive phrase aligner turns its word links into phrase pairs; lattices over GEN of the
    lowercased dev reference, with the reference form added where GEN misses it;
-4. bilingual weights by L-BFGS on eq. 5; monolingual weights on the same lattices with every
-   source feature switched off (used when no source is given at recasing time);
+4. weights by L-BFGS on eq. 5 for each input mode (``modes.MODES``: phrases and links, phrases, links,
+   source alone, no source), each on dev lattices built from what the mode has, the features that read
+   what it lacks held at 0;
 5. optional held-out folds of the training data (``heldout_sentences``): tables and LM from the
    other folds, their lattices added to the dev lattices, so features that need examples the dev
    set lacks (headlines) get weights;
@@ -25,17 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
-from moses_recaser.model.crf import fit, make_batches
+from moses_recaser.model.crf import FitResult, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
-from moses_recaser.model.features import FEATURE_SETS, feature_names, source_columns
-from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.features import feature_names
 from moses_recaser.model.lattice import Flat
-from moses_recaser.model.recaser import Weights, load_lm
+from moses_recaser.model.modes import BY_NAME, MODES, Weights, mask_of
+from moses_recaser.model.recaser import load_lm
+from moses_recaser.model.reference import carry_case
+from moses_recaser.model.settings import TrainSettings
 from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import write_model
-from moses_recaser.sentences import chunks
+from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.stats.build import Corpus, LMSettings, is_arpa, statistics
 from moses_recaser.stats.counting import corpus_lines, count_text, pieces, read_piece
 from moses_recaser.stats.npa import phrase_align_triple
@@ -44,63 +46,6 @@ from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainSettings:
-    """Every setting that changes the model's output; recorded in the model and its signature."""
-
-    lm_order: int = 3
-    lm: str | None = None
-    symmetrization: str = "grow-diag-final-and"
-    feature_set: str = "full"
-    alignment_mode: str = "phrase"  # "phrase" (paper) or "links"
-    sigma: float = 0.5
-    sigma_grid: tuple[float, ...] = ()  # when set, sigma is picked by 2-fold cross-validation on dev
-    max_iter: int = 200
-    max_candidates: int = MAX_CANDIDATES
-    npa_seed: int = 0
-    npa_lengths: dict[int, float] | None = None
-    heldout_sentences: int = 0
-    heldout_folds: int = 2
-    punct_min_count: int = 2
-    discount_fallback: bool = True
-    lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
-    lmplz_options: str = ""
-    alignment_source: str = "files"  # or "eflomal"
-    # cased, tokenized target-language text without a source: its sentences join the LM and the
-    # target-side counts (case prior, training forms), not the translation tables
-    monolingual: list[str] = field(default_factory=list)
-    monolingual_digest: str | None = None  # sha256 of their contents, set when read
-
-    def check(self) -> None:
-        if self.feature_set not in FEATURE_SETS:
-            raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
-        if self.alignment_mode not in ("phrase", "links"):
-            raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
-        if self.sigma <= 0:
-            raise RecaserError(f"sigma must be positive, got {self.sigma}")
-
-    def signature(self, weights: np.ndarray | None = None) -> str:
-        lm = f"file:{Path(self.lm).name}" if self.lm else f"{self.lm_estimator}{self.lm_order}"
-        parts = [
-            f"moses-recaser:{__version__}",
-            f"lm:{lm}",
-            f"align:{self.alignment_source}"
-            + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
-            f"feat:{self.feature_set}",
-            f"a:{self.alignment_mode}",
-            f"sigma:{self.sigma:g}",
-            f"gen:{self.max_candidates}",
-            f"npa:{self.npa_seed}",
-        ]
-        if self.heldout_sentences:
-            parts.append(f"heldout:{self.heldout_sentences}x{self.heldout_folds}")
-        if self.monolingual_digest:
-            parts.append(f"mono:{self.monolingual_digest[:8]}")
-        if weights is not None:
-            parts.append("w:" + hashlib.sha256(np.asarray(weights, dtype="<f8").tobytes()).hexdigest()[:8])
-        return "|".join(parts)
 
 
 @dataclass
@@ -125,13 +70,16 @@ def punctuation_vocabulary(triples: Sequence[Triple], min_count: int, counted: d
     return sorted(p for p, n in c.items() if n >= min_count)
 
 
-def reference_lattices(extractor: FeatureExtractor, triples: Sequence[Triple]) -> tuple[list[Flat], int, int]:
-    """Lattices of lowercased triples with their reference (chunk by chunk); returns them, the words, and
-    the words whose reference GEN gives."""
+def reference_lattices(extractor: FeatureExtractor, triples: Sequence[Triple],
+                       references: Sequence[Sequence[str | None]] | None = None) -> tuple[list[Flat], int, int]:
+    """Lattices of lowercased triples with their reference, the triples' own targets unless ``references``
+    (chunk by chunk); returns them, the words, and the words whose reference GEN gives."""
     flats: list[Flat] = []
     words = hits = 0
-    for part in chunks(triples, CHUNK):
-        flat = extractor.flat([lowered(t) for t in part], [t.target for t in part])
+    refs: Sequence[Sequence[str | None]] = references if references is not None else [t.target for t in triples]
+    for k in range(0, len(triples), CHUNK):
+        part = triples[k:k + CHUNK]
+        flat = extractor.flat([lowered(t) for t in part], refs[k:k + CHUNK])
         words += len(flat.per_pos)
         hits += len(flat.per_pos) - sum(flat.gen_misses)
         flats.append(flat)
@@ -210,13 +158,39 @@ class Bitext:
             Bitext(self.source, self.target, self.alignment, (cut, end))
 
 
+@dataclass(frozen=True)
+class DecoderOutput:
+    """The decoder's output for the dev source (a -t trace, and its -alignment-output-file if any): the
+    weights are then fitted on what recasing will read, with the reference's case carried over to the
+    words that match it (``reference.carry_case``; the rest unlabeled)."""
+
+    trace: str
+    alignment: str | None = None
+    options: TraceOptions = field(default_factory=TraceOptions)
+
+    def triples(self, dev: Bitext, references: Sequence[Triple]) -> tuple[list[Triple], list[list[str | None]]]:
+        if dev.lines is not None:
+            raise RecaserError("decoder output for dev needs the whole dev files, not a part of a corpus",
+                               self.trace)
+        out = list(read_trace(dev.source, self.trace, self.alignment, self.options))
+        if len(out) != len(references):
+            raise RecaserError(f"{len(out)} decoder output lines for {len(references)} dev sentences", self.trace)
+        carried = [carry_case(lowered(t).target, r.target) for t, r in zip(out, references)]
+        log.info("dev from decoder output: %.1f%% of its words carry the reference's case",
+                 100 * sum(w is not None for c in carried for w in c) / max(sum(map(len, carried)), 1))
+        return out, carried
+
+
 def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, train: Bitext | None = None,
-          stats_model: str | None = None, jobs: int = 1, lmplz: str | None = None) -> TrainReport:
+          stats_model: str | None = None, jobs: int = 1, lmplz: str | None = None,
+          dev_output: DecoderOutput | None = None) -> TrainReport:
     """Train a model from a training bitext (tables and LM) and a dev bitext (weights). With
     ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
     of ``train``. ``jobs``: processes that count the training statistics (the model is the same whatever
-    their number); ``lmplz``: KenLM's lmplz estimates the LM (``settings.lm_estimator``)."""
+    their number); ``lmplz``: KenLM's lmplz estimates the LM (``settings.lm_estimator``); ``dev_output``:
+    the weights are fitted on the decoder's output for the dev source instead of the dev reference."""
     settings.check()
+    settings.dev_decoded = dev_output is not None
     report = TrainReport()
     t0 = time.perf_counter()
     if (train is None) == (stats_model is None):
@@ -234,10 +208,11 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
     dev_set = dev.triples()
     # the training bitext is read into memory only where that cannot be avoided: eflomal, held-out folds
-    in_memory = train is not None and (train.alignment is None or dev.alignment is None or settings.heldout_sentences)
+    dev_links = dev.alignment is None and dev_output is None  # decoder output has the decoder's alignment
+    in_memory = train is not None and (train.alignment is None or dev_links or settings.heldout_sentences)
     train_set = train.triples() if in_memory and train is not None else []
     files: dict[str, str] = {}
-    if (train is not None and train.alignment is None) or dev.alignment is None:
+    if (train is not None and train.alignment is None) or dev_links:
         from moses_recaser.stats.eflomal import align
 
         both = [t for t in train_set] + [t for t in dev_set]
@@ -262,43 +237,47 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     report.seconds["statistics"] = time.perf_counter() - t0
 
-    dev_triples = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
+    if dev_output is None:
+        dev_triples = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
+        dev_refs: list[list[str | None]] = [list(t.target) for t in dev_set]
+    else:
+        dev_triples, dev_refs = dev_output.triples(dev, dev_set)
     punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
     names = feature_names(settings.feature_set, punct)
 
     t0 = time.perf_counter()
     lm = query_lm(lm_path, work, files)
     extractor = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
-    # two contiguous halves, for the cross-validation of sigma (a document stays within one)
-    half = len(dev_triples) // 2 if settings.sigma_grid else len(dev_triples)
-    halves = [reference_lattices(extractor, dev_triples[:half]), reference_lattices(extractor, dev_triples[half:])]
-    flats = halves[0][0] + halves[1][0]
-    words, hits = halves[0][1] + halves[1][1], halves[0][2] + halves[1][2]
-    report.dev_sentences, report.dev_words = len(dev_triples), words
-    report.gen_oracle = hits / words if words else 0.0
-    if settings.heldout_sentences:
-        flats += _heldout_lattices(train_set, settings, names, work, lmplz)
-        report.heldout_sentences = settings.heldout_sentences
+    heldout = _heldout_extractors(train_set, settings, names, work, lmplz) if settings.heldout_sentences else []
+    report.heldout_sentences = settings.heldout_sentences
+    if settings.sigma_grid:
+        # two contiguous halves of dev, so that a document stays within one
+        half, view = len(dev_triples) // 2, BY_NAME["both"].view
+        halves = [reference_lattices(extractor, [view(t) for t in dev_triples[:half]], dev_refs[:half])[0],
+                  reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0]]
+        settings.sigma = select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter)
     report.seconds["lattices"] = time.perf_counter() - t0
-    log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
 
     t0 = time.perf_counter()
-    if settings.sigma_grid:
-        settings.sigma = select_sigma([halves[0][0], halves[1][0]], len(names), settings.sigma_grid,
-                                      settings.max_iter)
-    batches = make_batches(flats)
-    log.info("training bilingual weights (sigma %g, %d features + LM)", settings.sigma, len(names))
-    bi = fit(batches, len(names), settings.sigma, settings.max_iter)
-    mask = np.array([True] + [n not in source_columns(names) for n in names])
-    log.info("training monolingual weights (source features off)")
-    mono_fit = fit(batches, len(names), settings.sigma, settings.max_iter, mask=mask)
+    by_mode: dict[str, np.ndarray] = {}
+    for mode in MODES:
+        flats, words, hits = reference_lattices(extractor, [mode.view(t) for t in dev_triples], dev_refs)
+        for fold_extractor, held in heldout:
+            flats += reference_lattices(fold_extractor, [mode.view(t) for t in held])[0]
+        log.info("training the %s weights (%s; sigma %g)", mode.name, mode.doc.split(":")[0], settings.sigma)
+        result = fit(make_batches(flats), len(names), settings.sigma, settings.max_iter, mask=mask_of(mode, names))
+        warn_unconverged(result, f"the {mode.name} weights")
+        by_mode[mode.name] = result.weights
+        if mode.name == "both":
+            report.dev_sentences, report.dev_words = len(dev_triples), words
+            report.gen_oracle = hits / words if words else 0.0
+            report.iterations, report.objective = len(result.log), result.log[-1][1] if result.log else 0.0
+            fit_log = result.log
+            log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words,
+                     100 * report.gen_oracle)
     report.seconds["crf"] = time.perf_counter() - t0
-    report.iterations = len(bi.log)
-    report.objective = bi.log[-1][1] if bi.log else 0.0
-    if not bi.converged:
-        log.warning("L-BFGS stopped before convergence: %s", bi.message)
 
-    weights = Weights(names=names, bilingual=bi.weights, monolingual=mono_fit.weights)
+    weights = Weights(names=names, by_mode=by_mode)
     # GEN and candidate facts of every training type, so that recasing starts warm
     extractor.save_registry(work / "candidates.npz")
     files["candidates.npz"] = str(work / "candidates.npz")
@@ -306,7 +285,7 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     write_model(
         model_dir,
         settings=doc,
-        signature=settings.signature(np.concatenate([bi.weights, mono_fit.weights])),
+        signature=settings.signature(weights.matrix()),
         writers=[tables.save],
         copy_files=files,
         extra={
@@ -318,7 +297,7 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
                 "heldout_sentences": report.heldout_sentences,
                 "iterations": report.iterations,
                 "objective": report.objective,
-                "log": [[i, o, g] for i, o, g in bi.log],
+                "log": [[i, o, g] for i, o, g in fit_log],
             },
         },
     )
@@ -333,12 +312,15 @@ def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequen
     for sigma in grid:
         correct = total = 0
         for k in (0, 1):
-            w = fit(batches[k], n_features, sigma, max_iter).weights
+            result = fit(batches[k], n_features, sigma, max_iter)
+            warn_unconverged(result, f"the cross-validation fit (sigma {sigma:g}, half {k + 1})")
+            w = result.weights
             for flat in halves[1 - k]:
                 paths = flat.best_paths(flat.unary @ w[1:], np.full(len(flat.n_pos), w[0]))
                 for path, gold in zip(paths, flat.gold):
-                    correct += int((path == gold).sum())
-                    total += len(path)
+                    labeled = np.asarray(gold) >= 0
+                    correct += int((path == gold)[labeled].sum())
+                    total += int(labeled.sum())
         acc = correct / max(total, 1)
         log.info("sigma %g: cross-validated dev accuracy %.4f", sigma, acc)
         if acc > best[0]:
@@ -347,14 +329,15 @@ def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequen
     return best[1]
 
 
-def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
-                      work: Path, lmplz: str | None) -> list[Flat]:
-    """Lattices of held-out training sentences, each fold featurized with the other folds' statistics."""
+def _heldout_extractors(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
+                        work: Path, lmplz: str | None) -> list[tuple[FeatureExtractor, list[Triple]]]:
+    """Held-out training sentences (phrase-aligned as dev is) in folds, each with an extractor over the other
+    folds' statistics."""
     rng = np.random.default_rng(settings.npa_seed)
     k = settings.heldout_folds
     fold = rng.integers(0, k, size=len(train_set))
     per_fold = max(settings.heldout_sentences // k, 1)
-    out: list[Flat] = []
+    out: list[tuple[FeatureExtractor, list[Triple]]] = []
     for f in range(k):
         rest = [t for t, g in zip(train_set, fold) if g != f]
         held = [t for t, g in zip(train_set, fold) if g == f]
@@ -365,5 +348,10 @@ def _heldout_lattices(train_set: Sequence[Triple], settings: TrainSettings, name
         tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, f"fold{f}", quiet=True)
         extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
                                      settings.max_candidates)
-        out += reference_lattices(extractor, held)[0]
+        out.append((extractor, held))
     return out
+
+
+def warn_unconverged(result: FitResult, what: str) -> None:
+    if not result.converged:
+        log.warning("L-BFGS stopped before convergence for %s: %s", what, result.message)

@@ -397,7 +397,7 @@ def pieces(files: Sequence[str], jobs: int, lines: tuple[int, int] | None = None
 def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple[int, str]]:
     """Lines [first, first + count) of a file from byte ``start`` (-1: read from the beginning), decoded,
     with their 1-based line numbers; errors name the file and line."""
-    from moses_recaser.textio import LineReader
+    from moses_recaser.textio import LineReader, decode_line
 
     if start < 0:
         reader = LineReader(path)
@@ -410,15 +410,7 @@ def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple
     with open(path, "rb") as fh:
         fh.seek(start)
         for k in range(count):
-            raw = fh.readline()
-            lineno = first + k + 1
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise RecaserError(f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start:exc.start + 4]!r})",
-                                   path, lineno) from None
+            yield first + k + 1, decode_line(fh.readline(), path, first + k + 1)
 
 
 def read_piece(piece: Piece, k: int = 0) -> Iterator[tuple[int, str]]:

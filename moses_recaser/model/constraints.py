@@ -1,0 +1,107 @@
+"""Constraints: output words whose form a rule fixes before the CRF decodes, with no weight to learn.
+
+Some cases are plain from the input but too rare in dev data for a weight to be learned: a source line in
+capitals, a word the decoder could not translate and copied through. Each rule is a row of ``CONSTRAINTS``
+that names the fixed form of some words of a batch; a fixed word's GEN is that one form, so Viterbi takes
+it, and its neighbours see it through the LM. The first rule to fix a word wins. Rules apply when
+recasing, not to the dev lattices, where the reference decides. ``--explain`` names the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from moses_recaser import casing
+from moses_recaser.sentences import Layout
+from moses_recaser.triples import Triple
+
+ALL_CAPS_MIN_WORDS = 2  # all-upper words (two or more cased letters) a line in capitals has
+
+
+@dataclass
+class ConstraintInputs:
+    """A batch as the rules read it: lowercased triples, their flat tokens and per-word facts."""
+
+    triples: Sequence[Triple]
+    layout: Layout
+    target: list[str]  # (N,) lowercased output tokens
+    source: list[str]  # (M,) cased source tokens
+    tgt_positional: np.ndarray  # (N,) the word's capital would be due to its position
+    src_lower: np.ndarray  # (M,) the source word has a lowercase letter
+    src_upper: np.ndarray  # (M,) the source word is all upper with two or more cased letters (tag AU)
+    pair_pos: np.ndarray  # (P,) (output word, aligned source word) pairs, flat indices
+    pair_src: np.ndarray
+
+    @cached_property
+    def all_caps(self) -> np.ndarray:
+        """(S,) the source line is written in capitals: no lowercase letter, and at least
+        ALL_CAPS_MIN_WORDS all-upper words."""
+        S = len(self.triples)
+        sent = self.layout.src_sent
+        lower = np.bincount(sent, weights=self.src_lower, minlength=S)
+        upper = np.bincount(sent, weights=self.src_upper, minlength=S)
+        return (lower == 0) & (upper >= ALL_CAPS_MIN_WORDS)
+
+
+def _all_caps(x: ConstraintInputs) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for s in np.flatnonzero(x.all_caps).tolist():
+        g0 = int(x.layout.tgt_start[s])
+        for g in range(g0, g0 + int(x.layout.n_tgt[s])):
+            if casing.has_letter(x.target[g]):
+                out[g] = casing.upper_all(x.target[g])
+    return out
+
+
+def _unknown(x: ConstraintInputs) -> dict[int, str]:
+    out: dict[int, str] = {}
+    marked = [(s, t) for s, t in enumerate(x.triples) if t.unknown and t.source]
+    if not marked:
+        return out
+    aligned: dict[int, list[int]] = {}
+    for g, k in zip(x.pair_pos.tolist(), x.pair_src.tolist()):
+        aligned.setdefault(g, []).append(k)
+    for s, t in marked:
+        g0, k0 = int(x.layout.tgt_start[s]), int(x.layout.src_start[s])
+        for i in t.unknown:
+            g = g0 + i
+            # the aligned source words, or without an alignment every source word
+            where = aligned.get(g, range(k0, k0 + len(t.source)))
+            forms = {x.source[k] for k in where if casing.lower(x.source[k]) == casing.lower(x.target[g])}
+            if len(forms) == 1:
+                (form,) = forms
+                fixed = casing.upper_first(form) if x.tgt_positional[g] and casing.tag(form) is casing.Tag.AL \
+                    else form
+                if casing.is_recasing_of(fixed, x.target[g]):
+                    out[g] = fixed
+    return out
+
+
+@dataclass(frozen=True)
+class Constraint:
+    name: str
+    doc: str
+    find: Callable[[ConstraintInputs], dict[int, str]]  # batch word -> its fixed form
+
+
+CONSTRAINTS: tuple[Constraint, ...] = (
+    Constraint("all_caps", "the source line is in capitals (no lowercase letter, at least two all-upper words): "
+               "every output word with a letter is all upper", _all_caps),
+    Constraint("unknown", "the decoder marked the word unknown (-mark-unknown) and copied it from the source: "
+               "the source word's form (capitalized at the start of a sentence)", _unknown),
+)
+
+
+def fixed_forms(x: ConstraintInputs) -> tuple[dict[int, str], dict[int, str]]:
+    """Every fixed word of the batch: its form, and the name of the rule that fixed it."""
+    forms: dict[int, str] = {}
+    why: dict[int, str] = {}
+    for rule in CONSTRAINTS:
+        for g, form in rule.find(x).items():
+            if g not in forms:
+                forms[g], why[g] = form, rule.name
+    return forms, why

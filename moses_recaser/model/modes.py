@@ -1,0 +1,101 @@
+"""Input modes: what a sentence to recase comes with, and so which weights score it.
+
+A sentence comes with its cased source or without, and with the decoder's phrase segmentation, its word
+links, both, or neither. Each mode has weights of its own (``Weights``), fitted on dev lattices built from
+what the mode has (the rest removed from the dev triples, ``Mode.view``), with the features that read what
+it lacks held at 0. So a model never scores a sentence with weights fitted for an input it does not have:
+links-only input does not get weights fitted on phrase pairs, and a source without an alignment does not
+get weights that expect translation features.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.model.features import ALIGNMENT, SOURCE, TARGET, columns_reading
+from moses_recaser.triples import Triple
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    doc: str
+    source: bool  # the sentence has its source ...
+    phrases: bool  # ... the decoder's phrase segmentation ...
+    links: bool  # ... word links
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """What the mode's features may read (``features.Feature.reads``)."""
+        if not self.source:
+            return frozenset({TARGET})
+        return frozenset({TARGET, SOURCE, ALIGNMENT} if self.phrases or self.links else {TARGET, SOURCE})
+
+    def view(self, t: Triple) -> Triple:
+        """The triple with only what this mode has (dev triples have everything)."""
+        return dataclasses.replace(t, source=t.source if self.source else [],
+                                   phrases=t.phrases if self.phrases else [],
+                                   links=t.links if self.links else None)
+
+
+MODES: tuple[Mode, ...] = (
+    Mode("both", "phrase segmentation and word links: a -t trace with the decoder's word alignment; the "
+         "model's alignment_mode says which pairs the translation features read", True, True, True),
+    Mode("phrases", "phrase segmentation without word links: a -t trace alone, an n-best list with its "
+         "segmentation", True, True, False),
+    Mode("links", "word links without phrases: --input-alignment, --align, an -alignment-output-file with "
+         "plain output", True, False, True),
+    Mode("source", "the source without any alignment: --source with --input", True, False, False),
+    Mode("mono", "no source: --input alone", False, False, False),
+)
+BY_NAME = {m.name: m for m in MODES}
+
+
+def mode_of(t: Triple, prefer: str | None = None) -> Mode:
+    """The mode of what ``t`` has; ``prefer`` ("phrase" or "links") sets aside the other of the two when a
+    triple has both."""
+    if not t.source:
+        return BY_NAME["mono"]
+    phrases, links = bool(t.phrases), bool(t.links)
+    if phrases and links and prefer is not None:
+        phrases, links = prefer == "phrase", prefer == "links"
+    if phrases and links:
+        return BY_NAME["both"]
+    return BY_NAME["phrases" if phrases else "links" if links else "source"]
+
+
+@dataclass
+class Weights:
+    """A weight vector per mode over the same columns; the LM's weight comes first."""
+
+    names: list[str]  # feature columns, without the LM
+    by_mode: dict[str, np.ndarray]
+
+    def matrix(self) -> np.ndarray:
+        """(modes, 1 + columns), rows in ``MODES`` order."""
+        return np.stack([self.by_mode[m.name] for m in MODES])
+
+    def to_dict(self) -> dict:
+        return {"names": ["lm"] + self.names,
+                "modes": {m.name: [float(x) for x in self.by_mode[m.name]] for m in MODES}}
+
+    @classmethod
+    def from_dict(cls, doc: dict, where: str) -> Weights:
+        try:
+            names = [str(x) for x in doc["names"]]
+            by_mode = {m.name: np.array(doc["modes"][m.name], dtype=np.float64) for m in MODES}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RecaserError(f"the model's weights are malformed (missing or bad {exc})", where) from None
+        if names[:1] != ["lm"] or any(len(w) != len(names) for w in by_mode.values()):
+            raise RecaserError("the model's weights do not match its feature names", where)
+        return cls(names=names[1:], by_mode=by_mode)
+
+
+def mask_of(mode: Mode, names: Sequence[str]) -> np.ndarray:
+    """The weights a mode fits (the LM's first): the columns whose features read what the mode has."""
+    return np.concatenate([[True], columns_reading(names, mode.reads)])

@@ -1,0 +1,81 @@
+"""Training settings: every setting that changes a model's output, recorded in the model and its signature.
+
+Kept apart from ``train`` (no numpy at import) so that the command line can show their defaults cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moses_recaser import __version__
+from moses_recaser.errors import RecaserError
+from moses_recaser.model.gen import MAX_CANDIDATES
+
+# the paper's features, or the paper's and this package's (features.FEATURES rows marked paper=True)
+FEATURE_SETS = ("paper", "full")
+
+
+@dataclass
+class TrainSettings:
+    """Every setting that changes the model's output; recorded in the model and its signature."""
+
+    lm_order: int = 3
+    lm: str | None = None
+    symmetrization: str = "grow-diag-final-and"
+    feature_set: str = "full"
+    # what the translation features of input with phrases and word links read: "links" (a word's links, its
+    # phrase where it has none) or "phrase" (its whole phrase, as the paper)
+    alignment_mode: str = "links"
+    sigma: float = 1.0
+    sigma_grid: tuple[float, ...] = ()  # when set, sigma is picked by 2-fold cross-validation on dev
+    max_iter: int = 200
+    max_candidates: int = MAX_CANDIDATES
+    npa_seed: int = 0
+    npa_lengths: dict[int, float] | None = None
+    heldout_sentences: int = 0
+    heldout_folds: int = 2
+    punct_min_count: int = 2
+    discount_fallback: bool = True
+    lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
+    lmplz_options: str = ""
+    alignment_source: str = "files"  # or "eflomal"
+    # cased, tokenized target-language text without a source: its sentences join the LM and the
+    # target-side counts (case prior, training forms), not the translation tables
+    monolingual: list[str] = field(default_factory=list)
+    monolingual_digest: str | None = None  # sha256 of their contents, set when read
+    dev_decoded: bool = False  # the weights were fitted on decoder output for dev (train(dev_output=...))
+
+    def check(self) -> None:
+        if self.feature_set not in FEATURE_SETS:
+            raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
+        if self.alignment_mode not in ("phrase", "links"):
+            raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
+        if self.sigma <= 0:
+            raise RecaserError(f"sigma must be positive, got {self.sigma}")
+
+    def signature(self, weights: Any = None) -> str:
+        """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""
+        lm = f"file:{Path(self.lm).name}" if self.lm else f"{self.lm_estimator}{self.lm_order}"
+        parts = [
+            f"moses-recaser:{__version__}",
+            f"lm:{lm}",
+            f"align:{self.alignment_source}"
+            + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
+            f"feat:{self.feature_set}",
+            f"a:{self.alignment_mode}",
+            f"sigma:{self.sigma:g}",
+            f"gen:{self.max_candidates}",
+            f"npa:{self.npa_seed}",
+        ]
+        if self.heldout_sentences:
+            parts.append(f"heldout:{self.heldout_sentences}x{self.heldout_folds}")
+        if self.monolingual_digest:
+            parts.append(f"mono:{self.monolingual_digest[:8]}")
+        if self.dev_decoded:
+            parts.append("dev:decoded")
+        if weights is not None:
+            parts.append("w:" + hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8])
+        return "|".join(parts)
