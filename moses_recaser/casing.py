@@ -206,8 +206,14 @@ def is_punctuation(token: str) -> bool:
 
 
 def is_upper_word(token: str) -> bool:
-    """Every cased character upper, and at least one."""
+    """Every cased character upper, and at least one; escaped entities (``&apos;``) do not count."""
+    token = _masked(token)
     if token.isascii():
         return token.isupper()  # the same test for ASCII
     cased = [c for c in token if c.isupper() or c.islower()]
     return bool(cased) and all(c.isupper() for c in cased)
+
+
+def has_lower(token: str) -> bool:
+    """A lowercase letter outside escaped entities: "L&apos;HOMME" has none."""
+    return any(map(str.islower, _masked(token)))

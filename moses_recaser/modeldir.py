@@ -23,10 +23,12 @@ never leaves a half-written model.
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import shutil
+import struct
 import zipfile
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -37,7 +39,7 @@ import yaml
 from moses_recaser.errors import RecaserError
 from moses_recaser.textio import atomic_directory, sha256
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 MANIFEST = "manifest.yaml"
 
 
@@ -59,6 +61,42 @@ def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: dict[str, np.ndar
             buf = io.BytesIO()
             np.lib.format.write_array(buf, np.asarray(arrays[name]), allow_pickle=False)
             zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
+
+
+class MappedArrays(Mapping[str, np.ndarray]):
+    """The arrays of a ``save_npz`` file, mapped read-only from it (members are stored, not compressed): opening
+    costs next to nothing, and a page of an array is read when something reads it, so recasing holds in memory
+    the parts of a large model that its input touches."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        with open(self.path, "rb") as fh:
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(fh.fileno()).st_size else b""
+        self._where: dict[str, tuple[int, int]] = {}
+        with zipfile.ZipFile(self.path) as zf:
+            for info in zf.infolist():
+                if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                    raise RecaserError(f"member {info.filename} is not a stored .npy array", self.path)
+                at = info.header_offset
+                name_len, extra_len = struct.unpack("<HH", self._map[at + 26:at + 30])
+                self._where[info.filename[:-4]] = (at + 30 + name_len + extra_len, info.file_size)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        start, size = self._where[name]
+        head = io.BytesIO(self._map[start:start + min(size, 1 << 16)])
+        version = np.lib.format.read_magic(head)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(head)
+        count = int(np.prod(shape, dtype=np.int64))
+        data = np.frombuffer(self._map, dtype=dtype, count=count, offset=start + head.tell()) if count else \
+            np.zeros(0, dtype=dtype)
+        return data.reshape(shape, order="F" if fortran else "C")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 @dataclass

@@ -25,8 +25,10 @@ def string_hash(data: bytes) -> int:
 
 
 class Vocab:
-    def __init__(self, blob: bytes, offsets: np.ndarray, index: HashIndex, overflow: Mapping[str, int]) -> None:
-        self._blob = blob
+    def __init__(self, blob: bytes | np.ndarray, offsets: np.ndarray, index: HashIndex,
+                 overflow: Mapping[str, int]) -> None:
+        # bytes, or a (mapped) uint8 array: only what is read is loaded
+        self._blob = (memoryview(blob) if isinstance(blob, bytes) else blob.data).cast("B")
         self._offsets = offsets
         self._index = index
         self._overflow = dict(overflow)
@@ -64,7 +66,7 @@ class Vocab:
     def load(cls, z: Mapping[str, np.ndarray], prefix: str) -> Vocab:
         text = str(z[f"{prefix}.overflow"])
         overflow = {w: int(i) for w, i in (x.rsplit("\t", 1) for x in text.split("\n"))} if text else {}
-        return cls(z[f"{prefix}.blob"].tobytes(), z[f"{prefix}.offsets"],
+        return cls(z[f"{prefix}.blob"], z[f"{prefix}.offsets"],
                    HashIndex(z[f"{prefix}.keys"], z[f"{prefix}.hash"]), overflow)
 
     def __len__(self) -> int:
@@ -73,10 +75,10 @@ class Vocab:
     def __getitem__(self, i: int) -> str:
         if i >= self._stored:
             return self._added[i - self._stored]
-        return self._blob[self._offsets[i]:self._offsets[i + 1]].decode("utf-8")
+        return str(self._blob[self._offsets[i]:self._offsets[i + 1]], "utf-8")
 
     def __iter__(self) -> Iterator[str]:
-        blob, off = self._blob, self._offsets.tolist()
+        blob, off = bytes(self._blob), self._offsets.tolist()
         yield from (blob[off[i]:off[i + 1]].decode("utf-8") for i in range(self._stored))
         yield from self._added
 

@@ -23,6 +23,15 @@ def test_tags(token, tag):
     assert casing.tag(token) == tag
 
 
+@pytest.mark.parametrize("token,upper,lower", [
+    ("OMS", True, False), ("L&apos;OMS", True, False), ("&apos;S", True, False), ("&quot;", False, False),
+    ("l&apos;OMS", False, True), ("Oms", False, True), ("ÉTÉ", True, False), ("2006", False, False),
+])
+def test_escaped_entities_are_not_letters_of_the_word(token, upper, lower):
+    assert casing.is_upper_word(token) is upper
+    assert casing.has_lower(token) is lower
+
+
 # tokens mixing cased letters of every kind (incl. titlecase digraphs, final sigma, Other_Lowercase),
 # uncased characters and Moses entities, so the shortcuts of tag and is_capitalized meet every case
 _token = st.lists(st.sampled_from(["a", "A", "é", "É", "ǅ", "ǆ", "Ǆ", "ß", "ς", "Σ", "ª", "ʰ", "3", "-", "'", "北",

@@ -133,3 +133,18 @@ def test_fit_recovers_a_preference():
     res = fit(batch_of(lats), 2, sigma=1.0)
     assert res.weights[1] > 1.0
     assert res.log and res.log[-1][1] > res.log[0][1] - 1e-9
+
+
+def test_a_scaled_prior_is_the_fit_on_scaled_features():
+    """fit(scale=s) on features x finds w with w_k * s_k = the weights of a plain fit on x_k / s_k: the prior
+    then treats every feature as if it had the typical size 1 (TrainSettings.feature_scaling)."""
+    rng = np.random.default_rng(5)
+    lats = [random_lattice(rng, n, D=2) for n in (2, 3, 4, 4, 5, 3)]
+    for lat in lats:
+        lat.unary[..., 1] *= 40.0  # a feature on another scale, as log-probabilities are beside 0/1 flags
+    scale = np.array([1.0, 1.0, 40.0])
+    scaled = fit(batch_of(lats), 2, sigma=0.5, max_iter=500, scale=scale)
+    for lat in lats:
+        lat.unary[..., 1] /= 40.0
+    plain = fit(batch_of(lats), 2, sigma=0.5, max_iter=500)
+    assert scaled.weights * scale == pytest.approx(plain.weights, rel=1e-3, abs=1e-4)

@@ -27,7 +27,7 @@ def _wait_for(proc: subprocess.Popen, marker: Path | None, seconds: float) -> No
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
-    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 60
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 300  # long enough not to end first
     inp = tmp_path / "in"
     inp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "out"
@@ -37,7 +37,7 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None and not _leftovers(tmp_path, "out"):
         time.sleep(0.02)
-    time.sleep(0.3)
+    time.sleep(0.1)
     assert proc.poll() is None, "recasing finished before it could be interrupted"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)

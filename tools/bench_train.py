@@ -88,12 +88,12 @@ def test_set(work: Path, data_root: Path, base: Path) -> dict[str, Path]:
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.moses.tokenizer import tokenizer
     from moses_recaser.stats.eflomal import align
+    from moses_recaser.textio import read_lines
 
     raw = data_root / "wmt-newstest" / "fr-en"
-    fr = [" ".join(tokenizer("fr")(x)) for x in (raw / "newstest2014.fr").read_text(encoding="utf-8").splitlines()]
-    en = [" ".join(tokenizer("en")(x)) for x in (raw / "newstest2014.en").read_text(encoding="utf-8").splitlines()]
-    bfr = (base / "base.fr").read_text(encoding="utf-8").splitlines()
-    ben = (base / "base.en").read_text(encoding="utf-8").splitlines()
+    fr = [" ".join(tokenizer("fr")(x)) for x in read_lines(raw / "newstest2014.fr")]
+    en = [" ".join(tokenizer("en")(x)) for x in read_lines(raw / "newstest2014.en")]
+    bfr, ben = list(read_lines(base / "base.fr")), list(read_lines(base / "base.en"))
     links = align([x.split() for x in bfr + fr], [x.split() for x in ben + en])[len(bfr):]
     out["fr"].write_text("".join(x + "\n" for x in fr), encoding="utf-8")
     out["en"].write_text("".join(x + "\n" for x in en), encoding="utf-8")

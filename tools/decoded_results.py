@@ -53,7 +53,9 @@ def write_lines(path: Path, lines: list[str]) -> None:
 
 
 def read_lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()
+    from moses_recaser import textio
+
+    return list(textio.read_lines(path))
 
 
 def prepare(pair: str, corpora: Path, d: Path) -> None:
@@ -133,7 +135,7 @@ def cli(tree: Path | None, *args: str) -> None:
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    subprocess.run([sys.executable, "-c", "from moses_recaser.cli.main import main; raise SystemExit(main())",
+    subprocess.run([sys.executable, "-P", "-c", "from moses_recaser.cli.main import main; raise SystemExit(main())",
                     "-q", *args], check=True, env=env)
 
 

@@ -12,15 +12,22 @@ letters shuffled and a syllable added, its case pattern kept), the same wherever
 on either side, so a name copied from the source stays copied. The probabilities are set so that the number
 of word types grows as Heaps' law has it for English news, V ~ n^0.55.
 
-How it differs from real text: new word types are renamed rare words, not new words of new topics; the
-sentences of the base repeat with only their rare words changed, so frequent words' bigrams and trigrams
-saturate sooner than in real text, and sentence lengths, function words and case patterns keep the base's
-distribution; the word alignment is eflomal's on the base, carried over.
+Repeating the base would repeat its bigrams and trigrams too, while a real corpus keeps adding new ones (in
+the shipped English, distinct bigrams grow as n^0.76 and trigrams as n^0.88), and the LM is the largest part
+of a model. So each repetition also substitutes English words: a word seen 4 to 1000 times in the base is
+replaced, with a probability that falls with the repetition, by another word of its case pattern and
+frequency band. With the rates set here the English of 20M words has 3.05M bigrams and 7.8M trigrams, where
+the real English's growth gives 3.1M and 8.5M (``--ngrams`` prints the counts).
 
-    python tools/make_corpus.py --out DIR --words 50000000 [--data-root ../shared/corpora]
+How it differs from real text: new word types are renamed rare words, not new words of new topics; new
+n-grams come from substituted words, so sentences grow less sensible with the size (the source side is not
+substituted: the translation tables see noisier pairs than a real corpus'); sentence lengths, function words
+and case patterns keep the base's distribution; the word alignment is eflomal's on the base, carried over.
+
+    python tools/make_corpus.py --out DIR --words 50000000 [--data-root ../shared/corpora] [--ngrams]
 
 writes DIR/corpus.{fr,en,align} (tokenized; the target has --words words, the source about as many) and
-DIR/mono.en (the English-only text, repeated and renamed the same way to 20% of --words).
+DIR/mono.en (the English-only text, made the same way to 20% of --words).
 """
 
 from __future__ import annotations
@@ -38,6 +45,11 @@ FR_EN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "ne
          "newstest2013", "newsdiscusstest2015"]
 MULTI30K = ["train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"]
 HEAPS = 0.55
+# the substitution rate (``substitution_rate``): its scale, and the exponent of its fall with the repetition,
+# calibrated with --ngrams so that bigrams and trigrams grow as in the shipped English (n^0.76, n^0.88)
+SUBSTITUTE = 0.65
+RATE = 0.92
+ELIGIBLE = 1000  # words seen at most this often in the base may be substituted
 RARE = 3
 SYLLABLES = ["ka", "ro", "mi", "te", "su", "la", "no", "vi", "de", "go", "pa", "zu"]
 
@@ -112,26 +124,60 @@ def renaming(rare: list[str], rep: int, ratio: float) -> dict[str, str]:
     return {w: renamed(w, rep) for w in rare if rng.random() < p}
 
 
+def substitution_rate(rep: int) -> float:
+    """The share of eligible English words substituted in repetition ``rep`` (each substitution makes up to
+    two new bigrams and three new trigrams, fewer as repetitions repeat each other's)."""
+    return 0.0 if rep == 0 else min(1.0, SUBSTITUTE * ((rep + 1) ** RATE - rep ** RATE))
+
+
+def classes(counts: Counter) -> dict[str, list[str]]:
+    """Eligible words (letters only, seen more than RARE and at most ELIGIBLE times: the rare ones are renamed
+    instead) by class: case pattern and frequency band."""
+    out: dict[str, list[str]] = {}
+    for w, c in sorted(counts.items()):
+        if RARE < c <= ELIGIBLE and w.isalpha():
+            shape = "U" if w.isupper() else "C" if w[0].isupper() else "l"
+            out.setdefault(f"{shape}{c.bit_length()}", []).append(w)
+    return out
+
+
+def substituted(line: str, rng: random.Random, p: float, of_class: dict[str, str],
+                members: dict[str, list[str]]) -> str:
+    """The line with each eligible word replaced, with probability ``p``, by another of its class."""
+    words = line.split()
+    for k, w in enumerate(words):
+        c = of_class.get(w)
+        if c is not None and rng.random() < p:
+            words[k] = rng.choice(members[c])
+    return " ".join(words)
+
+
 def write(out: Path, sides: dict[str, list[str]], words: int, count_side: str) -> int:
     """Repetitions of ``sides`` (parallel tokenized lines; "align" is not renamed) until ``count_side`` has
-    ``words`` words; returns the number of words written."""
+    ``words`` words, each with rare words renamed (``renaming``) and English words substituted
+    (``substitution_rate``); returns the number of words written."""
     counts = Counter(w for line in sides[count_side] for w in line.split())
     for side, lines in sides.items():
         if not side.endswith("align") and side != count_side:
             counts.update(w for line in lines for w in line.split())
     rare = sorted(w for w, c in counts.items() if c <= RARE and any(ch.isalpha() for ch in w))
     ratio = len(counts) / max(len(rare), 1)
+    members = classes(Counter(w for line in sides[count_side] for w in line.split()))
+    of_class = {w: c for c, ws in members.items() for w in ws if len(ws) > 1}
     handles = {side: open(out / side, "w", encoding="utf-8") for side in sides}
     total, rep = 0, 0
     try:
         while total < words:
             names = renaming(rare, rep, ratio)
             get = names.get
+            rng, p = random.Random(1_000_003 * rep), substitution_rate(rep)
             for k in range(len(sides[count_side])):
                 if total >= words:
                     break
                 for side, lines in sides.items():
                     line = lines[k]
+                    if side == count_side and p:
+                        line = substituted(line, rng, p, of_class, members)
                     if not side.endswith("align") and names:
                         line = " ".join([get(w, w) for w in line.split()])
                     handles[side].write(line + "\n")
@@ -144,10 +190,32 @@ def write(out: Path, sides: dict[str, list[str]], words: int, count_side: str) -
     return total
 
 
+def ngram_growth(path: Path) -> list[tuple[int, int, int, int]]:
+    """(words, distinct words, bigrams, trigrams) of a tokenized file's first 2^k * 125,000 words (and all)."""
+    uni: set[str] = set()
+    bi: set[int] = set()
+    tri: set[int] = set()
+    rows, words, mark = [], 0, 125_000
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            t = ["<s>"] + line.split() + ["</s>"]
+            words += len(t) - 2
+            uni.update(t)
+            bi.update(map(hash, zip(t, t[1:])))
+            tri.update(map(hash, zip(t, t[1:], t[2:])))
+            if words >= mark:
+                rows.append((words, len(uni), len(bi), len(tri)))
+                mark *= 2
+    return rows + [(words, len(uni), len(bi), len(tri))]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--words", type=int, required=True, help="target words of the bitext")
+    ap.add_argument("--ngrams", action="store_true",
+                    help="then print how words, bigrams and trigrams grow in the corpus' English and in the real "
+                         "English it is made from")
     ap.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "corpora")
     ap.add_argument("--base", type=Path, help="a directory holding (or to hold) the tokenized, aligned base")
     args = ap.parse_args()
@@ -172,6 +240,14 @@ def main() -> int:
           args.words, "corpus.en")
     mono = (base / "mono.en").read_text(encoding="utf-8").splitlines()
     write(args.out, {"mono.en": mono}, args.words // 5, "mono.en")
+    if args.ngrams:
+        real = args.out / "real.en"  # the base's English, bitext and monolingual, in one file
+        real.write_text("".join(x + "\n" for x in read["en"] + mono), encoding="utf-8")
+        for name in (real, args.out / "corpus.en"):
+            print(name.name)
+            for row in ngram_growth(name):
+                print("  {:>12,} words {:>10,} types {:>12,} bigrams {:>12,} trigrams".format(*row))
+        real.unlink()
     return 0
 
 

@@ -54,9 +54,14 @@ def cmd_meta(args: argparse.Namespace) -> int:
     from moses_recaser.ems.meta import patch_meta_file
 
     patched = patch_meta_file(args.moses_meta)
-    with atomic_output(args.output) as out:
-        out.write(patched.text)
-    for note in patched.notes:
+    return _write_noted(args.output, patched.text, patched.notes)
+
+
+def _write_noted(path: str, text: str, notes: list[str]) -> int:
+    """The amended file, written whole or not at all, then what was changed in it."""
+    with atomic_output(path) as out:
+        out.write(text)
+    for note in notes:
         log.info("%s", note)
     return 0
 
@@ -66,11 +71,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     from moses_recaser.textio import read_text
 
     merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set)
-    with atomic_output(args.output) as out:
-        out.write(merged.text)
-    for note in merged.notes:
-        log.info("%s", note)
-    return 0
+    return _write_noted(args.output, merged.text, merged.notes)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

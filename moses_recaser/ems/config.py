@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from moses_recaser.ems.lines import join_config, logical_lines
+
 # experiment.perl's read_config
-_COMMENT = re.compile(r"#.*$")
-_CONTINUED = re.compile(r"\\\s*$")
 _SECTION = re.compile(r"^\[(.+)\]")
 _PARAM = re.compile(r"^(\S+) = (.+)$")
 LOWERCASER = "$moses-script-dir/tokenizer/lowercase.perl"
@@ -71,16 +71,7 @@ def read_config(text: str) -> Config:
     cfg = Config(lines=text.splitlines(keepends=True))
     section = Section("GENERAL", ignored=False, start=-1, end=0)
     cfg.sections.append(section)
-    i, n = 0, len(cfg.lines)
-    while i < n:
-        start = i
-        line = _COMMENT.sub("", cfg.lines[i].rstrip("\n"))
-        i += 1
-        if not line.strip():
-            continue
-        while _CONTINUED.search(line) and i < n:
-            line = re.sub(r"\s*\\\s*$", " ", line) + cfg.lines[i].rstrip("\n")
-            i += 1
+    for start, i, line in logical_lines(cfg.lines, join_config):
         m = _SECTION.match(line)
         if m:
             if not any(p.section == "GENERAL" for p in cfg.params) and cfg.sections[0].start < 0:

@@ -18,13 +18,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from moses_recaser.ems.lines import join_meta, logical_lines
 from moses_recaser.errors import RecaserError
 from moses_recaser.textio import read_text
 
 # experiment.perl's read_meta, regex by regex
-_COMMENT = re.compile(r"#.*$")
-_CONTINUED = re.compile(r"\\\s*$")
-_JOIN = re.compile(r"\s*\\\s*[\n\r]*\s+")
 _SECTION = re.compile(r"^\[(.+)\]\s+(\S+)")
 _STEP = re.compile(r"^(\S+)")
 _ATTR = re.compile(r"^\s+(\S+): (.+\S)\s*$")
@@ -67,16 +65,7 @@ def read_meta(text: str, path: str = "experiment.meta") -> Meta:
     meta = Meta(lines=text.splitlines(keepends=True), path=path)
     section: str | None = None
     step: Step | None = None
-    i, n = 0, len(meta.lines)
-    while i < n:
-        start = i
-        line = _COMMENT.sub("", meta.lines[i].rstrip("\n"))
-        i += 1
-        if not line.strip():
-            continue
-        while _CONTINUED.search(line) and i < n:
-            line = _JOIN.sub(" ", line + "\n" + meta.lines[i].rstrip("\n"), count=1)
-            i += 1
+    for start, i, line in logical_lines(meta.lines, join_meta):
         m = _SECTION.match(line)
         if m:
             section, step = m.group(1), None

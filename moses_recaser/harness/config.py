@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.model.settings import TrainSettings
 
 
 @dataclass
@@ -40,10 +41,12 @@ class ExperimentConfig:
     splits: SplitConfig = field(default_factory=SplitConfig)
     tokenizer: str = "sacremoses"  # Moses rules, escaping on (jieba segmentation for zh)
     symmetrization: str = "grow-diag-final-and"
-    lm_order: int = 3
-    features: str = "full"
-    phrase_features: str = "links"
-    sigma: float = 1.0
+    # the training settings' defaults are TrainSettings' (the command line's)
+    lm_order: int = TrainSettings.lm_order
+    features: str = TrainSettings.feature_set
+    phrase_features: str = TrainSettings.alignment_mode
+    sigma: float = TrainSettings.sigma
+    feature_scaling: bool = TrainSettings.feature_scaling
     heldout: int = 0
     systems: list[str] = field(default_factory=lambda: ["unigram", "trigram", "sacremoses", "crf-monolingual", "crf"])
     learning_curve: list[int] = field(default_factory=list)  # training sizes in target words
@@ -60,8 +63,12 @@ def _suggest(key: str, valid: list[str]) -> str:
 
 
 def _check_type(value: Any, default: Any, key: str, path: str, line: int) -> Any:
-    if isinstance(default, bool) or default is None:
-        if default is None and value is not None and not isinstance(value, str):
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise RecaserError(f"'{key}' must be true or false, got {value!r}", path, line)
+        return value
+    if default is None:
+        if value is not None and not isinstance(value, str):
             raise RecaserError(f"'{key}' must be a string", path, line)
         return value
     if isinstance(default, float) and isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -214,6 +214,7 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
 
     settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
                              alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout,
+                             feature_scaling=cfg.feature_scaling,
                              monolingual=[str(mono)] if mono is not None else [])
     from moses_recaser.model.features import FEATURE_REVISION, feature_names
 

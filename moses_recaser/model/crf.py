@@ -217,6 +217,17 @@ class FitResult:
     message: str
 
 
+def feature_scale(flats: Sequence[Flat]) -> np.ndarray:
+    """Per weight, the typical size of its feature: the mean |value| where it is not 0 over the lattices'
+    candidates (1 for a 0/1 feature, and for the LM)."""
+    D = flats[0].unary.shape[1] if flats else 0
+    total, count = np.zeros(D), np.zeros(D)
+    for f in flats:
+        total += np.abs(f.unary).sum(axis=0)
+        count += (f.unary != 0).sum(axis=0)
+    return np.concatenate([[1.0], np.where(count > 0, total / np.maximum(count, 1), 1.0)])
+
+
 def fit(
     batches: Sequence[Batch],
     n_features: int,
@@ -224,9 +235,11 @@ def fit(
     max_iter: int = 200,
     init: np.ndarray | None = None,
     mask: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
 ) -> FitResult:
     """Maximize eq. 5 with L-BFGS over the batches with a reference; ``mask`` pins weights at 0 (features
-    switched off)."""
+    switched off); ``scale`` (per weight) makes the prior on weight k a Gaussian of deviation sigma / scale_k,
+    as if feature k were divided by scale_k."""
     from scipy.optimize import minimize
 
     batches = [b for b in batches if b.gold is not None]
@@ -237,13 +250,14 @@ def fit(
     w0[~keep] = 0.0
     history: list[tuple[int, float, float]] = []
     last: dict[str, Any] = {}
+    s2 = np.ones(dim) if scale is None else np.asarray(scale, dtype=np.float64) ** 2
 
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
         w = np.zeros(dim)
         w[keep] = x
         ll, grad = log_likelihood(batches, w)
-        obj = -(ll - float(w @ w) / (2 * sigma**2))
-        g = -(grad - w / sigma**2)
+        obj = -(ll - float(w @ (s2 * w)) / (2 * sigma**2))
+        g = -(grad - s2 * w / sigma**2)
         last.update(x=x.copy(), obj=obj, g=g[keep])
         return obj, g[keep]
 

@@ -27,7 +27,7 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.lattice import Flat
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.modeldir import text_array, words_of
+from moses_recaser.modeldir import MappedArrays, text_array, words_of
 from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
@@ -86,9 +86,9 @@ class FeatureExtractor:
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
         if candidates_file is not None:
-            with np.load(candidates_file, allow_pickle=False) as z:
-                if self.candidates.load(z):
-                    self._restore_types(z)
+            z = MappedArrays(candidates_file)
+            if self.candidates.load(z):
+                self._restore_types(z)
         self._kenlm = None if isinstance(lm, ArrayLM) else KenlmContexts(lm, self.candidates.strings)
 
     def save_registry(self, path: str | os.PathLike[str]) -> None:
@@ -176,7 +176,7 @@ class FeatureExtractor:
             "ascii": [w.isascii() for w in words],
             "is_low": [w == x for w, x in zip(words, low)],
             "hyphen": ["-" in w.strip("-") for w in words],
-            "has_lower": [any(map(str.islower, w)) for w in words],
+            "has_lower": [casing.has_lower(w) for w in words],
             "upper": [casing.tag(w) is Tag.AU for w in words],
         }
 

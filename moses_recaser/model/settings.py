@@ -31,6 +31,8 @@ class TrainSettings:
     alignment_mode: str = "links"
     sigma: float = 1.0
     sigma_grid: tuple[float, ...] = ()  # when set, sigma is picked by 2-fold cross-validation on dev
+    # each weight's prior scaled by its feature's typical size (crf.feature_scale), not one sigma for all
+    feature_scaling: bool = False
     max_iter: int = 200
     max_candidates: int = MAX_CANDIDATES
     npa_seed: int = 0
@@ -66,7 +68,7 @@ class TrainSettings:
             + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
             f"feat:{self.feature_set}",
             f"a:{self.alignment_mode}",
-            f"sigma:{self.sigma:g}",
+            f"sigma:{self.sigma:g}" + ("/scaled" if self.feature_scaling else ""),
             f"gen:{self.max_candidates}",
             f"npa:{self.npa_seed}",
         ]

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.model.crf import FitResult, fit, make_batches
+from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.features import feature_names
 from moses_recaser.model.lattice import Flat
@@ -255,17 +255,22 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
         half, view = len(dev_triples) // 2, BY_NAME["both"].view
         halves = [reference_lattices(extractor, [view(t) for t in dev_triples[:half]], dev_refs[:half])[0],
                   reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0]]
-        settings.sigma = select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter)
+        cv_scale = feature_scale(halves[0] + halves[1]) if settings.feature_scaling else None
+        settings.sigma = select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale)
     report.seconds["lattices"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     by_mode: dict[str, np.ndarray] = {}
+    scale: np.ndarray | None = None
     for mode in MODES:
         flats, words, hits = reference_lattices(extractor, [mode.view(t) for t in dev_triples], dev_refs)
         for fold_extractor, held in heldout:
             flats += reference_lattices(fold_extractor, [mode.view(t) for t in held])[0]
+        if settings.feature_scaling and scale is None:  # the first mode (both) reads every feature
+            scale = feature_scale(flats)
         log.info("training the %s weights (%s; sigma %g)", mode.name, mode.doc.split(":")[0], settings.sigma)
-        result = fit(make_batches(flats), len(names), settings.sigma, settings.max_iter, mask=mask_of(mode, names))
+        result = fit(make_batches(flats), len(names), settings.sigma, settings.max_iter, mask=mask_of(mode, names),
+                     scale=scale)
         warn_unconverged(result, f"the {mode.name} weights")
         by_mode[mode.name] = result.weights
         if mode.name == "both":
@@ -304,7 +309,8 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     return report
 
 
-def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequence[float], max_iter: int) -> float:
+def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequence[float], max_iter: int,
+                 scale: np.ndarray | None = None) -> float:
     """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy: weights fitted on one half
     of the dev lattices decode the other."""
     batches = [make_batches(h) for h in halves]
@@ -312,7 +318,7 @@ def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequen
     for sigma in grid:
         correct = total = 0
         for k in (0, 1):
-            result = fit(batches[k], n_features, sigma, max_iter)
+            result = fit(batches[k], n_features, sigma, max_iter, scale=scale)
             warn_unconverged(result, f"the cross-validation fit (sigma {sigma:g}, half {k + 1})")
             w = result.weights
             for flat in halves[1 - k]:

@@ -9,7 +9,8 @@ trigrams, with ARPA backoff:
                = bo(a b) + p(b c)                 elif "b c" is listed
                = bo(a b) + bo(b) + p(c)           otherwise (p(<unk>) for unknown words)
 
-with absent backoffs 0, as in kenlm. ``<s>`` is a context word like any other. Models with more than
+with absent backoffs 0, as in kenlm, and in single precision, as kenlm keeps them. ``<s>`` is a context
+word like any other. Models with more than
 three orders give the same result for a two-word context (their trigram rows). The arrays are
 built from the ARPA once, at training time, and stored in the model (``lm.npz``), so recasing
 neither parses the ARPA nor calls kenlm per query; tests check agreement with kenlm.
@@ -21,6 +22,7 @@ given with ``--lm``) behind the same interface.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -31,11 +33,12 @@ import numpy as np
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.hashindex import HashIndex
-from moses_recaser.modeldir import save_npz
+from moses_recaser.modeldir import MappedArrays, save_npz
 from moses_recaser.textio import LineReader
 from moses_recaser.vocab import Vocab
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
+log = logging.getLogger(__name__)
 MAX_VOCAB = 2_000_000  # keys are a * V^2 + b * V + c in int64
 
 
@@ -114,13 +117,13 @@ class ArrayLM:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
-        with np.load(path, allow_pickle=False) as z:
-            lm = cls(vocab=Vocab.load(z, "vocab"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
-                     bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
-                     tri_lp=z["tri_lp"], order=int(z["order"]))
-            lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
-            lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
-            lm.__dict__["bi_extended"] = z["bi_extended"]
+        z = MappedArrays(path)
+        lm = cls(vocab=Vocab.load(z, "vocab"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
+                 bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
+                 tri_lp=z["tri_lp"], order=int(z["order"]))
+        lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
+        lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
+        lm.__dict__["bi_extended"] = z["bi_extended"]
         return lm
 
     @classmethod
@@ -150,7 +153,8 @@ class ArrayLM:
                 if order == 2 and "<unk>" not in ids:  # lmplz writes <unk>; other tools may not
                     ids["<unk>"] = len(vocab)
                     vocab.append("<unk>")
-                    sections[1].append((np.array([-100.0]), np.zeros(1, dtype=np.int64), np.zeros(1)))
+                    sections[1].append((np.array([-100.0], dtype=np.float32), np.zeros(1, dtype=np.int64),
+                                        np.zeros(1, dtype=np.float32)))
                 continue
             if 1 <= order <= 3:
                 pending.append(line)
@@ -162,14 +166,17 @@ class ArrayLM:
         if "<unk>" not in ids:
             ids["<unk>"] = len(vocab)
             vocab.append("<unk>")
-            sections[1].append((np.array([-100.0]), np.zeros(1, dtype=np.int64), np.zeros(1)))
+            sections[1].append((np.array([-100.0], dtype=np.float32), np.zeros(1, dtype=np.int64),
+                                np.zeros(1, dtype=np.float32)))
+        if max_order > 3:
+            warn_order(max_order, str(path))
         if len(vocab) > MAX_VOCAB:
             raise RecaserError(f"vocabulary of {len(vocab)} words is too large for array queries", str(path))
         V = len(vocab)
 
         def keyed(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             if not sections[n]:
-                return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
             lp, words, bo = (np.concatenate([s[k] for s in sections[n]]) for k in range(3))
             keys = np.zeros(len(lp), dtype=np.int64)
             for k in range(n):
@@ -213,7 +220,14 @@ def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, 
     else:
         get = ids.get
         ids_arr = np.array([[get(w, -1) for w in g] for g in words], dtype=np.int64).reshape(-1, order)
-    return np.array(lp), ids_arr, np.array(bo)
+    return np.array(lp, dtype=np.float32), ids_arr, np.array(bo, dtype=np.float32)
+
+
+def warn_order(order: int, where: str) -> None:
+    """Say plainly what is used of an LM of more than three orders."""
+    log.warning("%s: a %d-gram LM; the CRF's LM feature conditions on the two previous words (its lattice is "
+                "second order, as the paper's), so recasing uses the LM's orders 1-3 (its trigram probabilities "
+                "and backoffs); higher orders change nothing", where, order)
 
 
 class KenlmContexts:
@@ -224,6 +238,8 @@ class KenlmContexts:
     SPECIALS = (-1, -2)
 
     def __init__(self, model: object, strings: Vocab) -> None:
+        if getattr(model, "order", 3) > 3:
+            warn_order(model.order, getattr(model, "path", "the LM"))  # type: ignore[attr-defined]
         self.model = model
         self.strings = strings  # grows with the candidate registry; ids stay valid
         self._cache: dict[tuple[int, int, int], float] = {}

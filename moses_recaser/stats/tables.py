@@ -36,7 +36,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.hashindex import HashIndex
-from moses_recaser.modeldir import save_npz, text_array, words_of
+from moses_recaser.modeldir import MappedArrays, save_npz, text_array, words_of
 from moses_recaser.stats.counting import Counts
 from moses_recaser.vocab import Vocab
 
@@ -196,8 +196,7 @@ class Tables:
     @classmethod
     def load(cls, directory: Path) -> Tables:
         """The tables ``save`` wrote."""
-        with np.load(directory / "tables.npz", allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = MappedArrays(directory / "tables.npz")
         tts = {}
         for name in ("cased", "lower"):
             tts[name] = TranslationTable(
