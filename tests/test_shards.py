@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from moses_recaser.cli.main import main
@@ -10,6 +14,8 @@ from moses_recaser.modeldir import read_manifest
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.shards import parse_shard, shard_range
+
+CLI = str(Path(sys.executable).parent / "moses-recaser")
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +64,20 @@ def test_shard_arithmetic():
             parse_shard(bad)
 
 
-def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, tico, tmp_path):
-    d = bitext
+@pytest.fixture(scope="module")
+def dev(bitext, tico) -> list[str]:
+    """The dev set's training options, with its word alignment."""
     dev_src = (tico / "dev.fr").read_text(encoding="utf-8").splitlines()
     dev_tgt = (tico / "dev.en").read_text(encoding="utf-8").splitlines()
-    (d / "dev.a").write_text("".join(format_links(a) + "\n" for a in align([x.split() for x in dev_src],
-                                                                            [x.split() for x in dev_tgt])),
-                             encoding="utf-8")
-    dev = ["--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--dev-alignment", str(d / "dev.a"),
-           "--max-iter", "30"]
+    path = bitext / "dev.a"
+    path.write_text("".join(format_links(a) + "\n" for a in align([x.split() for x in dev_src],
+                                                                  [x.split() for x in dev_tgt])), encoding="utf-8")
+    return ["--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--dev-alignment", str(path),
+            "--max-iter", "30"]
+
+
+def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, dev, tmp_path):
+    d = bitext
     args = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a")]
     assert main(["-q", "train", *args, *dev, "--model", str(tmp_path / "direct")]) == 0
     shards = []
@@ -79,6 +90,20 @@ def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, tic
     assert direct.files == scaled.files  # tables, punctuation counts, LM: byte for byte
     assert direct.extra["weights"] == scaled.extra["weights"]
     assert direct.signature == scaled.signature
+
+
+def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
+    """``train --jobs 2`` (EMS: ``-cores 2``) counts in worker processes: the model is the one of one process,
+    and the workers end without a traceback on stderr (EMS reads one as a crash)."""
+    d = bitext
+    common = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a"), *dev]
+    assert main(["-q", "train", *common, "--model", str(tmp_path / "one")]) == 0
+    proc = subprocess.run([CLI, "-q", "train", *common, "--jobs", "2", "--model", str(tmp_path / "two")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
+    one, two = read_manifest(tmp_path / "one"), read_manifest(tmp_path / "two")
+    assert one.files == two.files and one.extra["weights"] == two.extra["weights"]
 
 
 def test_train_needs_a_bitext_or_statistics(tico, capsys):

@@ -6,7 +6,6 @@ The chunks are the same whatever the number of workers, so the output is too.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -14,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
+from moses_recaser.workers import worker_signals
 
 CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
@@ -35,13 +35,6 @@ def single_threaded_blas() -> None:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and cleans up
-    # the parent ends the pool with SIGTERM: die at once (the inherited handler raises an exception
-    # wherever the worker happens to be, which can leave it blocked on the pool's queue lock)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _worker_recase(chunk: list[Triple]) -> list[list[str]]:
     return _WORKER["recaser"].recase_batch(chunk)
 
@@ -61,7 +54,7 @@ def zip_recased(items: Iterable[T], recaser: BatchRecaser, threads: int = 1,
 
     ctx = mp.get_context("fork")
     _WORKER["recaser"] = recaser
-    with ctx.Pool(threads, initializer=_worker_init) as pool:
+    with ctx.Pool(threads, initializer=worker_signals) as pool:
         pending: deque = deque()
         for chunk in chunks(items, CHUNK):
             pending.append((chunk, pool.apply_async(_worker_recase, ([pick(x) for x in chunk],))))

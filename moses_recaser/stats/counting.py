@@ -34,6 +34,7 @@ from moses_recaser.sentences import SENTENCE_END, first_in_sentence, positional
 from moses_recaser.stats.kneser_ney import BOS, EOS, UNK, NGramCounts
 from moses_recaser.textio import split_tokens
 from moses_recaser.triples import Triple
+from moses_recaser.workers import worker_signals
 
 log = logging.getLogger(__name__)
 N_TAGS = len(Tag)
@@ -519,6 +520,7 @@ _DONE: dict[str, object] = {}
 
 
 def _init_worker(done: object) -> None:
+    worker_signals()
     _DONE["value"] = done
 
 
