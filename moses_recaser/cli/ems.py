@@ -90,10 +90,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _this_command() -> str:
-    """This console command's absolute path: EMS's step scripts then find it whatever their PATH."""
+    """This console command's absolute path: EMS's step scripts then find it whatever their PATH. The one
+    installed beside the running interpreter comes first: another install earlier on PATH is not this one."""
     import shutil
 
-    found = shutil.which(PROG) or str(Path(sys.executable).parent / PROG)
+    beside = Path(sys.executable).parent / PROG
+    found = str(beside) if beside.is_file() else shutil.which(PROG) or str(beside)
     return str(Path(found).resolve())
 
 
