@@ -31,8 +31,11 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     however fast the machine."""
     lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
     out = tmp_path / "out"
+    # SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background of a script inherits
+    # SIGINT ignored (as every background job does), and Python keeps an inherited SIG_IGN
     proc = subprocess.Popen([CLI, "recase", "--model", str(tico / "model"), "--input", "-", "-o", str(out)],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdin is not None
     proc.stdin.write("\n".join(lines) + "\n")
     proc.stdin.flush()
