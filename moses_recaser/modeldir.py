@@ -6,15 +6,16 @@ Layout::
     MODEL/tables.npz      numpy arrays (loaded with allow_pickle=False)
     MODEL/*.vocab         one token per line, UTF-8
     MODEL/lm.arpa         the cased LM (or lm.bin: a KenLM binary given with --lm)
-    MODEL/lm.npz          the LM's query arrays and their hash index (lmquery.ArrayLM)
+    MODEL/lm.npz          the LM's query arrays and their packed keys (stats.arpa_arrays.ArrayLM)
     MODEL/candidates.npz  GEN and candidate facts of every training type, and the training word types'
                           facts (candidates.py, features.FeatureExtractor.save_registry; optional)
     MODEL/...             anything else a stage adds (aligner priors, ...)
 
 Format versions: 1, the first; 2, candidates.npz with GEN results as pool segments and the word types,
-lm.npz with its hash index; 3, every optional array of version 2 always stored (the hash indexes, the
-punctuation counts, the candidate registry's training forms, source keys and word types). This version
-reads version 3 only: an older model is refused with a message to retrain it.
+lm.npz with its hash index; 3, every optional array of version 2 always stored; 4 and 5, facts of the
+decoder-output fixes (input modes and their weights, escapes read past by the casing facts); 6, keys packed
+(``keyset.KeySet``) in place of int64 keys with a hash table, and the tables' pair counts in int32. This
+version reads version 6 only: an older model is refused with a message to retrain it.
 
 The directory is built under a temporary name and renamed into place, so a crash or Ctrl-C
 never leaves a half-written model.
@@ -39,7 +40,7 @@ import yaml
 from moses_recaser.errors import RecaserError
 from moses_recaser.textio import atomic_directory, sha256
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 MANIFEST = "manifest.yaml"
 
 

@@ -3,9 +3,9 @@ objects: a model with a million word types loads in the time it takes to read it
 strings a run looks up become Python strings.
 
 A string's number is its place (``Vocab.of`` keeps the order given; ``add`` appends). Lookups go through a
-dict of the strings looked up so far, then the hash index: a stable 63-bit hash of the string's bytes (CRC-32
-and Adler-32), whose hit is checked against the stored bytes. Strings of one vocabulary whose hashes collide
-are kept in a small dict of their own.
+dict of the strings looked up so far, then a ``KeySet`` of stable 63-bit hashes of the strings' bytes (CRC-32
+and Adler-32) with the number of each hash's string; a hit is checked against the stored bytes. Strings of one
+vocabulary whose hashes collide are kept in a small dict of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from itertools import repeat
 
 import numpy as np
 
-from moses_recaser.hashindex import HashIndex
+from moses_recaser.keyset import KeySet
 
 
 def string_hash(data: bytes) -> int:
@@ -25,12 +25,13 @@ def string_hash(data: bytes) -> int:
 
 
 class Vocab:
-    def __init__(self, blob: bytes | np.ndarray, offsets: np.ndarray, index: HashIndex,
+    def __init__(self, blob: bytes | np.ndarray, offsets: np.ndarray, index: KeySet, ids: np.ndarray,
                  overflow: Mapping[str, int]) -> None:
         # bytes, or a (mapped) uint8 array: only what is read is loaded
         self._blob = (memoryview(blob) if isinstance(blob, bytes) else blob.data).cast("B")
         self._offsets = offsets
         self._index = index
+        self._ids = ids  # the number of the string of each hash in ``index``
         self._overflow = dict(overflow)
         self._stored = len(offsets) - 1
         self._known: dict[str, int] = {}  # strings looked up (their number, or -1: absent) or added
@@ -53,13 +54,15 @@ class Vocab:
                     if k in seen:
                         overflow[encoded[i].decode("utf-8")] = i
                     seen.add(k)
-        return cls(b"".join(encoded), offsets, HashIndex(keys), overflow)
+        index, order = KeySet.pack(keys[first])
+        ids = first[order].astype(np.int32 if len(keys) < 1 << 31 else np.int64)
+        return cls(b"".join(encoded), offsets, index, ids, overflow)
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Everything, added strings included, for ``load``."""
         v = self if not self._added else Vocab.of(self)
         return {f"{prefix}.blob": np.frombuffer(v._blob, dtype=np.uint8), f"{prefix}.offsets": v._offsets,
-                f"{prefix}.keys": v._index.keys, f"{prefix}.hash": v._index.table,
+                **v._index.arrays(f"{prefix}.hashes"), f"{prefix}.ids": v._ids,
                 f"{prefix}.overflow": np.array("\n".join(f"{w}\t{i}" for w, i in v._overflow.items()))}
 
     @classmethod
@@ -67,7 +70,7 @@ class Vocab:
         text = str(z[f"{prefix}.overflow"])
         overflow = {w: int(i) for w, i in (x.rsplit("\t", 1) for x in text.split("\n"))} if text else {}
         return cls(z[f"{prefix}.blob"], z[f"{prefix}.offsets"],
-                   HashIndex(z[f"{prefix}.keys"], z[f"{prefix}.hash"]), overflow)
+                   KeySet.load(z, f"{prefix}.hashes"), z[f"{prefix}.ids"], overflow)
 
     def __len__(self) -> int:
         return self._stored + len(self._added)
@@ -123,13 +126,15 @@ class Vocab:
         encoded = [w.encode("utf-8") for w in words]
         keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
         pos, found = self._index.find(keys) if self._stored else (keys, np.zeros(len(keys), dtype=bool))
-        out = [self._check(w, b, p if f else -1) for w, b, p, f in zip(words, encoded, pos.tolist(), found.tolist())]
+        at = np.where(found, self._ids[pos] if self._stored else -1, -1).tolist()
+        out = [self._check(w, b, p) for w, b, p in zip(words, encoded, at)]
         self._known.update(zip(words, out))
         return out
 
     def _search_one(self, word: str) -> int:
         data = word.encode("utf-8")
-        return self._check(word, data, self._index.find_one(string_hash(data)) if self._stored else -1)
+        at = self._index.find_one(string_hash(data)) if self._stored else -1
+        return self._check(word, data, int(self._ids[at]) if at >= 0 else -1)
 
     def _check(self, word: str, data: bytes, at: int) -> int:
         """``at`` if the stored string there is ``word`` (a hash hit), else its number among the strings whose

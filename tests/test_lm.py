@@ -134,9 +134,9 @@ def test_array_queries_equal_kenlm_states(corpus, tmp_path, order):
     lm.save(tmp_path / "lm.npz")
     lm = ArrayLM.load(tmp_path / "lm.npz")
     # the stored "a trigram extends this bigram" flags, against their definition
-    contexts = set((lm.tri_keys // lm.V).tolist())
-    assert lm.bi_extended.tolist() == [k in contexts for k in lm.bi_keys.tolist()]
-    assert 0 < lm.bi_extended.sum() < len(lm.bi_keys)
+    contexts = set((lm.trigrams.keys() // lm.V).tolist())
+    assert lm.bi_extended.tolist() == [k in contexts for k in lm.bigrams.keys().tolist()]
+    assert 0 < lm.bi_extended.sum() < len(lm.bigrams)
     rng = np.random.default_rng(order)
     words = [w for s in corpus[:200] for w in s] + ["UNSEEN-1", "Zzyzx", "</s>"]
     for _ in range(3000):
@@ -161,25 +161,50 @@ def test_array_queries_equal_kenlm_states(corpus, tmp_path, order):
         assert got == pytest.approx(want, abs=1e-5), (a, b, c)
 
 
-def test_hash_index_finds_every_key_and_no_other():
+def test_key_set_finds_every_key_and_no_other():
+    """Every stored key at its place in the permutation, nothing else found (keys of any width, queries out of
+    range included), the keys given back, and the stored form answering the same."""
     import numpy as np
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from moses_recaser.hashindex import HashIndex
+    from moses_recaser.keyset import KeySet
 
-    @settings(max_examples=200, deadline=None)
-    @given(st.sets(st.integers(0, 2**40), max_size=300), st.lists(st.integers(0, 2**40), max_size=50))
-    def check(keys, others):
-        k = np.array(sorted(keys), dtype=np.int64)
-        index = HashIndex(k)
-        q = np.array(sorted(keys) + others, dtype=np.int64)
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(1, 63).flatmap(lambda bits: st.tuples(
+        st.sets(st.integers(0, 2**bits - 1), max_size=300),
+        st.lists(st.integers(-5, 2**63 - 1) | st.integers(0, 2**bits + 5), max_size=50))))
+    def check(case):
+        keys, others = case
+        k = np.array(list(keys), dtype=np.int64)
+        index, order = KeySet.pack(k)
+        assert sorted(order.tolist()) == list(range(len(k)))
+        assert index.keys().tolist() == k[order].tolist()
+        q = np.array(list(keys) + others, dtype=np.int64)
         pos, found = index.find(q)
         for x, p, f in zip(q.tolist(), pos.tolist(), found.tolist()):
             assert f == (x in keys)
-            assert (k[p] == x) if f else p == 0
-        # a stored table gives the same answers
-        again = HashIndex(k, index.table).find(q)
+            assert (k[order[p]] == x) if f else p == 0
+            assert index.find_one(x) == (p if f else -1)
+        again = KeySet.load(index.arrays("k"), "k").find(q)
         assert (again[0] == pos).all() and (again[1] == found).all()
 
     check()
+
+
+def test_key_set_packs_large_sets_small():
+    """Trigram-like keys (three ids of a 3,000-word vocabulary, leading words shared as in text) cost under 6 bytes
+    of bucket starts and low parts a key, where int64 keys alone take 8, and no bucket holds many keys despite the
+    shared leading words."""
+    import numpy as np
+
+    from moses_recaser.keyset import KeySet
+
+    rng = np.random.default_rng(0)
+    V, n = 3_000, 200_000
+    a = rng.zipf(1.3, n) % V
+    keys = np.unique((a * V + rng.integers(0, 50, n)) * V + rng.integers(0, V, n))
+    index, _ = KeySet.pack(keys)
+    assert (index.starts.nbytes + index.low.nbytes) / len(keys) < 6
+    assert np.diff(index.starts.astype(np.int64)).max() <= 20
+    assert index.find(keys)[1].all()

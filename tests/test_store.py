@@ -29,7 +29,8 @@ def test_round_trip(model):
     assert set(manifest.files) >= {"tables.npz", "lm.arpa"}
     back = Tables.load(path)
     assert list(back.cased.src_vocab) == list(tables.cased.src_vocab)
-    assert np.array_equal(back.cased.keys, tables.cased.keys)
+    assert np.array_equal(back.cased.pairs.keys(), tables.cased.pairs.keys())
+    assert np.array_equal(back.cased.counts, tables.cased.counts)
     for f, e in [("Le", "The"), ("chat", "cat"), ("x", "The")]:
         assert back.cased.prob(f, e) == tables.cased.prob(f, e)
     assert list(back.forms.vocab) == list(tables.forms.vocab)

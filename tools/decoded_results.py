@@ -12,7 +12,8 @@ For each pair, from the shipped WMT newstest sets (../shared/corpora/wmt-newstes
 4. recasers, each trained on the same cased bitext and the same alignment (as EMS's RECASING step gets it) and
    run through the command line as a user runs them (``moses-recaser train``, ``moses-recaser recase --trace
    ... --alignment ...``): this checkout with its defaults, weights fitted on the dev reference; the same,
-   weights fitted on the decoder's dev output (``--dev-trace``); and any ``--version NAME=TREE``, an older
+   weights fitted on the decoder's dev output (``--dev-trace``); the same with cased English news of 2015 and
+   later (MONO: the other pairs' newstest English, no dev or test line) as ``--mono``; and any ``--version NAME=TREE``, an older
    checkout run with its own defaults (``PYTHONPATH=TREE``); the trigram baseline (the model's LM over GEN)
    and the output left lowercase;
 5. scores on the test set: sacrebleu cased BLEU of the detokenized output against the raw reference, the
@@ -40,6 +41,12 @@ SHARED = ROOT.parent / "shared"
 BIN = Path(sys.executable).parent
 TRAIN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012"]
 SETS = {"train": TRAIN, "dev": ["newstest2013"], "test": ["newstest2014"]}
+# cased English news that is neither training, dev nor test data of either pair (all of 2015 and later): the
+# monolingual text a Moses system's LM would also see
+MONO = {"de-en": ["newstest2015", "newstest2016", "newstest2017", "newstest2018", "newstest2019", "newstest2020",
+                  "newstestB2020"],
+        "zh-en": ["newstest2017", "newstest2018", "newstest2019", "newstest2020", "newstest2021", "newstestB2020"],
+        "fr-en": ["newsdiscusstest2015"]}
 
 
 def log(msg: str) -> None:
@@ -85,6 +92,23 @@ def prepare(pair: str, corpora: Path, d: Path) -> None:
         n_train = len(read_lines(d / f"train.lc.{src}"))
         write_lines(d / "dev.align", links[n_train:])
         write_lines(d / "train.align", links[:n_train])
+
+
+def mono_english(corpora: Path, work: Path) -> Path:
+    """The English sides of MONO, tokenized, each line once, without any line of a dev or test reference."""
+    from moses_recaser.moses.tokenizer import tokenizer
+
+    out = work / "mono.tok.en"
+    if out.is_file():
+        return out
+    news = corpora / "wmt-newstest"
+    held = {x for pair in ("fr-en", "de-en") for name in ("dev", "test") for part in SETS[name]
+            for x in read_lines(news / pair / f"{part}.en")}
+    raw = [x for pair, parts in MONO.items() for p in parts for x in read_lines(news / pair / f"{p}.en")]
+    kept = [x for x in dict.fromkeys(raw) if x.strip() and x not in held]
+    log(f"monolingual English: {len(kept):,} lines of {len(raw):,}")
+    write_lines(out, [" ".join(tokenizer("en")(x)) for x in kept])
+    return out
 
 
 def moses_system(pair: str, moses: Path, d: Path, cores: int) -> Path:
@@ -140,17 +164,19 @@ def cli(tree: Path | None, *args: str) -> None:
 
 
 def recasers(pair: str, d: Path, versions: dict[str, Path | None], dev_out: tuple[Path, Path],
-             test_out: tuple[Path, Path]) -> dict[str, Path]:
+             test_out: tuple[Path, Path], mono: Path) -> dict[str, Path]:
     """Train each recaser and recase the test output with it; the recased files by system name."""
     src, tgt = pair.split("-")
     out: dict[str, Path] = {}
-    variants = [(name, tree, False) for name, tree in versions.items()] + [("after, dev decoded", None, True)]
-    for name, tree, decoded in variants:
-        key = name.replace(" ", "").replace(",", "-")
+    variants = [(name, tree, False, False) for name, tree in versions.items()]
+    variants += [("after, dev decoded", None, True, False), ("after, dev decoded, + news English", None, True, True)]
+    for name, tree, decoded, with_mono in variants:
+        key = name.replace(" ", "").replace(",", "-").replace("+", "")
         model, recased = d / f"model.{key}", d / f"test.recased.{key}"
         if not (model / "manifest.yaml").is_file():
             log(f"training recaser {name} for {pair}")
             extra = ["--dev-trace", str(dev_out[0]), "--dev-trace-alignment", str(dev_out[1])] if decoded else []
+            extra += ["--mono", str(mono)] if with_mono else []
             cli(tree, "train", "--src", str(d / f"train.tok.{src}"), "--tgt", str(d / f"train.tok.{tgt}"),
                 "--alignment", str(d / "train.align"), "--dev-src", str(d / f"dev.tok.{src}"),
                 "--dev-tgt", str(d / f"dev.tok.{tgt}"), "--dev-alignment", str(d / "dev.align"),
@@ -234,7 +260,7 @@ def main() -> int:
         ini = moses_system(pair, moses, d, args.threads)
         dev_out = decode(moses, ini, d, "dev", src, args.threads)
         test_out = decode(moses, ini, d, "test", src, args.threads)
-        recased = recasers(pair, d, versions, dev_out, test_out)
+        recased = recasers(pair, d, versions, dev_out, test_out, mono_english(args.data_root, args.work.resolve()))
         systems = {"lowercase (no recasing)": d / "test.output.words",
                    "trigram": trigram(pair, d, d / "model.after", test_out), **recased}
         if not systems["lowercase (no recasing)"].is_file():

@@ -2,16 +2,16 @@
 
 The CRF's LM feature needs log10 p(c | a, b) for every candidate triple of a lattice: hundreds of
 queries per sentence. Through kenlm's Python module each is a call; here all of a sentence's
-queries are a few ``searchsorted`` over sorted int64 keys of the ARPA's unigrams, bigrams and
-trigrams, with ARPA backoff:
+queries are a few lookups in the packed keys (``keyset.KeySet``) of the ARPA's bigrams and trigrams, and
+unigrams by word id, with ARPA backoff:
 
     p(c | a b) = p(a b c)                         if "a b c" is listed
                = bo(a b) + p(b c)                 elif "b c" is listed
                = bo(a b) + bo(b) + p(c)           otherwise (p(<unk>) for unknown words)
 
 with absent backoffs 0, as in kenlm, and in single precision, as kenlm keeps them. ``<s>`` is a context
-word like any other. Models with more than
-three orders give the same result for a two-word context (their trigram rows). The arrays are
+word like any other. Models with more than three orders give the same result for a two-word context (their
+trigram rows). The arrays are
 built from the ARPA once, at training time, and stored in the model (``lm.npz``), so recasing
 neither parses the ARPA nor calls kenlm per query; tests check agreement with kenlm.
 
@@ -27,12 +27,11 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.hashindex import HashIndex
+from moses_recaser.keyset import KeySet
 from moses_recaser.modeldir import MappedArrays, save_npz
 from moses_recaser.textio import LineReader
 from moses_recaser.vocab import Vocab
@@ -47,34 +46,31 @@ class ArrayLM:
     vocab: Vocab
     uni_lp: np.ndarray  # (V,) log10 p(w); <unk> included
     uni_bo: np.ndarray  # (V,)
-    bi_keys: np.ndarray  # sorted a * V + b
+    bigrams: KeySet  # keys a * V + b; the bi_* arrays are in its order
     bi_lp: np.ndarray
     bi_bo: np.ndarray
-    tri_keys: np.ndarray  # sorted (a * V + b) * V + c
+    bi_extended: np.ndarray  # some trigram extends the bigram: only these contexts need a trigram lookup
+    trigrams: KeySet  # keys (a * V + b) * V + c; tri_lp is in its order
     tri_lp: np.ndarray
     order: int
 
     def __post_init__(self) -> None:
         self.unk = max(self.vocab.get("<unk>"), 0)
 
-    @cached_property
-    def bi_index(self) -> HashIndex:
-        return HashIndex(self.bi_keys)
-
-    @cached_property
-    def tri_index(self) -> HashIndex:
-        return HashIndex(self.tri_keys)
-
-    @cached_property
-    def bi_extended(self) -> np.ndarray:
-        """(bigrams,) bool: some trigram extends the bigram. Only these contexts need a trigram lookup:
-        about one in nine on a recasing lattice."""
-        out = np.zeros(len(self.bi_keys), dtype=bool)
-        ctx = self.tri_keys // self.V  # sorted, as tri_keys are
-        if len(ctx) and len(self.bi_keys):
-            pos, found = self.bi_index.find(ctx[np.r_[True, ctx[1:] != ctx[:-1]]])
-            out[pos[found]] = True
-        return out
+    @classmethod
+    def of_ngrams(cls, vocab: Vocab, unigrams: tuple[np.ndarray, np.ndarray], bigrams: tuple[np.ndarray, ...],
+                  trigrams: tuple[np.ndarray, ...], order: int) -> ArrayLM:
+        """The model of (log10 p, backoff) unigram arrays, (keys, log10 p, backoff) bigrams and (keys, log10 p)
+        trigrams, keys in any order: packs the keys and puts each array in their order."""
+        bi, bi_order = KeySet.pack(bigrams[0])
+        tri, tri_order = KeySet.pack(trigrams[0])
+        extended = np.zeros(len(bi), dtype=bool)  # about one bigram context in nine on a recasing lattice
+        if len(tri) and len(bi):
+            pos, found = bi.find(np.unique(trigrams[0] // len(vocab)))
+            extended[pos[found]] = True
+        return cls(vocab=vocab, uni_lp=unigrams[0], uni_bo=unigrams[1], bigrams=bi, bi_lp=bigrams[1][bi_order],
+                   bi_bo=bigrams[2][bi_order], bi_extended=extended, trigrams=tri, tri_lp=trigrams[1][tri_order],
+                   order=order)
 
     @property
     def V(self) -> int:
@@ -94,8 +90,8 @@ class ArrayLM:
     def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For word pairs (b, c): log10 p(c | b), and as a context "b c" where ``context`` (else 0 and
         False) its backoff and whether a trigram extends it; one lookup for the three."""
-        pos, found = self.bi_index.find(b * self.V + c)
-        if not len(self.bi_keys):
+        pos, found = self.bigrams.find(b * self.V + c)
+        if not len(self.bigrams):
             return self.uni_bo[b] + self.uni_lp[c], np.zeros(len(b)), found
         known = found & context
         return (np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]),
@@ -105,26 +101,22 @@ class ArrayLM:
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
         """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
         has_a = a >= 0
-        tpos, tfound = self.tri_index.find((np.where(has_a, a, 0) * self.V + b) * self.V + c)
+        tpos, tfound = self.trigrams.find((np.where(has_a, a, 0) * self.V + b) * self.V + c)
         return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_keys": self.bi_keys, "bi_lp": self.bi_lp,
-                        "bi_bo": self.bi_bo, "tri_keys": self.tri_keys, "tri_lp": self.tri_lp,
-                        "order": np.array(self.order), **self.vocab.arrays("vocab"),
-                        "bi_hash": self.bi_index.table, "tri_hash": self.tri_index.table,
-                        "bi_extended": self.bi_extended})
+        save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_lp": self.bi_lp, "bi_bo": self.bi_bo,
+                        "bi_extended": self.bi_extended, "tri_lp": self.tri_lp, "order": np.array(self.order),
+                        **self.vocab.arrays("vocab"), **self.bigrams.arrays("bigrams"),
+                        **self.trigrams.arrays("trigrams")})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
         z = MappedArrays(path)
-        lm = cls(vocab=Vocab.load(z, "vocab"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
-                 bi_keys=z["bi_keys"], bi_lp=z["bi_lp"], bi_bo=z["bi_bo"], tri_keys=z["tri_keys"],
-                 tri_lp=z["tri_lp"], order=int(z["order"]))
-        lm.__dict__["bi_index"] = HashIndex(lm.bi_keys, z["bi_hash"])
-        lm.__dict__["tri_index"] = HashIndex(lm.tri_keys, z["tri_hash"])
-        lm.__dict__["bi_extended"] = z["bi_extended"]
-        return lm
+        return cls(vocab=Vocab.load(z, "vocab"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
+                   bigrams=KeySet.load(z, "bigrams"), bi_lp=z["bi_lp"], bi_bo=z["bi_bo"],
+                   bi_extended=z["bi_extended"], trigrams=KeySet.load(z, "trigrams"), tri_lp=z["tri_lp"],
+                   order=int(z["order"]))
 
     @classmethod
     def from_arpa(cls, path: str | os.PathLike[str], block: int = 200_000) -> ArrayLM:
@@ -181,15 +173,10 @@ class ArrayLM:
             keys = np.zeros(len(lp), dtype=np.int64)
             for k in range(n):
                 keys = keys * V + words[:, k]
-            order_ = np.argsort(keys)
-            return keys[order_], lp[order_], bo[order_]
+            return keys, lp, bo
 
-        uni_lp = np.concatenate([s[0] for s in sections[1]])
-        uni_bo = np.concatenate([s[2] for s in sections[1]])
-        bi_keys, bi_lp, bi_bo = keyed(2)
-        tri_keys, tri_lp, _ = keyed(3)
-        return cls(vocab=Vocab.of(vocab), uni_lp=uni_lp, uni_bo=uni_bo, bi_keys=bi_keys, bi_lp=bi_lp, bi_bo=bi_bo,
-                   tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
+        unigrams = (np.concatenate([s[0] for s in sections[1]]), np.concatenate([s[2] for s in sections[1]]))
+        return cls.of_ngrams(Vocab.of(vocab), unigrams, keyed(2), keyed(3)[:2], min(max_order, 3))
 
 
 def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, int],

@@ -21,21 +21,20 @@ Smoothing (every probability is > 0):
 - tag table, add-one: ``p(t|s) = (c(s,t) + 1) / (c(s) + 5)``.
 
 Tables are numpy arrays plus vocabularies (``vocab.Vocab``; no pickle): a pair (F, E) is the int64 key
-``id(F) * |V_E| + id(E)`` in a sorted array, looked up with ``searchsorted``.
+``id(F) * |V_E| + id(E)`` in a packed key set (``keyset.KeySet``), its count at the key's position.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.hashindex import HashIndex
+from moses_recaser.keyset import KeySet
 from moses_recaser.modeldir import MappedArrays, save_npz, text_array, words_of
 from moses_recaser.stats.counting import Counts
 from moses_recaser.vocab import Vocab
@@ -49,17 +48,11 @@ class TranslationTable:
 
     src_vocab: Vocab
     tgt_vocab: Vocab
-    keys: np.ndarray  # sorted int64 id(F) * |V_E| + id(E)
-    counts: np.ndarray  # c(F, E)
+    pairs: KeySet  # id(F) * |V_E| + id(E)
+    counts: np.ndarray  # c(F, E), in the order of ``pairs``
     src_total: np.ndarray  # c(F)
     src_types: np.ndarray  # T(F)
     tgt_count: np.ndarray  # c(E), over links
-    hash_table: np.ndarray | None = field(default=None, repr=False)  # ``index``'s table, as stored
-
-    @cached_property
-    def index(self) -> HashIndex:
-        """Hash lookups of pair keys (recasing asks for hundreds of thousands a test set)."""
-        return HashIndex(self.keys, self.hash_table)
 
     def __post_init__(self) -> None:
         n_links = float(self.tgt_count.sum())
@@ -75,15 +68,15 @@ class TranslationTable:
         tgt_vocab, e = _sorted_ids(tgt_words, e)
         V = len(tgt_vocab)
         keys = f * V + e
-        order = np.argsort(keys)
-        keys, counts = keys[order], counts[order].astype(np.int64)
+        pairs, order = KeySet.pack(keys)
+        counts = counts.astype(np.int64)
         src = keys // V if V else keys
         tgt = keys % V if V else keys
         return cls(
             src_vocab=Vocab.of(src_vocab),
             tgt_vocab=Vocab.of(tgt_vocab),
-            keys=keys,
-            counts=counts,
+            pairs=pairs,
+            counts=counts[order].astype(np.int32 if not len(counts) or counts.max() < 1 << 31 else np.int64),
             src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
             src_types=np.bincount(src, minlength=len(src_vocab)).astype(np.int64),
             tgt_count=np.bincount(tgt, weights=counts, minlength=V).astype(np.int64),
@@ -96,7 +89,7 @@ class TranslationTable:
         fi, ei = self.src_vocab.get(f), self.tgt_vocab.get(e)
         if fi < 0 or ei < 0:
             return 0
-        pos, found = self.index.find(np.array([fi * len(self.tgt_vocab) + ei], dtype=np.int64))
+        pos, found = self.pairs.find(np.array([fi * len(self.tgt_vocab) + ei], dtype=np.int64))
         return int(self.counts[pos[0]]) if found[0] else 0
 
     def prob(self, f: str, e: str) -> float:
@@ -114,8 +107,8 @@ class TranslationTable:
             return p0
         count = np.zeros(len(f0), dtype=self.counts.dtype)
         both = np.flatnonzero(known_e & known_f)  # only pairs of known words can be listed
-        if len(self.keys) and len(both):
-            pos, found = self.index.find(f0[both] * len(self.tgt_vocab) + e0[both])
+        if len(self.pairs) and len(both):
+            pos, found = self.pairs.find(f0[both] * len(self.tgt_vocab) + e0[both])
             count[both] = np.where(found, self.counts[pos], 0)
         types = self.src_types[f0].astype(np.float64)
         p = (count + types * p0) / (self.src_total[f0] + types)
@@ -180,9 +173,9 @@ class Tables:
         arrays: dict[str, np.ndarray] = {}
         for name in ("cased", "lower"):
             tt: TranslationTable = getattr(self, name)
-            for attr in ("keys", "counts", "src_total", "src_types", "tgt_count"):
+            for attr in ("counts", "src_total", "src_types", "tgt_count"):
                 arrays[f"{name}_{attr}"] = getattr(tt, attr)
-            arrays[f"{name}_hash"] = tt.index.table
+            arrays.update(tt.pairs.arrays(f"{name}.pairs"))
             arrays.update(tt.src_vocab.arrays(f"{name}.src"))
             arrays.update(tt.tgt_vocab.arrays(f"{name}.tgt"))
         arrays["tag_counts"] = self.tags.counts
@@ -202,9 +195,8 @@ class Tables:
             tts[name] = TranslationTable(
                 src_vocab=Vocab.load(arrays, f"{name}.src"),
                 tgt_vocab=Vocab.load(arrays, f"{name}.tgt"),
-                **{attr: arrays[f"{name}_{attr}"]
-                   for attr in ("keys", "counts", "src_total", "src_types", "tgt_count")},
-                hash_table=arrays[f"{name}_hash"],
+                pairs=KeySet.load(arrays, f"{name}.pairs"),
+                **{attr: arrays[f"{name}_{attr}"] for attr in ("counts", "src_total", "src_types", "tgt_count")},
             )
         return cls(
             cased=tts["cased"],
