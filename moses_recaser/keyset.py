@@ -10,7 +10,7 @@ most 4 keys a bucket on average, so a lookup reads one bucket start and a few lo
 
 Why packed, not a hash table over int64 keys: recasing a test set reads nearly every page of a large model's
 key arrays, so their size is its memory. 18M trigram keys took 265 MiB as int64 keys with int32 hash slots;
-packed they take 136 MiB.
+packed they take 133 MiB.
 
 A key's position is its place in the set's own order, so an owner keeps its per-key arrays in that order
 (``pack`` returns the permutation). The mixing is invertible, so ``keys`` gives the keys back.

@@ -11,9 +11,8 @@ unigrams by word id, with ARPA backoff:
 
 with absent backoffs 0, as in kenlm, and in single precision, as kenlm keeps them. ``<s>`` is a context
 word like any other. Models with more than three orders give the same result for a two-word context (their
-trigram rows). The arrays are
-built from the ARPA once, at training time, and stored in the model (``lm.npz``), so recasing
-neither parses the ARPA nor calls kenlm per query; tests check agreement with kenlm.
+trigram rows). The arrays are built from the ARPA once, at training time, and stored in the model
+(``lm.npz``), so recasing neither parses the ARPA nor calls kenlm per query; tests check agreement with kenlm.
 
 ``ArrayLM.pairs`` also tells, for a context "b c", whether any trigram extends it: Viterbi
 (``decode``) needs trigram lookups only for those. ``KenlmContexts`` puts a kenlm model (a binary LM
