@@ -57,18 +57,19 @@ class ArrayLM:
         self.unk = max(self.vocab.get("<unk>"), 0)
 
     @classmethod
-    def of_ngrams(cls, vocab: Vocab, unigrams: tuple[np.ndarray, np.ndarray], bigrams: tuple[np.ndarray, ...],
-                  trigrams: tuple[np.ndarray, ...], order: int) -> ArrayLM:
-        """The model of (log10 p, backoff) unigram arrays, (keys, log10 p, backoff) bigrams and (keys, log10 p)
-        trigrams, keys in any order: packs the keys and puts each array in their order."""
-        bi, bi_order = KeySet.pack(bigrams[0])
-        tri, tri_order = KeySet.pack(trigrams[0])
-        extended = np.zeros(len(bi), dtype=bool)  # about one bigram context in nine on a recasing lattice
-        if len(tri) and len(bi):
-            pos, found = bi.find(np.unique(trigrams[0] // len(vocab)))
+    def of_ngrams(cls, vocab: Vocab, *, uni_lp: np.ndarray, uni_bo: np.ndarray, bi_keys: np.ndarray,
+                  bi_lp: np.ndarray, bi_bo: np.ndarray, tri_keys: np.ndarray, tri_lp: np.ndarray,
+                  order: int) -> ArrayLM:
+        """The model of its n-grams' arrays, keys in any order: packs the keys and puts each array in their
+        order."""
+        bigrams, bi_order = KeySet.pack(bi_keys)
+        trigrams, tri_order = KeySet.pack(tri_keys)
+        extended = np.zeros(len(bigrams), dtype=bool)  # about one bigram context in nine on a recasing lattice
+        if len(trigrams) and len(bigrams):
+            pos, found = bigrams.find(np.unique(tri_keys // len(vocab)))
             extended[pos[found]] = True
-        return cls(vocab=vocab, uni_lp=unigrams[0], uni_bo=unigrams[1], bigrams=bi, bi_lp=bigrams[1][bi_order],
-                   bi_bo=bigrams[2][bi_order], bi_extended=extended, trigrams=tri, tri_lp=trigrams[1][tri_order],
+        return cls(vocab=vocab, uni_lp=uni_lp, uni_bo=uni_bo, bigrams=bigrams, bi_lp=bi_lp[bi_order],
+                   bi_bo=bi_bo[bi_order], bi_extended=extended, trigrams=trigrams, tri_lp=tri_lp[tri_order],
                    order=order)
 
     @property
@@ -174,8 +175,11 @@ class ArrayLM:
                 keys = keys * V + words[:, k]
             return keys, lp, bo
 
-        unigrams = (np.concatenate([s[0] for s in sections[1]]), np.concatenate([s[2] for s in sections[1]]))
-        return cls.of_ngrams(Vocab.of(vocab), unigrams, keyed(2), keyed(3)[:2], min(max_order, 3))
+        bi_keys, bi_lp, bi_bo = keyed(2)
+        tri_keys, tri_lp, _ = keyed(3)
+        return cls.of_ngrams(Vocab.of(vocab), uni_lp=np.concatenate([s[0] for s in sections[1]]),
+                             uni_bo=np.concatenate([s[2] for s in sections[1]]), bi_keys=bi_keys, bi_lp=bi_lp,
+                             bi_bo=bi_bo, tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
 
 
 def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, int],

@@ -70,13 +70,14 @@ class TranslationTable:
         keys = f * V + e
         pairs, order = KeySet.pack(keys)
         counts = counts.astype(np.int64)
+        narrow = not len(counts) or counts.max() < 1 << 31  # int32 halves the largest array a recasing run reads
         src = keys // V if V else keys
         tgt = keys % V if V else keys
         return cls(
             src_vocab=Vocab.of(src_vocab),
             tgt_vocab=Vocab.of(tgt_vocab),
             pairs=pairs,
-            counts=counts[order].astype(np.int32 if not len(counts) or counts.max() < 1 << 31 else np.int64),
+            counts=counts[order].astype(np.int32 if narrow else np.int64),
             src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
             src_types=np.bincount(src, minlength=len(src_vocab)).astype(np.int64),
             tgt_count=np.bincount(tgt, weights=counts, minlength=V).astype(np.int64),
