@@ -38,7 +38,8 @@ import numpy as np
 import yaml
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import atomic_directory, sha256
+from moses_recaser.outputs import atomic_directory
+from moses_recaser.textio import sha256
 
 FORMAT_VERSION = 6
 MANIFEST = "manifest.yaml"

@@ -1,20 +1,15 @@
-"""Line-oriented text I/O: strict UTF-8 with line numbers, lock-step reading, atomic writes."""
+"""Line-oriented text input: strict UTF-8 with line numbers, lock-step reading (writing: ``outputs``)."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
-import io
 import lzma
 import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO, BinaryIO
+from typing import BinaryIO
 
 from moses_recaser.errors import RecaserError
 
@@ -152,68 +147,6 @@ def zip_readers(*readers: LineReader) -> Iterator[tuple[str, ...]]:
             longer.name,
             longer.lineno,
         )
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) -> Iterator[IO]:
-    """Open an output file that appears only when the block finishes without error.
-
-    Writes go to a temporary file beside the target, which is renamed over the target at the
-    end; on any exception (including KeyboardInterrupt) the temporary file is removed.
-    ``None`` or ``-`` writes to stdout.
-    """
-    if path is None or os.fspath(path) == "-":
-        if binary:
-            yield sys.stdout.buffer
-            sys.stdout.buffer.flush()
-        else:
-            yield sys.stdout
-            sys.stdout.flush()
-        return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise RecaserError("output directory does not exist", str(directory))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            if binary:
-                yield raw
-            else:
-                text = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-                yield text
-                text.flush()
-                text.detach()
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Build a directory under a temporary name, then move it into place.
-
-    An existing directory at ``path`` is replaced only after the new one is complete.
-    """
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise RecaserError("parent directory does not exist", str(parent))
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
-    try:
-        yield tmp
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
-            os.replace(target, old / "model")
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

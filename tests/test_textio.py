@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import LineReader, atomic_directory, atomic_output, split_tokens, zip_readers
+from moses_recaser.outputs import atomic_directory, atomic_output
+from moses_recaser.textio import LineReader, split_tokens, zip_readers
 
 
 def test_invalid_utf8_names_line(tmp_path):
@@ -78,6 +79,7 @@ def test_atomic_directory(tmp_path):
         raise RuntimeError
     assert not target.exists() and list(tmp_path.iterdir()) == []
     with atomic_directory(target) as d:
+        (d / "manifest.yaml").write_text("format_version: 6\n")
         (d / "f").write_text("x")
     with atomic_directory(target) as d:
         (d / "g").write_text("y")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -13,6 +14,9 @@ from typing import NoReturn
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.formats import FORMATS
 from moses_recaser.moses.trace import TraceOptions
+from moses_recaser.outputs import STDOUT, check_output, write_error
+
+log = logging.getLogger("moses_recaser")
 
 
 def add_trace_flags(p: argparse.ArgumentParser) -> None:
@@ -41,25 +45,78 @@ def _setup_logging(args: argparse.Namespace, prog: str) -> None:
     logging.basicConfig(level=level, format=f"{prog}: %(message)s", stream=sys.stderr)
 
 
+def check_destinations(args: argparse.Namespace) -> None:
+    """Before any work: every output file the command will write (``writes``: the names of its output
+    arguments) can be written, and stdout is open if the command prints its result there (``prints``)."""
+    for name in getattr(args, "writes", ()):
+        check_output(getattr(args, name))
+    if getattr(args, "prints", False):
+        check_output("-")
+
+
+def say(text: str) -> None:
+    """A result line on stdout (a signature, a score); an error if stdout cannot take it."""
+    if sys.stdout is None:
+        raise RecaserError("standard output is closed", STDOUT)
+    print(text)
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise write_error(exc, STDOUT) from None
+
+
+def _error(prog: str, message: str) -> None:
+    if sys.stderr is not None:
+        print(f"{prog}: error: {message}", file=sys.stderr)
+
+
 def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.ArgumentParser], prog: str) -> int:
-    """Parse, dispatch and turn the package's errors into one line on stderr and exit code 2."""
+    """Parse, dispatch and turn every failure into one line on stderr: exit code 2 for bad input, a bad model,
+    a bad setting or a fault of the system (a full disk, a read-only or unreadable file, memory), 3 for a bug
+    (-v adds its traceback), 130 for an interruption."""
     parser = parser_factory()
     args = parser.parse_args(argv)
     _setup_logging(args, prog)
     # SIGTERM behaves like Ctrl-C, so atomic outputs are cleaned up the same way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        return int(args.func(args) or 0)
+        check_destinations(args)
+        code = int(args.func(args) or 0)
+        _flush_stdout()
+        return code
     except RecaserError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        _error(prog, str(exc))
         return 2
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted; no output was written", file=sys.stderr)
+        if sys.stderr is not None:
+            print(f"{prog}: interrupted; no output was written", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # the reader went away (e.g. `| head`); not an error of ours
-        sys.stderr.close()
+        with contextlib.suppress(OSError, AttributeError):
+            sys.stderr.close()
         return 0
+    except OSError as exc:  # a fault no reader or writer of ours turned into a RecaserError
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(prog, f"{where}{exc.strerror or exc}")
+        return 2
+    except MemoryError:
+        _error(prog, "out of memory")
+        return 2
+    except RecursionError:
+        _error(prog, "input nested too deeply")
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line, with the traceback on request
+        log.debug("traceback of the internal error", exc_info=True)
+        _error(prog, f"internal error (a bug; please report it, with the traceback -v prints): "
+                     f"{type(exc).__name__}: {exc}")
+        return 3
 
 
 def exit_now(code: int) -> NoReturn:

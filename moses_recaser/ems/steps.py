@@ -7,7 +7,6 @@ alignment, and recasing the decoder's output with its source and trace.
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,8 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace
-from moses_recaser.textio import LineReader, atomic_output, read_lines, split_tokens
+from moses_recaser.outputs import atomic_output, work_dir
+from moses_recaser.textio import LineReader, read_lines, split_tokens
 from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def train_step(step: TrainStep) -> None:
     out_dir = Path(step.dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = out_dir / "model"
-    with tempfile.TemporaryDirectory(prefix="moses-recaser-ems.", dir=out_dir) as work:
+    with work_dir("moses-recaser-ems", out_dir) as work:
         train(str(model), train=training, dev=dev, settings=settings, work=Path(work), jobs=step.cores,
               lmplz=step.lmplz)
     with atomic_output(step.config) as out:

@@ -33,9 +33,10 @@ from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precisio
 from moses_recaser.harness.systems import Trained
 from moses_recaser.harness.systems import build as build_systems
 from moses_recaser.moses.bitext import read_aligned_bitext
+from moses_recaser.outputs import atomic_output, work_dir
 from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.npa import phrase_align_triple
-from moses_recaser.textio import atomic_output, read_lines
+from moses_recaser.textio import read_lines
 from moses_recaser.triples import lowered
 
 log = logging.getLogger(__name__)
@@ -206,8 +207,6 @@ def held_out_targets(cfg: ExperimentConfig, root: Path, cache: Path, files: dict
 
 def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tuple[Path, Path, Path],
                 cache: Path, tag: str, mono: Path | None = None) -> Path:
-    import tempfile
-
     from moses_recaser.model.settings import TrainSettings
     from moses_recaser.model.train import Bitext
     from moses_recaser.model.train import train as train_crf
@@ -226,7 +225,7 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
     if (model / "manifest.yaml").is_file():
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="moses-recaser-exp.") as work:
+    with work_dir("moses-recaser-exp") as work:
         train_crf(str(model), train=Bitext(str(train[0]), str(train[1]), str(train[2])),
                   dev=Bitext(str(dev[0]), str(dev[1]), str(dev[2])), settings=settings,
                   work=Path(work))

@@ -38,6 +38,7 @@ from moses_recaser.model.settings import TrainSettings
 from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
+from moses_recaser.outputs import model_target
 from moses_recaser.stats.build import Corpus, LMSettings, is_arpa, statistics
 from moses_recaser.stats.counting import corpus_lines, count_text, pieces, read_piece
 from moses_recaser.stats.npa import phrase_align_triple
@@ -190,6 +191,7 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     their number); ``lmplz``: KenLM's lmplz estimates the LM (``settings.lm_estimator``); ``dev_output``:
     the weights are fitted on the decoder's output for the dev source instead of the dev reference."""
     settings.check()
+    model_target(model_dir)  # a destination that cannot take the model fails now, not after the work
     settings.dev_decoded = dev_output is not None
     report = TrainReport()
     t0 = time.perf_counter()

@@ -7,11 +7,11 @@ existing LM. ``write_statistics`` keeps them as a statistics model (``train --st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,11 +20,12 @@ from pathlib import Path
 
 from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
+from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
 from moses_recaser.stats.counting import Counts, count_corpus, pieces, read_piece
 from moses_recaser.stats.kneser_ney import estimate, write_arpa
 from moses_recaser.stats.tables import Tables
-from moses_recaser.textio import atomic_output, read_lines, split_tokens
+from moses_recaser.textio import read_lines, split_tokens
 from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
@@ -177,14 +178,16 @@ def version_signature(settings: StatsSettings) -> str:
     return f"moses-recaser:{__version__}|{settings.signature()}"
 
 
-def tempdir() -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix="moses-recaser.")
+def tempdir() -> contextlib.AbstractContextManager[str]:
+    """A scratch directory for a training run: removed at the end, and by the next run if this one is killed."""
+    return work_dir("moses-recaser")
 
 
 def write_statistics(source: str, target: str, alignment: str | None, settings: StatsSettings, model: str) -> str:
     """A statistics model (tables and LM, no weights) of a bitext, for ``train --stats``; its signature."""
     from moses_recaser.modeldir import write_model
 
+    model_target(model)
     with tempdir() as work:
         tables, files, counts = build_statistics(source, target, alignment, settings, work)
         write_model(model, settings=vars(settings), signature=version_signature(settings), writers=[tables.save],

@@ -506,10 +506,11 @@ def count_corpus(bitext: Sequence[str] | None = None, mono: Sequence[str] = (), 
         with _progress(total, quiet) as tick:
             return merge(chain(first, (count_piece(p, order, tick).arrays() for p in parts)), order)
     import multiprocessing as mp
-    import tempfile
+
+    from moses_recaser.outputs import work_dir
 
     ctx = mp.get_context("fork")
-    with tempfile.TemporaryDirectory(prefix="moses-recaser-counts.", dir=work) as tmp:
+    with work_dir("moses-recaser-counts", work) as tmp:
         done = ctx.Value("q", 0)
         with _progress(total, quiet, done), ctx.Pool(jobs, initializer=_init_worker, initargs=(done,)) as pool:
             paths = pool.starmap(_count_to_file, [(p, order, f"{tmp}/shard.{i}.npz") for i, p in enumerate(parts)])

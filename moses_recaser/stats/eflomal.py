@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from moses_recaser import casing
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.pharaoh import parse_links
+from moses_recaser.outputs import atomic_output, work_dir
 from moses_recaser.stats.symal import symmetrize
 from moses_recaser.triples import Triple
 
@@ -56,7 +56,7 @@ def align(
     if len(source) != len(target):
         raise RecaserError(f"cannot align {len(source)} source sentences to {len(target)} target sentences")
     eflomal = _eflomal()
-    with tempfile.TemporaryDirectory(prefix="moses-recaser-align.") as tmp:
+    with work_dir("moses-recaser-align") as tmp:
         d = Path(tmp)
         src_lines = [_safe(s) for s in source]
         tgt_lines = [_safe(t) for t in target]
@@ -75,7 +75,7 @@ def align(
         rev = (d / "rev").read_text(encoding="utf-8").split("\n")[: len(source)]
         if priors_out is not None:
             stats = eflomal.calculate_priors(src_lines, tgt_lines, fwd, rev)
-            with open(priors_out, "w", encoding="utf-8") as fh:
+            with atomic_output(priors_out) as fh:
                 eflomal.write_priors(fh, *stats)
     out = []
     for f_line, r_line in zip(fwd, rev):

@@ -19,6 +19,7 @@ import numpy as np
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.modeldir import save_npz
+from moses_recaser.outputs import model_target
 from moses_recaser.stats.counting import Counter, corpus_lines, count_piece, load_shard, merge, pieces
 
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
@@ -55,6 +56,7 @@ def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool =
     from moses_recaser.stats.build import StatsSettings, estimate_lm, tempdir, version_signature
     from moses_recaser.stats.tables import Tables
 
+    model_target(model)
     shards = [load_shard(p) for p in paths]
     if any("shard" not in z for z in shards):
         raise RecaserError("not a file of 'moses-recaser count --shard'", paths[0])
