@@ -23,10 +23,13 @@ never leaves a half-written model.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import io
 import mmap
 import os
 import shutil
+import stat
 import struct
 import zipfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -65,34 +68,97 @@ def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: dict[str, np.ndar
             zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
 
 
+def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
+    """A read-only descriptor of ``path`` if it is a regular file. A symlink, FIFO, device, socket or directory is
+    refused without being read or waited on (a FIFO would block, /dev/zero never ends)."""
+    shown = os.fspath(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(shown, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise RecaserError("model file is missing", shown) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RecaserError("is a symlink; a model directory holds regular files only", shown) from None
+        raise RecaserError(f"cannot open: {exc.strerror}", shown) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RecaserError("is not a regular file; a model directory holds regular files only", shown)
+    return fd
+
+
+def plain_name(name: object, where: str) -> str:
+    """A model file's name from a manifest: one plain name inside the directory, never a path out of it."""
+    if (not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name
+            or "\0" in name):
+        raise RecaserError(f"manifest entry {name!r} is not a plain file name inside the model directory", where)
+    return name
+
+
+def check_shapes(what: str, arrays: Mapping[str, np.ndarray], kinds: str, n: int | None = None) -> int:
+    """Arrays loaded together from a model: one dimension each, of a dtype kind in ``kinds`` ("iu", "f", ...),
+    and the same length (``n``, if given). Raises ValueError (a damaged model: ``ModelSnapshot``) if not; returns
+    the length."""
+    lengths = set() if n is None else {n}
+    for name, a in arrays.items():
+        if a.ndim != 1 or a.dtype.kind not in kinds:
+            raise ValueError(f"{what}: array {name} has dtype {a.dtype} and {a.ndim} dimensions")
+        lengths.add(len(a))
+    if len(lengths) > 1:
+        raise ValueError(f"{what}: arrays {', '.join(arrays)} differ in length")
+    return lengths.pop() if lengths else 0
+
+
 class MappedArrays(Mapping[str, np.ndarray]):
     """The arrays of a ``save_npz`` file, mapped read-only from it (members are stored, not compressed): opening
     costs next to nothing, and a page of an array is read when something reads it, so recasing holds in memory
-    the parts of a large model that its input touches."""
+    the parts of a large model that its input touches. A file that is not such an archive, or an array whose
+    header does not fit the file, is a RecaserError naming the file."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        with open(self.path, "rb") as fh:
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(fh.fileno()).st_size else b""
+        fd = open_regular(self.path)
+        try:
+            size = os.fstat(fd).st_size
+            self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
+        finally:
+            os.close(fd)
         self._where: dict[str, tuple[int, int]] = {}
-        with zipfile.ZipFile(self.path) as zf:
-            for info in zf.infolist():
-                if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
-                    raise RecaserError(f"member {info.filename} is not a stored .npy array", self.path)
-                at = info.header_offset
-                name_len, extra_len = struct.unpack("<HH", self._map[at + 26:at + 30])
-                self._where[info.filename[:-4]] = (at + 30 + name_len + extra_len, info.file_size)
+        try:
+            # the archive's directory read from the map itself: the path is not opened a second time
+            with zipfile.ZipFile(self._map if size else io.BytesIO(b"")) as zf:  # type: ignore[arg-type]
+                for info in zf.infolist():
+                    if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                        raise RecaserError(f"member {info.filename} is not a stored .npy array", self.path)
+                    at = info.header_offset
+                    name_len, extra_len = struct.unpack("<HH", self._map[at + 26:at + 30])
+                    start = at + 30 + name_len + extra_len
+                    if start + info.file_size > size:
+                        raise RecaserError(f"member {info.filename} runs past the end of the file", self.path)
+                    self._where[info.filename[:-4]] = (start, info.file_size)
+        except (zipfile.BadZipFile, struct.error, ValueError, EOFError) as exc:
+            raise RecaserError(f"not a model array file ({exc})", self.path) from None
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._where:
+            raise RecaserError(f"array {name!r} is missing", self.path)
         start, size = self._where[name]
-        head = io.BytesIO(self._map[start:start + min(size, 1 << 16)])
-        version = np.lib.format.read_magic(head)
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = read_header(head)
-        count = int(np.prod(shape, dtype=np.int64))
-        data = np.frombuffer(self._map, dtype=dtype, count=count, offset=start + head.tell()) if count else \
-            np.zeros(0, dtype=dtype)
-        return data.reshape(shape, order="F" if fortran else "C")
+        try:
+            head = io.BytesIO(self._map[start:start + min(size, 1 << 16)])
+            version = np.lib.format.read_magic(head)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(head)
+            if dtype.hasobject:
+                raise ValueError("object arrays are not read")
+            count = int(np.prod(shape, dtype=np.int64))
+            if head.tell() + count * dtype.itemsize > size:
+                raise ValueError(f"shape {shape} of {dtype} is larger than the stored data")
+            data = np.frombuffer(self._map, dtype=dtype, count=count, offset=start + head.tell()) if count else \
+                np.zeros(0, dtype=dtype)
+            return data.reshape(shape, order="F" if fortran else "C")
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise RecaserError(f"array {name!r} is damaged ({exc})", self.path) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
@@ -149,12 +215,12 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     path = d / MANIFEST
     if not d.is_dir():
         raise RecaserError("model directory not found", str(d))
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise RecaserError(f"not a moses-recaser model: {MANIFEST} is missing", str(d))
     try:
         # libyaml's loader when present: the manifest is read on every model load
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        doc = yaml.load(read_small(path).decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", -1) + 1
         raise RecaserError(f"the manifest is not valid YAML: {exc}", str(path), max(line, 0)) from None
     if not isinstance(doc, dict):
@@ -178,6 +244,10 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     settings = doc.get("settings")
     if not isinstance(files, dict) or not isinstance(settings, dict):
         raise RecaserError("the manifest lacks its 'files' or 'settings' mapping", str(path))
+    for name, digest in files.items():
+        plain_name(name, str(path))
+        if not isinstance(digest, str):
+            raise RecaserError(f"manifest entry {name!r} has no sha256 string", str(path))
     if verify:
         verify_files(d, files)
     extra = {k: v for k, v in doc.items() if k not in ("format_version", "signature", "settings", "files")}
@@ -186,15 +256,74 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
 
 
 def verify_files(directory: Path, files: dict[str, str], skip: Collection[str] = ()) -> None:
-    """Every model file but ``skip`` is present and has its manifest checksum."""
+    """Every model file but ``skip`` is a regular file inside ``directory`` with its manifest checksum: checked
+    before anything parses them."""
     for name, digest in files.items():
         if name in skip:
             continue
-        f = directory / str(name)
-        if not f.is_file():
+        path = directory / plain_name(name, str(directory / MANIFEST))
+        if not os.path.lexists(path):
             raise RecaserError(f"model file {name} is missing", str(directory))
-        if sha256(f) != digest:
+        fd = open_regular(path)
+        with os.fdopen(fd, "rb") as fh:
+            h = hashlib.sha256()
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        if h.hexdigest() != digest:
             raise RecaserError(f"checksum mismatch for {name}: the model is damaged or was edited", str(directory))
+
+
+def read_small(path: Path, limit: int = 1 << 24) -> bytes:
+    """A small regular file of a model (a manifest, a pointer), whole; larger than ``limit`` is an error."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise RecaserError(f"larger than {limit >> 20} MiB: not a model's file", str(path))
+    return data
+
+
+class ModelSnapshot:
+    """One model directory, as it was when this opened it, for the length of a ``with`` block: its files are
+    opened through the open directory (``root``, Linux's /proc/self/fd/N), so a model replaced meanwhile (a
+    training run renames a new directory into place) is either not seen at all or, if its files were removed
+    before they were opened, one clear error. Errors name the directory as the user gave it, and a model that
+    parses wrong (edited with its checksums made to match) is a RecaserError, not a crash."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        try:
+            self.fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise RecaserError(f"cannot open the model directory: {exc.strerror}", str(directory)) from None
+        proc = Path(f"/proc/self/fd/{self.fd}")
+        self.root = proc if proc.is_dir() else directory
+
+    def __enter__(self) -> ModelSnapshot:  # noqa: PYI034
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        replaced = self._replaced()
+        os.close(self.fd)
+        if isinstance(exc, RecaserError):
+            if replaced:
+                raise RecaserError("the model was replaced while it was loading; run again", str(self.directory))
+            if exc.path is not None and exc.path.startswith(str(self.root)):
+                raise RecaserError(exc.reason, str(self.directory) + exc.path[len(str(self.root)):], exc.line)
+        elif isinstance(exc, DAMAGED):
+            raise RecaserError(f"the model is damaged ({type(exc).__name__}: {exc}); train it again or copy it anew",
+                               str(self.directory)) from None
+
+    def _replaced(self) -> bool:
+        try:
+            now, then = os.stat(self.directory), os.fstat(self.fd)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (then.st_dev, then.st_ino)
+
+
+# what parsing a model whose files pass their checksums can still raise when someone edited them to match
+DAMAGED = (KeyError, IndexError, ValueError, TypeError, AttributeError, EOFError, OverflowError, struct.error,
+           zipfile.BadZipFile)
 
 
 def resolve_model(path: str | os.PathLike[str]) -> Path:
@@ -202,9 +331,13 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if p.is_dir():
         return p
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise RecaserError("model not found", str(p))
-    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = read_small(Path(os.path.realpath(p))).decode("utf-8")  # a pointer may be a symlink: EMS's own files
+    except UnicodeDecodeError:
+        raise RecaserError("not a moses-recaser model pointer (not UTF-8 text)", str(p)) from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("model:"):
             target = Path(line.split(":", 1)[1].strip())
             return target if target.is_absolute() else p.parent / target

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 TAG = "moses-recaser"
 STDOUT = "<stdout>"
 MANIFEST = "manifest.yaml"  # modeldir.MANIFEST; modeldir imports this module, not the other way round
-_HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
+HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 # what a temporary name of ours looks like: the target's name, then who made it
 _OURS = re.compile(rf"^\.(?P<name>.+)\.{TAG}-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-[0-9a-f]+\.(?P<kind>tmp|old|work)$")
 
@@ -52,7 +52,7 @@ def write_error(exc: OSError, path: str) -> RecaserError:
 
 
 def _temp_name(name: str, kind: str) -> str:
-    return f".{name}.{TAG}-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.{kind}"
+    return f".{name}.{TAG}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}.{kind}"
 
 
 def _alive(pid: int) -> bool:
@@ -75,7 +75,7 @@ def clean_stale(directory: Path, name: str | None = None) -> None:
         return
     for entry in entries:
         m = _OURS.match(entry.name)
-        if not m or m["host"] != _HOST or (name is not None and m["name"] != name) or _alive(int(m["pid"])):
+        if not m or m["host"] != HOST or (name is not None and m["name"] != name) or _alive(int(m["pid"])):
             continue
         path = directory / entry.name
         with contextlib.suppress(OSError):
@@ -263,6 +263,9 @@ def _in_place(real: Path, shown: str, binary: bool) -> Iterator[IO]:
             fh.close()
 
 
+# errors of writing, whoever raised them: a full disk or quota, a file too large, a read-only or failing disk
+_DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
 # Linux's renameat2 flags: swap two names in one step, or rename only if the new name is free
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 
@@ -339,7 +342,12 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     except OSError as exc:
         raise write_error(exc, shown) from None
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.filename is None and exc.errno in _DISK_FAULTS:  # a writer that did not say which file
+                raise write_error(exc, shown) from None
+            raise
         _sync_tree(tmp, shown)
         _swap_in(tmp, real, shown)
     except BaseException:

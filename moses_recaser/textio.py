@@ -7,6 +7,7 @@ import hashlib
 import lzma
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -46,11 +47,15 @@ BOM = b"\xef\xbb\xbf"
 
 def decode_line(raw: bytes, path: str, lineno: int) -> str:
     """A line's text: without its line end (\\n or Windows' \\r\\n) and, on line 1, a UTF-8 byte-order
-    mark, so that neither sticks to a token; invalid UTF-8 is an error naming the file and line."""
+    mark, so that neither sticks to a token; invalid UTF-8, and a NUL byte (binary data, which no token can
+    hold: numpy's string arrays drop it), is an error naming the file and line."""
     if raw.endswith(b"\n"):
         raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
     if lineno == 1 and raw.startswith(BOM):
         raw = raw[len(BOM):]
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise RecaserError(f"a NUL byte at byte {nul} of the line: not a text file", path, lineno)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -147,6 +152,23 @@ def zip_readers(*readers: LineReader) -> Iterator[tuple[str, ...]]:
             longer.name,
             longer.lineno,
         )
+
+
+def check_input(path: str | os.PathLike[str]) -> None:
+    """Fail now, before long work, if ``path`` cannot be read as a file (``-``: stdin, always)."""
+    shown = os.fspath(path)
+    if shown == "-":
+        return
+    try:
+        st = os.stat(shown)
+    except FileNotFoundError:
+        raise RecaserError("no such file", shown) from None
+    except OSError as exc:
+        raise RecaserError(f"cannot open: {exc.strerror}", shown) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise RecaserError("is a directory, not a file", shown)
+    if not os.access(shown, os.R_OK):
+        raise RecaserError("cannot open: permission denied", shown)
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import signal
 
+from moses_recaser.errors import RecaserError
+
+# far above any machine this runs on; a larger number is a typo, and would fork processes until memory runs out
+MAX_WORKERS = 256
+
+
+def check_workers(n: int, what: str) -> int:
+    """``n`` processes for ``what`` (a flag's name), refused unless 1 <= n <= MAX_WORKERS."""
+    if not 1 <= n <= MAX_WORKERS:
+        raise RecaserError(f"{what} must be between 1 and {MAX_WORKERS} (processes), not {n}")
+    return n
+
 
 def worker_signals() -> None:
     """Leave interruptions to the parent: it handles Ctrl-C and cleans up, and it ends the pool with SIGTERM,

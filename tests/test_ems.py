@@ -155,7 +155,7 @@ def test_meta_command(tmp_path):
     assert "-trace IN2 -source IN3" in out.read_text(encoding="utf-8")
     bad = subprocess.run([EMS, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out)],
                          check=False, capture_output=True, text=True)
-    assert bad.returncode == 2 and "error" in bad.stderr and "experiment.meta not found" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr == f"moses-recaser-ems: error: {tmp_path / 'nope'}: no such file\n"
 
 
 def _write(path: Path, lines) -> Path:

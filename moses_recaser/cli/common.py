@@ -15,6 +15,7 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.moses.formats import FORMATS
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.outputs import STDOUT, check_output, write_error
+from moses_recaser.textio import check_input
 
 log = logging.getLogger("moses_recaser")
 
@@ -41,13 +42,18 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
 
 
 def _setup_logging(args: argparse.Namespace, prog: str) -> None:
-    level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
+    level = logging.ERROR if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format=f"{prog}: %(message)s", stream=sys.stderr)
 
 
 def check_destinations(args: argparse.Namespace) -> None:
-    """Before any work: every output file the command will write (``writes``: the names of its output
-    arguments) can be written, and stdout is open if the command prints its result there (``prints``)."""
+    """Before any work: every input file is there to read (``reads``: the names of the command's input
+    arguments), every output file the command will write (``writes``) can be written, and stdout is open if the
+    command prints its result there (``prints``)."""
+    for name in getattr(args, "reads", ()):
+        value = getattr(args, name)
+        for path in value if isinstance(value, list) else [] if value is None else [value]:
+            check_input(path)
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
     if getattr(args, "prints", False):
@@ -127,7 +133,7 @@ def exit_now(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # closed, or the reader went away
+        except (OSError, ValueError, AttributeError):  # closed (None), or the reader went away
             pass
     os._exit(code)
 

@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
           help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
                "-alignment file does not exist")
     p.add_argument("-o", "--output", default="-", help="output (default stdout, as recase.perl)")
-    p.set_defaults(func=cmd_recase, writes=("output",))
+    p.set_defaults(func=cmd_recase, reads=("infile", "source", "trace", "headline"), writes=("output",))
 
     p = sub.add_parser("train", help="train-recaser.perl-compatible training step")
     _flag(p, "dir", required=True, help="working directory (EMS: OUT.model)")
@@ -147,12 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "features", default="full", choices=["paper", "full"])
     for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
         _flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
-    p.set_defaults(func=cmd_train, writes=("config",))
+    p.set_defaults(func=cmd_train, reads=("corpus", "source_corpus", "alignment", "lm", "mono"), writes=("config",))
 
     p = sub.add_parser("meta", help="patch Moses' experiment.meta with the bilingual recaser's steps")
     p.add_argument("--moses-meta", required=True, help="$MOSES/scripts/ems/experiment.meta")
     p.add_argument("-o", "--output", required=True, help="the patched meta, for experiment.perl -meta")
-    p.set_defaults(func=cmd_meta, writes=("output",))
+    p.set_defaults(func=cmd_meta, reads=("moses_meta",), writes=("output",))
 
     p = sub.add_parser("config", help="an EMS config switched to the bilingual recaser (lowercasing, [RECASING], "
                                       "the decoder's -t and word links)")
@@ -160,11 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stock-set", action="store_true",
                    help="also recase the first evaluation set with Moses' recase.perl, for a comparison in one run")
     p.add_argument("-o", "--output", required=True, help="the new config, for experiment.perl -config")
-    p.set_defaults(func=cmd_config, writes=("output",))
+    p.set_defaults(func=cmd_config, reads=("merge",), writes=("output",))
 
     p = sub.add_parser("check", help="what keeps an EMS config from running the recaser, and what to change")
     p.add_argument("config", help="an EMS config")
-    p.set_defaults(func=cmd_check)
+    p.set_defaults(func=cmd_check, reads=("config",))
     return parser
 
 

@@ -217,14 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alignment", metavar="WA", help="-alignment-output-file, or Pharaoh i-j file for --target")
     p.add_argument("-o", "--output", metavar="FILE.jsonl", default="-", help="output (default stdout)")
     add_trace_flags(p)
-    p.set_defaults(func=cmd_triples, writes=("output",))
+    p.set_defaults(func=cmd_triples, reads=("source", "trace", "target", "alignment"), writes=("output",))
 
     p = sub.add_parser("tokenize", help="Moses tokenization (sacremoses, escaping on; jieba for zh)")
     p.add_argument("-l", "--lang", required=True, help="language code, e.g. en, fr, de, zh")
     p.add_argument("-i", "--input", default="-", help="raw text (default stdin)")
     p.add_argument("-o", "--output", default="-", help="tokenized text (default stdout)")
     p.add_argument("-a", "--aggressive-dash-splits", action="store_true", help="as tokenizer.perl -a")
-    p.set_defaults(func=cmd_tokenize, writes=("output",))
+    p.set_defaults(func=cmd_tokenize, reads=("input",), writes=("output",))
 
     p = sub.add_parser("lm", help="estimate an interpolated modified Kneser-Ney LM, as lmplz does")
     p.add_argument("-o", "--order", type=int, required=True, help="n-gram order (lmplz -o)")
@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arpa", required=True, help="output ARPA file ('-': stdout)")
     p.add_argument("--discount-fallback", action="store_true",
                    help="when discounts cannot be estimated (tiny corpus), use 0.5 1 1.5 as lmplz --discount_fallback")
-    p.set_defaults(func=cmd_lm, writes=("arpa",))
+    p.set_defaults(func=cmd_lm, reads=("text",), writes=("arpa",))
 
     p = sub.add_parser("align", help="word-align a tokenized bitext with eflomal and symmetrize")
     p.add_argument("--src", required=True)
@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
     p.add_argument("--priors", help="eflomal priors to align with (from --priors-out or eflomal-makepriors)")
     p.add_argument("--priors-out", help="write eflomal priors computed from this alignment")
-    p.set_defaults(func=cmd_align, writes=("output", "priors_out"))
+    p.set_defaults(func=cmd_align, reads=("src", "tgt", "priors"), writes=("output", "priors_out"))
 
     p = sub.add_parser("phrase-align", help="naive phrase aligner: word-aligned bitext -> phrase-aligned triples")
     p.add_argument("--src", required=True)
@@ -251,7 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lengths-source", help="the input of --lengths-trace")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", default="-", help="triples JSON Lines (default stdout)")
-    p.set_defaults(func=cmd_phrase_align, writes=("output",))
+    p.set_defaults(
+        func=cmd_phrase_align,
+        reads=("src", "tgt", "alignment", "lengths_trace", "lengths_source"),
+        writes=("output",),
+    )
 
     p = sub.add_parser("stats", help="tables and cased LM from a cased word-aligned bitext, into a model directory")
     p.add_argument("--src", required=True, help="cased, tokenized source side")
@@ -261,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
     p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
     p.add_argument("--model", required=True, help="output model directory")
-    p.set_defaults(func=cmd_stats, prints=True)
+    p.set_defaults(func=cmd_stats, reads=("src", "tgt", "alignment", "lm"), prints=True)
 
     p = sub.add_parser("count", help="count one shard of a word-aligned bitext (map step; see 'merge')")
     p.add_argument("--src", required=True)
@@ -270,14 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", required=True, metavar="i/N", help="the i-th of N contiguous line blocks")
     p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
     p.add_argument("-o", "--output", required=True, help="shard count file (.npz)")
-    p.set_defaults(func=cmd_count, writes=("output",))
+    p.set_defaults(func=cmd_count, reads=("src", "tgt", "alignment"), writes=("output",))
 
     p = sub.add_parser("merge", help="merge shard count files into a model (reduce step; same as 'stats')")
     p.add_argument("shards", nargs="+", help="count files of shards 1..N")
     p.add_argument("--model", required=True, help="output model directory")
     p.add_argument("--discount-fallback", action=argparse.BooleanOptionalAction, default=True,
                    help="lmplz's fallback discounts for tiny corpora (default on, as 'stats')")
-    p.set_defaults(func=cmd_merge, prints=True)
+    p.set_defaults(func=cmd_merge, reads=("shards",), prints=True)
 
     p = sub.add_parser("train", help="train a bilingual recaser: tables and LM from a bitext, CRF weights on dev")
     p.add_argument("--src", help="training source, cased and tokenized")
@@ -322,7 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lengths-source", help="the input of --lengths-trace")
     p.add_argument("--seed", type=int, default=0, help="naive phrase aligner seed")
     p.add_argument("--model", required=True, help="output model directory")
-    p.set_defaults(func=cmd_train, prints=True)
+    p.set_defaults(
+        func=cmd_train,
+        reads=("src", "tgt", "alignment", "dev_src", "dev_tgt", "dev_alignment", "dev_trace", "dev_trace_alignment",
+               "lm", "mono", "lengths_trace", "lengths_source"),
+        prints=True,
+    )
 
     p = sub.add_parser("recase", help="recase lowercased MT output")
     p.add_argument("--model", required=True)
@@ -340,13 +349,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="worker processes (output is byte-identical to --threads 1)")
     p.add_argument("-o", "--output", default="-")
     add_trace_flags(p)
-    p.set_defaults(func=cmd_recase, writes=("output",))
+    p.set_defaults(
+        func=cmd_recase,
+        reads=("source", "trace", "alignment", "triples", "input", "input_alignment"),
+        writes=("output",),
+    )
 
     p = sub.add_parser("eval", help="capitalization precision and cased-word F1 of a recased file")
     p.add_argument("--hyp", required=True, help="recased output, tokenized")
     p.add_argument("--ref", required=True, help="cased reference, tokenized the same way")
     p.add_argument("--confusion", action="store_true", help="print the per-tag confusion table")
-    p.set_defaults(func=cmd_eval, prints=True)
+    p.set_defaults(func=cmd_eval, reads=("hyp", "ref"), prints=True)
 
     p = sub.add_parser("experiment", help="run a YAML experiment: precision table, learning curve")
     p.add_argument("config", help="configs/NAME.yaml")
@@ -354,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-root", help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the "
                                        "shared corpora beside the project)")
     p.add_argument("--cache", help="stage cache (default runs/cache or MOSES_RECASER_CACHE)")
-    p.set_defaults(func=cmd_experiment, prints=True)
+    p.set_defaults(func=cmd_experiment, reads=("config",), prints=True)
     return parser
 
 

@@ -6,6 +6,7 @@ alignment, and recasing the decoder's output with its source and trace.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -164,11 +165,18 @@ def train_step(step: TrainStep) -> None:
     settings = TrainSettings(lm_order=step.lm_order, lm=step.lm, feature_set=step.feature_set,
                              lmplz_options=step.lmplz_options, monolingual=[str(Path(m).resolve()) for m in step.mono])
     out_dir = Path(step.dir)
+    made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     model = out_dir / "model"
-    with work_dir("moses-recaser-ems", out_dir) as work:
-        train(str(model), train=training, dev=dev, settings=settings, work=Path(work), jobs=step.cores,
-              lmplz=step.lmplz)
-    with atomic_output(step.config) as out:
-        out.write(POINTER_HEADER)
-        out.write(f"model: {model.resolve()}\n")
+    try:
+        with work_dir("moses-recaser-ems", out_dir) as work:
+            train(str(model), train=training, dev=dev, settings=settings, work=Path(work), jobs=step.cores,
+                  lmplz=step.lmplz)
+        with atomic_output(step.config) as out:
+            out.write(POINTER_HEADER)
+            out.write(f"model: {model.resolve()}\n")
+    except BaseException:
+        if made:  # a failed run leaves no trace; rmdir removes only an empty directory
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise

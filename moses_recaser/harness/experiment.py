@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -266,7 +267,6 @@ def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], 
 
 
 def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, cache: str | None = None) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
     base = data_root(root or cfg.data_root)
     cdir = cache_dir(cache)
     files = prepare(cfg, base, cdir)
@@ -276,6 +276,21 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     target_text = [files["train"][1]] + ([mono] if mono is not None else [])
     model = train_model(cfg, tri["train"], tri["dev"], cdir, "full", mono)
     results: dict[str, Any] = {"name": cfg.name, "config": asdict(cfg), "model": str(model), "version": __version__}
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)  # only now: a config that fails on its data leaves no results directory
+    try:
+        _evaluate_all(cfg, results, files, aligns, tri, mono, target_text, model, base, cdir, out)
+    except BaseException:
+        if made:  # a results directory this run made holds nothing of the user's: a failed run leaves none
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    return results
+
+
+def _evaluate_all(cfg: ExperimentConfig, results: dict[str, Any], files: dict, aligns: dict, tri: dict,
+                  mono: Path | None, target_text: list[Path], model: Path, base: Path, cdir: Path,
+                  out: Path) -> None:
+    """The test sets recased by every system, the learning curve, and the results files, into ``out``."""
     results["full"] = evaluate(cfg, model, tri["test"], target_text, out)
     curve, curve_models = [], []
     if cfg.learning_curve:  # sizes of the whole, which each point's monolingual share follows
@@ -316,7 +331,6 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
         json.dump(results, fh, indent=1)
     with atomic_output(out / "results.md") as fh:
         fh.write(results_markdown(results))
-    return results
 
 
 def _split_curve(bleu: dict, curve: list[dict], tags: list[str]) -> list[dict]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import MODES, Weights, mode_of
 from moses_recaser.model.streaming import CHUNK
-from moses_recaser.modeldir import Manifest, read_manifest, verify_files
+from moses_recaser.modeldir import Manifest, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.sentences import chunks
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple, lowered
@@ -72,34 +71,44 @@ class Recaser:
 
         self.dir = resolve_model(model_dir)
         self.prefer = prefer
-        self.manifest = read_manifest(self.dir, verify=False)
-        # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
-        # read), computed on a second thread while the model loads: hashlib releases the GIL
-        skip = {"lm.arpa"} if "lm.npz" in self.manifest.files else set()
-        with ThreadPoolExecutor(1) as pool:
-            verified = pool.submit(verify_files, self.dir, self.manifest.files, skip)
-            try:
-                self._load()
-            except Exception:
-                verified.result()  # a damaged file is the better message
-                raise
-            verified.result()
+        with ModelSnapshot(self.dir) as snap:
+            self.manifest = read_manifest(snap.root, verify=False)
+            # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
+            # read), before anything parses them
+            verify_files(snap.root, self.manifest.files, {"lm.arpa"} if "lm.npz" in self.manifest.files else ())
+            self._load(snap.root)
+            self._probe()
 
-    def _load(self) -> None:
-        where = str(self.dir / "manifest.yaml")
+    def _probe(self) -> None:
+        """Recase one small sentence of every input mode now: arrays edited to fit their checksums but not each
+        other fail here, as a damaged model (``ModelSnapshot``), not in the middle of the user's input."""
+        words = ["the", "united", "states", "of", ",", "said", "i", "paris", "."]
+        self.recase_batch([Triple(0, [w.capitalize() for w in words], list(words), [(0, 4, 0, 4), (5, 8, 5, 8)],
+                                  [(i, i) for i in range(len(words))]),
+                           Triple(1, [w.upper() for w in words], list(words), links=[(0, 0), (8, 8)]),
+                           Triple(2, [], list(words))])
+
+    def _load(self, root: Path) -> None:
+        where = str(root / "manifest.yaml")
         if "weights" not in self.manifest.extra:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
         self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
         self.settings = self.manifest.settings
-        self.tables = Tables.load(self.dir)
-        self.lm = load_model_lm(self.dir, self.manifest)
+        if self.settings.get("alignment_mode") not in ("phrase", "links"):
+            raise RecaserError(f"setting alignment_mode is {self.settings.get('alignment_mode')!r}, not phrase or "
+                               "links: the manifest is damaged", where)
+        max_candidates = self.settings.get("max_candidates", MAX_CANDIDATES)
+        if not isinstance(max_candidates, int) or max_candidates < 1:
+            raise RecaserError(f"setting max_candidates is {max_candidates!r}: the manifest is damaged", where)
+        self.tables = Tables.load(root)
+        self.lm = load_model_lm(root, self.manifest)
         self.extractor = FeatureExtractor(
             self.tables,
             self.lm,
             self.weights.names,
             alignment=str(self.settings["alignment_mode"]),
             max_candidates=int(self.settings.get("max_candidates", MAX_CANDIDATES)),
-            candidates_file=self.dir / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
+            candidates_file=root / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
         )
 
     @property

@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
-from moses_recaser.workers import worker_signals
+from moses_recaser.workers import check_workers, worker_signals
 
 CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
@@ -46,7 +46,7 @@ def zip_recased(items: Iterable[T], recaser: BatchRecaser, threads: int = 1,
     copy-on-write instead of loading it again), with at most 2 chunks per worker in flight (bounded
     memory)."""
     pick: Callable[[T], Triple] = triple_of or (lambda x: x)  # type: ignore[assignment,return-value]
-    if threads <= 1:
+    if check_workers(threads, "--threads") == 1:
         for chunk in chunks(items, CHUNK):
             yield from zip(chunk, recaser.recase_batch([pick(x) for x in chunk]))
         return

@@ -31,7 +31,7 @@ import numpy as np
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.keyset import KeySet
-from moses_recaser.modeldir import MappedArrays, save_npz
+from moses_recaser.modeldir import MappedArrays, check_shapes, save_npz
 from moses_recaser.textio import LineReader
 from moses_recaser.vocab import Vocab
 
@@ -113,9 +113,13 @@ class ArrayLM:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
         z = MappedArrays(path)
-        return cls(vocab=Vocab.load(z, "vocab"), uni_lp=z["uni_lp"], uni_bo=z["uni_bo"],
-                   bigrams=KeySet.load(z, "bigrams"), bi_lp=z["bi_lp"], bi_bo=z["bi_bo"],
-                   bi_extended=z["bi_extended"], trigrams=KeySet.load(z, "trigrams"), tri_lp=z["tri_lp"],
+        vocab, bigrams, trigrams = Vocab.load(z, "vocab"), KeySet.load(z, "bigrams"), KeySet.load(z, "trigrams")
+        check_shapes("unigrams", {"uni_lp": z["uni_lp"], "uni_bo": z["uni_bo"]}, "f", len(vocab))
+        check_shapes("bigrams", {"bi_lp": z["bi_lp"], "bi_bo": z["bi_bo"]}, "f", len(bigrams))
+        check_shapes("bigrams", {"bi_extended": z["bi_extended"]}, "b", len(bigrams))
+        check_shapes("trigrams", {"tri_lp": z["tri_lp"]}, "f", len(trigrams))
+        return cls(vocab=vocab, uni_lp=z["uni_lp"], uni_bo=z["uni_bo"], bigrams=bigrams, bi_lp=z["bi_lp"],
+                   bi_bo=z["bi_bo"], bi_extended=z["bi_extended"], trigrams=trigrams, tri_lp=z["tri_lp"],
                    order=int(z["order"]))
 
     @classmethod

@@ -102,6 +102,8 @@ def statistics(corpus: Corpus, lm: LMSettings, work: Path, tag: str = "all", job
 
 def estimate_lm(counts: Counts, arpa: str, discount_fallback: bool = False) -> None:
     """The modified Kneser-Ney LM of counted n-grams, as an ARPA file."""
+    if counts.order < 1:
+        raise RecaserError("the LM order must be at least 1")
     t0 = time.perf_counter()
     model = estimate(counts.ngram_counts(), discount_fallback)
     with atomic_output(arpa) as out:

@@ -34,12 +34,13 @@ from moses_recaser.sentences import SENTENCE_END, first_in_sentence, positional
 from moses_recaser.stats.kneser_ney import BOS, EOS, UNK, NGramCounts
 from moses_recaser.textio import split_tokens
 from moses_recaser.triples import Triple
-from moses_recaser.workers import worker_signals
+from moses_recaser.workers import check_workers, worker_signals
 
 log = logging.getLogger(__name__)
 N_TAGS = len(Tag)
 CHUNK_LINES = 50_000
 FORMAT = 3  # shard count files: 3, numpy arrays of the streamed counter
+MAX_ORDER = 6  # KenLM's default build (KENLM_MAX_ORDER), which reads the LM when lmplz or --lm gives it
 _LINK_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
 _OTHER_SPACE = re.compile(r"[^\S \t\n]")  # white space Moses does not split on
 _COMPACT_AT = 1 << 23
@@ -182,6 +183,8 @@ class Counter:
     them for a shard file, ``merge`` sums such files."""
 
     def __init__(self, order: int) -> None:
+        if not 0 <= order <= MAX_ORDER:  # 0: tables only
+            raise RecaserError(f"the LM order must be between 1 and {MAX_ORDER} (KenLM's limit), not {order}")
         self.order = order
         self.tgt_lower, self.src_lower = Lowercase(), Lowercase()
         self.target = Vocabulary(self._describe_target, [("lower", np.int64), ("letter", bool), ("punct", bool),
@@ -499,6 +502,7 @@ def count_corpus(bitext: Sequence[str] | None = None, mono: Sequence[str] = (), 
     """The counts of a word-aligned bitext (files: source, target, alignment; lines [start, end) of them) or of
     word-aligned ``triples`` in memory, and of target-language text (``mono`` files, empty lines left out),
     counted in ``jobs`` processes; the same counts whatever ``jobs`` is."""
+    check_workers(jobs, "--jobs")
     parts = (pieces(bitext, jobs, lines) if bitext else []) + [p for m in mono for p in pieces([m], jobs)]
     first = [_counter_of(triples, order).arrays()] if triples is not None else []
     total = sum(p.lines for p in parts)
@@ -568,7 +572,7 @@ def load_shard(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             shard = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise RecaserError(f"not a shard count file ({exc})", path) from None
     if int(shard.get("format", -1)) != FORMAT:
         raise RecaserError("a shard count file of another format (count it again with this moses-recaser)", path)

@@ -1,0 +1,314 @@
+"""Fault injection: every subcommand, run as a user runs it, under each fault of the system.
+
+Faults: a full disk (a size-limited tmpfs as root, else RLIMIT_FSIZE, whose writes fail with EFBIG), a directory
+it may not write (the child runs as nobody when we are root), a read-only file system (a read-only bind mount in a
+mount namespace of the child's own), a closed stdout, and SIGTERM in the middle of the run. For each: exit 2 (130
+for SIGTERM), one line on stderr, no traceback, no new file, and every file that was there before (an old output,
+a bystander) unchanged in bytes and mode. ``tools/reliability.py`` runs the same table and counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+ROOT = os.geteuid() == 0
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand's valid invocation: ``argv(inputs, out)`` writes ``out`` (a file, or a model directory);
+    ``stdout``: its result goes to stdout instead (then ``out`` is not written); ``stdin``: it reads its main
+    input from stdin (so a run can be held open for SIGTERM)."""
+
+    name: str
+    argv: Callable[[Path, Path], list[str]]
+    model: bool = False
+    stdout: bool = False
+    stdin: bool = False
+    writes: bool = True
+
+    def meets(self, fault: str) -> bool:
+        """Whether ``fault`` is where this command writes: a command that only reads (``check``) meets none, one
+        that prints its result meets no fault of the output directory (it writes nothing there)."""
+        if fault == "none" or not self.writes:
+            return False
+        return not (self.stdout and fault in ("eacces", "erofs"))
+
+
+def _mr(*args: str) -> list[str]:
+    return [str(BIN / "moses-recaser"), "-q", *args]  # -q: errors only, so stderr holds nothing but the error
+
+
+def _ems(*args: str) -> list[str]:
+    return [str(BIN / "moses-recaser-ems"), "-q", *args]
+
+
+COMMANDS = [
+    Command("triples", lambda i, o: _mr("triples", "--source", f"{i}/s.fr", "--target", f"{i}/s.en", "--alignment",
+                                        f"{i}/s.wa", "-o", str(o))),
+    Command("tokenize", lambda i, o: _mr("tokenize", "-l", "en", "-i", "-", "-o", str(o)), stdin=True),
+    Command("lm", lambda i, o: _mr("lm", "-o", "3", "--text", "-", "--arpa", str(o), "--discount-fallback"),
+            stdin=True),
+    Command("align", lambda i, o: _mr("align", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "-o", str(o))),
+    Command("phrase-align", lambda i, o: _mr("phrase-align", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en",
+                                             "--alignment", f"{i}/s.wa", "-o", str(o))),
+    Command("stats", lambda i, o: _mr("stats", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
+                                      f"{i}/s.wa", "--model", str(o)), model=True),
+    Command("count", lambda i, o: _mr("count", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
+                                      f"{i}/s.wa", "--shard", "1/1", "-o", str(o))),
+    Command("merge", lambda i, o: _mr("merge", f"{i}/shard.npz", "--model", str(o)), model=True),
+    Command("train", lambda i, o: _mr("train", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
+                                      f"{i}/s.wa", "--dev-src", f"{i}/d.fr", "--dev-tgt", f"{i}/d.en",
+                                      "--dev-alignment", f"{i}/d.wa", "--max-iter", "5", "--model", str(o)),
+            model=True),
+    Command("recase", lambda i, o: _mr("recase", "--model", f"{i}/model", "--input", "-", "-o", str(o)), stdin=True),
+    Command("eval", lambda i, o: _mr("eval", "--hyp", f"{i}/s.en", "--ref", f"{i}/s.en"), stdout=True),
+    Command("experiment", lambda i, o: _mr("experiment", f"{i}/tiny.yaml", "--data-root", f"{i}/data", "--cache",
+                                           f"{i}/cache", "--out", str(o)), model=True),
+    Command("ems recase", lambda i, o: _ems("recase", "-in", "-", "-model", f"{i}/model", "-o", str(o)), stdin=True),
+    Command("ems train", lambda i, o: _ems("train", "-dir", f"{o.parent}/ems", "-corpus", f"{i}/e.en", "-source-corpus",
+                                           f"{i}/e.fr", "-alignment", f"{i}/e.wa", "-dev-size", "10", "-config",
+                                           str(o))),
+    Command("ems meta", lambda i, o: _ems("meta", "--moses-meta", f"{i}/experiment.meta", "-o", str(o))),
+    Command("ems config", lambda i, o: _ems("config", "--merge", f"{i}/config.toy", "-o", str(o))),
+    Command("ems check", lambda i, o: _ems("check", f"{i}/config.merged"), writes=False),
+]
+
+FAULTS = ["none", "enospc", "eacces", "erofs", "closed-stdout", "sigterm"]
+
+
+@pytest.fixture(scope="module")
+def inputs(tico) -> Path:
+    """Inputs every command reads, in a directory anyone may read (the child may run as nobody)."""
+    from test_ems import MOSES_META
+
+    from moses_recaser.stats.counting import corpus_lines  # noqa: F401 - the package is importable
+
+    d = Path(tempfile.mkdtemp(prefix="faults-in."))
+    d.chmod(0o755)
+    fr = (tico / "train.fr").read_text(encoding="utf-8").splitlines()[:150]
+    en = (tico / "train.en").read_text(encoding="utf-8").splitlines()[:150]
+    for name, lines in (("s.fr", fr), ("s.en", en), ("d.fr", fr[:25]), ("d.en", en[:25])):
+        (d / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    wa = ["".join(f"{k}-{k} " for k in range(min(len(a.split()), len(b.split())))).strip() for a, b in zip(fr, en)]
+    (d / "s.wa").write_text("".join(x + "\n" for x in wa), encoding="utf-8")
+    (d / "d.wa").write_text("".join(x + "\n" for x in wa[:25]), encoding="utf-8")
+    for name, lines in (("e.fr", fr[:50]), ("e.en", en[:50]), ("e.wa", wa[:50])):  # EMS's step fits at length
+        (d / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    shutil.copytree(tico / "model", d / "model")
+    subprocess.run(_mr("-q", "count", "--src", f"{d}/s.fr", "--tgt", f"{d}/s.en", "--alignment", f"{d}/s.wa",
+                       "--shard", "1/1", "-o", str(d / "shard.npz")), check=True)
+    (d / "experiment.meta").write_text(MOSES_META, encoding="utf-8")
+    (d / "config.toy").write_text(CONFIG, encoding="utf-8")
+    subprocess.run(_ems("config", "--merge", str(d / "config.toy"), "-o", str(d / "config.merged")), check=True)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "tico19", d / "data" / "tico19")
+    (d / "tiny.yaml").write_text(EXPERIMENT, encoding="utf-8")
+    for p in d.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+CONFIG = """[GENERAL]
+working-dir = /tmp/never-used
+input-extension = fr
+output-extension = en
+input-tokenizer = $moses-script-dir/tokenizer/tokenizer.perl -l $input-extension
+output-tokenizer = $moses-script-dir/tokenizer/tokenizer.perl -l $output-extension
+[CORPUS]
+[CORPUS:toy]
+raw-stem = /tmp/never-used/toy
+[LM]
+[LM:toy]
+raw-corpus = /tmp/never-used/toy.en
+[TRAINING]
+[TUNING]
+[TRUECASER]
+trainer = $moses-script-dir/recaser/train-truecaser.perl
+[RECASING]
+[EVALUATION]
+decoder-settings = -search-algorithm 1
+[EVALUATION:test]
+raw-input = /tmp/never-used/test.fr
+raw-reference = /tmp/never-used/test.en
+[REPORTING]
+"""
+
+EXPERIMENT = """name: faults
+corpus: tico19
+pair: .
+source: fr
+target: en
+splits:
+  train: ["tico19-test[0:150]"]
+  dev: ["tico19-test[150:175]"]
+  test: ["tico19-test[1950:1975]"]
+systems: [trigram, crf]
+"""
+
+
+def _snapshot(d: Path) -> dict[str, tuple[str, int]]:
+    out = {}
+    for p in sorted(d.rglob("*")):
+        st = os.lstat(p)
+        digest = hashlib.sha256(p.read_bytes()).hexdigest() if stat.S_ISREG(st.st_mode) else "dir"
+        out[str(p.relative_to(d))] = (digest, stat.S_IMODE(st.st_mode))
+    return out
+
+
+def _outdir(base: Path, cmd: Command) -> tuple[Path, Path]:
+    """An output directory holding an old output (for file outputs) and a bystander file."""
+    out = base / "out"
+    out.mkdir()
+    (out / "bystander.txt").write_text("not yours\n")
+    target = out / ("result" if not cmd.model else "model")
+    if not cmd.model and not cmd.stdout:
+        target.write_text("old output\n")
+        target.chmod(0o640)
+    out.chmod(0o755)
+    return out, target
+
+
+def _run(cmd: Command, inputs: Path, target: Path, fault: str, out: Path, tmp: Path) -> subprocess.CompletedProcess:
+    argv = cmd.argv(inputs, target)
+    stdin_text = (inputs / "s.en").read_text(encoding="utf-8") if cmd.stdin else None
+    preexec: Callable[[], None] | None = None
+    stdout: int | object = subprocess.DEVNULL
+    if fault == "eacces":
+        out.chmod(0o555)
+        preexec = _without_root_override if ROOT else None
+    elif fault == "erofs":
+        argv = ["unshare", "-m" if ROOT else "-rm", "sh", "-c",
+                'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"', str(out), *argv]
+    elif fault == "enospc" and not ROOT:
+        preexec = _small_files
+    elif fault == "enospc" and cmd.stdout:
+        stdout = _full_device(tmp)
+    elif fault == "closed-stdout":
+        preexec = _close_stdout
+        if not cmd.stdout:  # the result goes to stdout: '-'
+            argv = [("-" if a == str(target) else a) for a in argv]
+    if fault == "sigterm":
+        return _interrupted(argv, stdin_text, out, cmd)
+    return subprocess.run(argv, input=stdin_text, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=preexec, timeout=300)
+
+
+def _without_root_override() -> None:
+    """Root as permission bits see it: without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (dropped from the bounding
+    set, so the command exec'd next never has them), a 0555 directory is not writable, even by its owner."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _small_files() -> None:
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead of killing
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+
+def _close_stdout() -> None:
+    os.close(1)
+
+
+def _full_device(tmp: Path):  # type: ignore[no-untyped-def]
+    node = tmp / "full"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    return open(node, "wb")  # noqa: SIM115 - closed with the process
+
+
+def _interrupted(argv: list[str], stdin_text: str | None, out: Path, cmd: Command) -> subprocess.CompletedProcess:
+    """SIGTERM while the command is under way: a stdin reader is held open after part of its input; others get
+    the signal once they have run a little (they run for seconds) or once their temporary output appears."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_text else subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if stdin_text:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin_text)
+        proc.stdin.flush()
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, f"{cmd.name} finished before the signal: give it more work"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(argv, proc.returncode, None, err)
+
+
+def _mount_small(out: Path) -> None:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", str(out)], check=True)
+
+
+def _fill(out: Path) -> None:
+    """Take the disk's last free byte: then any write fails, however small."""
+    with open(out / "filler", "wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+CASES = [(c, f) for c in COMMANDS for f in FAULTS
+         # SIGTERM where a run lasts long enough to be interrupted: stdin held open, or seconds of training
+         if f != "sigterm" or c.stdin or c.name in ("train", "ems train")]
+
+
+@pytest.mark.parametrize("cmd,fault", CASES, ids=[f"{c.name}-{f}" for c, f in CASES])
+def test_fault(inputs, tmp_path, cmd, fault):
+    base = Path(tempfile.mkdtemp(prefix="faults-out."))
+    base.chmod(0o755)
+    mounted = False
+    try:
+        out, target = _outdir(base, cmd)
+        if fault == "enospc" and ROOT and not cmd.stdout:
+            saved = {p.name: (p.read_bytes(), stat.S_IMODE(p.stat().st_mode)) for p in out.iterdir()}
+            _mount_small(out)
+            mounted = True
+            for name, (data, mode) in saved.items():
+                (out / name).write_bytes(data)
+                (out / name).chmod(mode)
+            _fill(out)
+        before = _snapshot(out)
+        proc = _run(cmd, inputs, target, fault, out, tmp_path)
+        err = proc.stderr or ""
+        assert "Traceback" not in err and "internal error" not in err, err
+        if not cmd.meets(fault):  # it runs as without the fault, and writes nothing where the fault is
+            assert proc.returncode == 0 and err == "", err
+            assert cmd.stdout or not cmd.writes or target.exists()
+            if fault != "none":
+                assert _snapshot(out) == before
+            return
+        prog = "moses-recaser-ems" if cmd.name.startswith("ems") else "moses-recaser"
+        if fault == "sigterm":
+            assert proc.returncode == 130, err
+            assert err == f"{prog}: interrupted; no output was written\n", err
+        else:
+            assert proc.returncode == 2, err
+            assert err.count("\n") == 1 and err.startswith(f"{prog}: error: "), err
+        if out.stat().st_mode & 0o200 == 0:
+            out.chmod(0o755)
+        assert _snapshot(out) == before  # no new file, no temporary left, nothing changed
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(out)], check=False)
+        shutil.rmtree(base, ignore_errors=True)

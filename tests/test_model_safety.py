@@ -1,0 +1,226 @@
+"""A model directory can come from someone else: it is read only through the regular files inside it that its
+manifest names, checked before they are parsed; a damaged or hostile one is one RecaserError, never a hang, a
+memory blow-up or a traceback; a model replaced while it loads is seen whole or refused."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.model.recaser import Recaser
+from moses_recaser.modeldir import save_npz
+from moses_recaser.moses.formats import FORMATS, Inputs
+from moses_recaser.outputs import atomic_directory
+
+CLI = str(Path(sys.executable).parent / "moses-recaser")
+
+
+@pytest.fixture
+def model(tico, tmp_path) -> Path:
+    d = tmp_path / "model"
+    shutil.copytree(tico / "model", d)
+    return d
+
+
+def _manifest(d: Path) -> dict:
+    return yaml.safe_load((d / "manifest.yaml").read_text(encoding="utf-8"))
+
+
+def _write_manifest(d: Path, doc: dict) -> None:
+    (d / "manifest.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _rehash(d: Path) -> None:
+    """Checksums made to match the files again, as someone who edits a model on purpose would."""
+    doc = _manifest(d)
+    doc["files"] = {n: hashlib.sha256((d / n).read_bytes()).hexdigest() for n in doc["files"]}
+    _write_manifest(d, doc)
+
+
+def _recase_cli(d: Path, lines: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, "recase", "--model", str(d), "--input", str(lines)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _one_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("moses-recaser: error: "), proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+
+
+def test_a_symlink_to_dev_zero_is_refused_without_reading_it(model, tico):
+    (model / "tables.npz").unlink()
+    (model / "tables.npz").symlink_to("/dev/zero")
+    proc = _recase_cli(model, tico / "test.lc.en", timeout=30)  # reading /dev/zero would never end
+    _one_error(proc, "tables.npz", "symlink")
+
+
+def test_a_fifo_in_place_of_a_model_file_does_not_hang(model, tico):
+    (model / "lm.npz").unlink()
+    os.mkfifo(model / "lm.npz")
+    proc = _recase_cli(model, tico / "test.lc.en", timeout=30)
+    _one_error(proc, "lm.npz", "not a regular file")
+
+
+def test_a_symlink_to_a_regular_file_outside_is_refused(model, tmp_path, tico):
+    outside = tmp_path / "elsewhere.npz"
+    shutil.move(model / "candidates.npz", outside)
+    (model / "candidates.npz").symlink_to(outside)
+    _one_error(_recase_cli(model, tico / "test.lc.en"), "candidates.npz", "symlink")
+
+
+@pytest.mark.parametrize("name", ["../outside", "/etc/passwd", "sub/x", ".hidden", ""])
+def test_manifest_entries_outside_the_directory_are_refused(model, name):
+    doc = _manifest(model)
+    doc["files"][name] = "0" * 64
+    _write_manifest(model, doc)
+    with pytest.raises(RecaserError, match="not a plain file name inside the model directory") as err:
+        Recaser(model)
+    assert err.value.path == str(model / "manifest.yaml")
+
+
+def test_a_manifest_that_is_a_fifo_does_not_hang(model, tico):
+    (model / "manifest.yaml").unlink()
+    os.mkfifo(model / "manifest.yaml")
+    _one_error(_recase_cli(model, tico / "test.lc.en", timeout=30), "manifest.yaml", "not a regular file")
+
+
+def test_checksums_come_before_parsing(model):
+    """A file that would crash the parser is reported as damaged by its checksum, which is checked first."""
+    (model / "tables.npz").write_bytes(b"PK\x03\x04 not an archive")
+    with pytest.raises(RecaserError, match="checksum mismatch for tables.npz"):
+        Recaser(model)
+
+
+_MANIFEST_EDITS = {
+    "no settings": lambda doc: doc.pop("settings"),
+    "no alignment_mode": lambda doc: doc["settings"].pop("alignment_mode"),
+    "alignment_mode a list": lambda doc: doc["settings"].__setitem__("alignment_mode", [1]),
+    "max_candidates a string": lambda doc: doc["settings"].__setitem__("max_candidates", "many"),
+    "no weights": lambda doc: doc.pop("weights"),
+    "weights a string": lambda doc: doc.__setitem__("weights", "w"),
+    "weights without names": lambda doc: doc["weights"].pop("names"),
+    "format_version a string": lambda doc: doc.__setitem__("format_version", "6"),
+    "files a list": lambda doc: doc.__setitem__("files", ["tables.npz"]),
+    "a digest a number": lambda doc: doc["files"].__setitem__("tables.npz", 5),
+    "no files": lambda doc: doc.pop("files"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(_MANIFEST_EDITS))
+def test_a_damaged_manifest_is_one_error(model, edit):
+    doc = _manifest(model)
+    _MANIFEST_EDITS[edit](doc)
+    _write_manifest(model, doc)
+    with pytest.raises(RecaserError) as err:
+        Recaser(model)
+    assert err.value.path is not None and err.value.path.startswith(str(model))
+
+
+def _edited(arrays: dict[str, np.ndarray], name: str, how: str) -> dict[str, np.ndarray]:
+    out = dict(arrays)
+    a = arrays[name]
+    if how == "missing":
+        del out[name]
+    elif how == "dtype":
+        out[name] = (a.astype(np.float64) if a.dtype.kind in "biu" else np.zeros(a.shape, np.int8) if a.dtype.kind == "f"
+                     else np.zeros(a.shape, np.float32))
+    elif how == "shorter":
+        out[name] = a.reshape(-1)[: max(a.size // 2, 0)] if a.ndim else np.zeros(3, dtype=a.dtype)
+    return out
+
+
+def _arrays(path: Path) -> dict[str, np.ndarray]:
+    with zipfile.ZipFile(path) as zf:
+        return {n[:-4]: np.lib.format.read_array(io.BytesIO(zf.read(n))) for n in zf.namelist()}
+
+
+def test_every_hand_edit_of_the_arrays_is_an_error_or_a_case_only_output(model, tico):
+    """Every array of every .npz, dropped, given another dtype, or cut short, with the checksums made to match:
+    loading and recasing either works (the edit did not matter, and output differs from input in case only) or
+    raises RecaserError; nothing else escapes."""
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()[:20]
+    src = tico / "lines.en"
+    src.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    triples = [r.triple for r in FORMATS["text"].read(Inputs(str(src)))]
+    pristine = {f: _arrays(model / f) for f in ("tables.npz", "lm.npz", "candidates.npz")}
+    tried = errors = 0
+    for k, (npz, arrays) in enumerate(sorted(pristine.items())):
+        for i, name in enumerate(sorted(arrays)):
+            how = ("missing", "dtype", "shorter")[(i + k) % 3]  # every array, each kind of edit in turn
+            save_npz(model / npz, _edited(arrays, name, how))
+            _rehash(model)
+            tried += 1
+            try:
+                out = Recaser(model).recase_batch(triples)
+            except RecaserError:
+                errors += 1
+            else:
+                assert [[w.lower() for w in s] for s in out] == [[w.lower() for w in t.target] for t in triples]
+        save_npz(model / npz, arrays)
+    _rehash(model)
+    assert tried == sum(len(a) for a in pristine.values()) and errors > tried // 2
+
+
+def _flipped(model: Path, tmp_path: Path) -> Path:
+    """The same model with other weights: a second, different model to swap with."""
+    other = tmp_path / "other"
+    shutil.copytree(model, other)
+    doc = _manifest(other)
+    doc["weights"]["modes"] = {m: [-w for w in ws] for m, ws in doc["weights"]["modes"].items()}
+    _write_manifest(other, doc)
+    return other
+
+
+def test_a_model_replaced_while_it_loads_is_seen_whole_or_refused(model, tmp_path, tico):
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()[:10]
+    src = tmp_path / "lines.en"
+    src.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    triples = [r.triple for r in FORMATS["text"].read(Inputs(str(src)))]
+    other = _flipped(model, tmp_path)
+    expected = {"a": Recaser(model).recase_batch(triples), "b": Recaser(other).recase_batch(triples)}
+    assert expected["a"] != expected["b"]
+    sources = {"a": tmp_path / "keep-a", "b": tmp_path / "keep-b"}
+    shutil.copytree(model, sources["a"])
+    shutil.copytree(other, sources["b"])
+    stop = threading.Event()
+
+    def replace_again_and_again() -> None:  # as training runs write it: a new directory, swapped in
+        k = 0
+        while not stop.is_set():
+            with atomic_directory(model) as d:
+                for f in sources["ab"[k % 2]].iterdir():
+                    shutil.copyfile(f, d / f.name)
+            k += 1
+
+    writer = threading.Thread(target=replace_again_and_again)
+    writer.start()
+    seen = {"a": 0, "b": 0, "refused": 0}
+    try:
+        for _ in range(40):
+            try:
+                out = Recaser(model).recase_batch(triples)
+            except RecaserError as exc:
+                assert "replaced while it was loading" in str(exc), exc
+                seen["refused"] += 1
+                continue
+            which = [k for k, v in expected.items() if v == out]
+            assert which, "a model mixed from two directories"
+            seen[which[0]] += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert seen["a"] + seen["b"] > 0, seen

@@ -1,0 +1,262 @@
+"""The user's files survive every output: symlinks, FIFOs, devices, directories, modes (outputs.py)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from moses_recaser.cli.main import main
+from moses_recaser.errors import RecaserError
+from moses_recaser.outputs import HOST, TAG, atomic_directory, atomic_output, clean_stale, work_dir
+
+CLI = str(Path(sys.executable).parent / "moses-recaser")
+ROOT = os.geteuid() == 0
+
+
+def _write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _stats_args(tmp_path: Path) -> list[str]:
+    src = _write(tmp_path / "c.fr", "Le chat .\nLa maison .\n" * 5)
+    tgt = _write(tmp_path / "c.en", "The cat .\nThe house .\n" * 5)
+    wa = _write(tmp_path / "c.wa", "0-0 1-1 2-2\n0-0 1-1 2-2\n" * 5)
+    return ["-q", "stats", "--src", src, "--tgt", tgt, "--alignment", wa]
+
+
+def _umask(mask: int):
+    class Umask:
+        def __enter__(self):
+            self.old = os.umask(mask)
+
+        def __exit__(self, *exc):
+            os.umask(self.old)
+
+    return Umask()
+
+
+def _ours(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if TAG in p.name]
+
+
+def test_a_symlink_is_written_through(tmp_path):
+    target = tmp_path / "real.txt"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    with atomic_output(link) as out:
+        out.write("new\n")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # a replaced file keeps its mode
+    assert _ours(tmp_path) == []
+
+
+def test_a_dangling_symlink_creates_its_target(tmp_path):
+    link = tmp_path / "link.txt"
+    link.symlink_to(tmp_path / "later.txt")
+    with atomic_output(link) as out:
+        out.write("x\n")
+    assert link.is_symlink() and (tmp_path / "later.txt").read_text() == "x\n"
+
+
+def test_a_fifo_is_written_in_place(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    with atomic_output(fifo) as out:
+        out.write("through the pipe\n")
+    reader.join(10)
+    assert got == [b"through the pipe\n"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def _device(tmp_path: Path, name: str, minor: int) -> Path:
+    """A character device of the memory driver (1, minor) in tmp_path: never the real /dev nodes. Without root,
+    the real node: an unprivileged process cannot replace a node in /dev, so nothing is at risk."""
+    if not ROOT:
+        return Path("/dev") / name
+    node = tmp_path / name
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    return node
+
+
+def test_a_device_is_written_in_place(tmp_path):
+    null = _device(tmp_path, "null", 3)
+    with atomic_output(null) as out:
+        out.write("discarded\n")
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    assert main(["tokenize", "-l", "en", "-i", _write(tmp_path / "raw", "a b\n"), "-o", str(null)]) == 0
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+
+
+def test_a_full_device_is_one_line_and_stays_a_device(tmp_path, capsys):
+    full = _device(tmp_path, "full", 7)
+    with pytest.raises(RecaserError, match="No space left on device"):
+        with atomic_output(full) as out:
+            out.write("x" * 100_000)
+    assert main(["tokenize", "-l", "en", "-i", _write(tmp_path / "raw", "a b\n" * 1000), "-o", str(full)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"moses-recaser: error: {full}: cannot write: No space left on device\n"
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_stdout_on_a_full_device_is_one_line(tmp_path):
+    full = _device(tmp_path, "full", 7)
+    raw = _write(tmp_path / "raw", "a b\n" * 1000)
+    with open(full, "wb") as out:
+        proc = subprocess.run([CLI, "tokenize", "-l", "en", "-i", raw], stdout=out, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 2 and proc.stderr == "moses-recaser: error: <stdout>: cannot write: No space left on device\n"
+    proc = subprocess.run([CLI, "eval", "--hyp", raw, "--ref", raw], stdout=open(full, "wb"), stderr=subprocess.PIPE,
+                          text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "No space left on device" in proc.stderr
+
+
+def test_closed_stdout_is_refused_before_work(tmp_path):
+    raw = _write(tmp_path / "raw", "a b\n")
+    proc = subprocess.run(f"'{CLI}' tokenize -l en -i '{raw}' >&-", shell=True, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == "moses-recaser: error: <stdout>: standard output is closed; give an output file with -o\n"
+
+
+def test_a_directory_is_not_an_output_file(tmp_path, capsys):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "keep").write_text("k")
+    assert main(["tokenize", "-l", "en", "-i", _write(tmp_path / "raw", "a\n"), "-o", str(d)]) == 2
+    assert capsys.readouterr().err == f"moses-recaser: error: {d}: is a directory; give a file name\n"
+    assert (d / "keep").read_text() == "k"
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_new_files_and_models_take_the_umasks_mode(tmp_path, mask):
+    with _umask(mask):
+        with atomic_output(tmp_path / "out.txt") as out:
+            out.write("x\n")
+        assert main(_stats_args(tmp_path) + ["--model", str(tmp_path / "model")]) == 0
+    assert stat.S_IMODE((tmp_path / "out.txt").stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o777 & ~mask
+    for f in (tmp_path / "model").iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o666 & ~mask, f.name
+
+
+def test_model_path_holding_a_users_directory_is_refused(tmp_path, capsys):
+    mine = tmp_path / "mydir"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("three years of work")
+    for command in (_stats_args(tmp_path), ["-q", "merge", _write(tmp_path / "shard.npz", "not looked at")]):
+        assert main(command + ["--model", str(mine)]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"moses-recaser: error: {mine}: exists and is not a moses-recaser model (it has no "
+                       "manifest.yaml of ours); give the model a new path, or remove the directory yourself\n")
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.txt"]
+    assert (mine / "thesis.txt").read_text() == "three years of work"
+
+
+def test_model_path_holding_a_file_is_refused(tmp_path, capsys):
+    f = tmp_path / "notes"
+    f.write_text("mine")
+    assert main(_stats_args(tmp_path) + ["--model", str(f)]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+    assert f.read_text() == "mine"
+
+
+def test_train_refuses_a_bad_destination_before_any_work(tmp_path, capsys):
+    mine = tmp_path / "mydir"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("x")
+    src = _write(tmp_path / "t.fr", "Le chat .\n")
+    tgt = _write(tmp_path / "t.en", "The cat .\n")
+    # no alignment: the first work would be eflomal; the refusal comes before it
+    assert main(["train", "--src", src, "--tgt", tgt, "--dev-src", src, "--dev-tgt", tgt, "--model", str(mine)]) == 2
+    assert "is not a moses-recaser model" in capsys.readouterr().err
+    assert main(["train", "--src", src, "--tgt", tgt, "--dev-src", src, "--dev-tgt", tgt,
+                 "--model", str(tmp_path / "no" / "such" / "parent")]) == 2
+    assert "parent directory" in capsys.readouterr().err
+
+
+def test_the_current_directory_is_never_a_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.txt").write_text("x")
+    args = _stats_args(tmp_path)
+    for model in (".", str(tmp_path), ".."):
+        assert main(args + ["--model", model]) == 2
+        assert "is the current directory (or holds it)" in capsys.readouterr().err
+    assert (tmp_path / "data.txt").read_text() == "x"
+
+
+def test_a_model_is_replaced_whole_and_through_a_symlink(tmp_path):
+    args = _stats_args(tmp_path)
+    real = tmp_path / "models" / "v1"
+    real.parent.mkdir()
+    link = tmp_path / "current"
+    link.symlink_to(real)
+    assert main(args + ["--model", str(link)]) == 0  # a dangling link: the model is made at its target
+    first = {p.name: p.read_bytes() for p in real.iterdir()}
+    (real / "stray").write_text("a file the old model had")
+    assert main(args + ["--model", str(link)]) == 0
+    assert link.is_symlink() and real.is_dir()
+    assert {p.name: p.read_bytes() for p in real.iterdir()} == first  # the old directory went whole
+    assert _ours(real.parent) == [] and _ours(tmp_path) == []
+
+
+def test_a_model_set_aside_by_a_crash_is_put_back(tmp_path):
+    """A replacement without RENAME_EXCHANGE renames the old model aside, then the new one in: a crash between
+    the two leaves only the aside name. The next run that writes there puts it back first."""
+    with atomic_directory(tmp_path / "m") as d:
+        (d / "manifest.yaml").write_text("format_version: 6\n")
+    dead, host = _dead_pid(), HOST
+    aside = tmp_path / f".m.{TAG}-{host}-{dead}-0badc0de.old"
+    os.rename(tmp_path / "m", aside)
+    clean_stale(tmp_path, "m")
+    assert (tmp_path / "m" / "manifest.yaml").is_file() and not aside.exists()
+
+
+def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path):
+    dead, host = _dead_pid(), HOST
+    left = [tmp_path / f".out.txt.{TAG}-{host}-{dead}-00000001.tmp", tmp_path / f".m.{TAG}-{host}-{dead}-2.tmp"]
+    left[0].write_text("half")
+    left[1].mkdir()
+    alive = tmp_path / f".out.txt.{TAG}-{host}-{os.getpid()}-00000003.tmp"  # a run still going: kept
+    alive.write_text("busy")
+    other_host = tmp_path / f".out.txt.{TAG}-elsewhere-{dead}-00000004.tmp"  # another machine's: kept
+    other_host.write_text("busy")
+    with atomic_output(tmp_path / "out.txt") as out:
+        out.write("done\n")
+    with atomic_directory(tmp_path / "m") as d:
+        (d / "manifest.yaml").write_text("format_version: 6\n")
+    assert not left[0].exists() and not left[1].exists()
+    assert alive.exists() and other_host.exists()
+    with work_dir("scratch", tmp_path) as w:
+        assert Path(w).is_dir() and Path(w).parent == tmp_path
+    assert not Path(w).exists()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_without_renameat2_a_model_is_replaced_by_two_renames(tmp_path, monkeypatch):
+    from moses_recaser import outputs
+
+    monkeypatch.setattr(outputs, "_renameat2", lambda src, dst, flags: False)  # as on a system without it
+    with atomic_directory(tmp_path / "m") as d:
+        (d / "manifest.yaml").write_text("format_version: 6\n")
+        (d / "old").write_text("1")
+    with atomic_directory(tmp_path / "m") as d:
+        (d / "manifest.yaml").write_text("format_version: 6\n")
+        (d / "new").write_text("2")
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["manifest.yaml", "new"]
+    assert [p.name for p in tmp_path.iterdir()] == ["m"]
