@@ -78,8 +78,10 @@ def _flush_stdout() -> None:
 
 
 def _error(prog: str, message: str) -> None:
+    """One line, whatever the message holds (a YAML parser's, say, spans several)."""
     if sys.stderr is not None:
-        print(f"{prog}: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: " + " ".join(part.strip() for part in message.splitlines() if part.strip()),
+              file=sys.stderr)
 
 
 def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.ArgumentParser], prog: str) -> int:

@@ -96,7 +96,11 @@ def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
                 raise RecaserError(f"'{key}' must be a mapping", path, line)
             setattr(obj, key, _build(type(current), value_node, path))
             continue
-        value = yaml.safe_load(yaml.serialize(value_node))
+        try:
+            value = yaml.safe_load(yaml.serialize(value_node))
+        except yaml.YAMLError as exc:  # a value that does not read back as plain YAML (a tag, an empty node)
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise RecaserError(f"'{key}' has a value that is not plain YAML ({problem})", path, line) from None
         setattr(obj, key, _check_type(value, current, key, path, line))
         if key == "systems":
             _check_systems(value_node, path)

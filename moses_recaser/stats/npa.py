@@ -117,6 +117,8 @@ def phrase_align_triple(
     """The triple with phrases from its word links (links kept)."""
     if triple.links is None:
         raise RecaserError("the naive phrase aligner needs word links")
+    if seed < 0:
+        raise RecaserError(f"the naive phrase aligner's seed must be 0 or more, not {seed}")
     rng = np.random.default_rng([seed, triple.id])
     phrases = phrase_align(len(triple.source), len(triple.target), triple.links, lengths, rng)
     out = Triple(
