@@ -73,8 +73,8 @@ def _run(entry: Callable[[list[str]], int], argv: list[str], capsys, d: Path, ou
             assert (d / name).read_bytes() == data, name
 
 
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-SLOW = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 @pytest.fixture

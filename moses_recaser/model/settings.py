@@ -57,6 +57,9 @@ class TrainSettings:
             raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
         if self.sigma <= 0:
             raise RecaserError(f"sigma must be positive, got {self.sigma}")
+        from moses_recaser.stats.counting import check_lm_order  # numpy: not at the CLI's start
+
+        check_lm_order(self.lm_order)
 
     def signature(self, weights: Any = None) -> str:
         """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""

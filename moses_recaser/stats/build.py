@@ -22,7 +22,7 @@ from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
-from moses_recaser.stats.counting import Counts, count_corpus, pieces, read_piece
+from moses_recaser.stats.counting import Counts, check_lm_order, count_corpus, pieces, read_piece
 from moses_recaser.stats.kneser_ney import estimate, write_arpa
 from moses_recaser.stats.tables import Tables
 from moses_recaser.textio import read_lines, split_tokens
@@ -40,6 +40,9 @@ class StatsSettings:
     lm: str | None = None  # an existing KenLM model (ARPA or binary) instead of estimating one
     symmetrization: str = "grow-diag-final-and"
     alignment: str | None = None  # the alignment file given, if any ("eflomal" when we aligned)
+
+    def __post_init__(self) -> None:
+        check_lm_order(self.lm_order)
 
     def signature(self) -> str:
         lm = f"file:{Path(self.lm).name}" if self.lm else f"kn{self.lm_order}"

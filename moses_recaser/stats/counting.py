@@ -178,13 +178,19 @@ class Lowercase:
 
 # --- the counter ---------------------------------------------------------------------------
 
+def check_lm_order(order: int) -> None:
+    """An n-gram order KenLM reads: 1 to MAX_ORDER (a larger one would count without bound)."""
+    if not 1 <= order <= MAX_ORDER:
+        raise RecaserError(f"the LM order must be between 1 and {MAX_ORDER} (KenLM's limit), not {order}")
+
+
 class Counter:
     """Counts of sentences added a chunk at a time (``add``), over its own vocabularies; ``arrays`` gives
     them for a shard file, ``merge`` sums such files."""
 
     def __init__(self, order: int) -> None:
-        if not 0 <= order <= MAX_ORDER:  # 0: tables only
-            raise RecaserError(f"the LM order must be between 1 and {MAX_ORDER} (KenLM's limit), not {order}")
+        if order != 0:  # 0: tables only
+            check_lm_order(order)
         self.order = order
         self.tgt_lower, self.src_lower = Lowercase(), Lowercase()
         self.target = Vocabulary(self._describe_target, [("lower", np.int64), ("letter", bool), ("punct", bool),
