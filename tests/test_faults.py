@@ -32,7 +32,8 @@ ROOT = os.geteuid() == 0
 class Command:
     """One subcommand's valid invocation: ``argv(inputs, out)`` writes ``out`` (a file, or a model directory);
     ``stdout``: its result goes to stdout instead (then ``out`` is not written); ``stdin``: it reads its main
-    input from stdin (so a run can be held open for SIGTERM)."""
+    input from stdin; ``held``: the input file that a FIFO replaces for SIGTERM (either way, a run can be held
+    in the middle of its input)."""
 
     name: str
     argv: Callable[[Path, Path], list[str]]
@@ -40,6 +41,7 @@ class Command:
     stdout: bool = False
     stdin: bool = False
     writes: bool = True
+    held: str = ""
 
     def meets(self, fault: str) -> bool:
         """Whether ``fault`` is where this command writes: a command that only reads (``check``) meets none, one
@@ -74,7 +76,7 @@ COMMANDS = [
     Command("train", lambda i, o: _mr("train", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
                                       f"{i}/s.wa", "--dev-src", f"{i}/d.fr", "--dev-tgt", f"{i}/d.en",
                                       "--dev-alignment", f"{i}/d.wa", "--max-iter", "5", "--model", str(o)),
-            model=True),
+            model=True, held="s.en"),
     Command("recase", lambda i, o: _mr("recase", "--model", f"{i}/model", "--input", "-", "-o", str(o)), stdin=True),
     Command("eval", lambda i, o: _mr("eval", "--hyp", f"{i}/s.en", "--ref", f"{i}/s.en"), stdout=True),
     Command("experiment", lambda i, o: _mr("experiment", f"{i}/tiny.yaml", "--data-root", f"{i}/data", "--cache",
@@ -82,7 +84,7 @@ COMMANDS = [
     Command("ems recase", lambda i, o: _ems("recase", "-in", "-", "-model", f"{i}/model", "-o", str(o)), stdin=True),
     Command("ems train", lambda i, o: _ems("train", "-dir", f"{o.parent}/ems", "-corpus", f"{i}/e.en", "-source-corpus",
                                            f"{i}/e.fr", "-alignment", f"{i}/e.wa", "-dev-size", "10", "-config",
-                                           str(o))),
+                                           str(o)), held="e.en"),
     Command("ems meta", lambda i, o: _ems("meta", "--moses-meta", f"{i}/experiment.meta", "-o", str(o))),
     Command("ems config", lambda i, o: _ems("config", "--merge", f"{i}/config.toy", "-o", str(o))),
     Command("ems check", lambda i, o: _ems("check", f"{i}/config.merged"), writes=False),
@@ -203,7 +205,7 @@ def _run(cmd: Command, inputs: Path, target: Path, fault: str, out: Path, tmp: P
         if not cmd.stdout:  # the result goes to stdout: '-'
             argv = [("-" if a == str(target) else a) for a in argv]
     if fault == "sigterm":
-        return _interrupted(argv, stdin_text, out, cmd)
+        return _interrupted(argv, stdin_text, inputs, tmp, cmd)
     return subprocess.run(argv, input=stdin_text, stdout=stdout, stderr=subprocess.PIPE, text=True,
                           preexec_fn=preexec, timeout=300)
 
@@ -236,22 +238,47 @@ def _full_device(tmp: Path):  # type: ignore[no-untyped-def]
     return open(node, "wb")  # noqa: SIM115 - closed with the process
 
 
-def _interrupted(argv: list[str], stdin_text: str | None, out: Path, cmd: Command) -> subprocess.CompletedProcess:
-    """SIGTERM while the command is under way: a stdin reader is held open after part of its input; others get
-    the signal once they have run a little (they run for seconds) or once their temporary output appears."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_text else subprocess.DEVNULL,
+def _interrupted(argv: list[str], stdin_text: str | None, inputs: Path, tmp: Path,
+                 cmd: Command) -> subprocess.CompletedProcess:
+    """SIGTERM in the middle of the input, on any machine however fast: the first half of the main input (stdin,
+    or a FIFO in place of ``cmd.held``) is written to a pipe held open, and the signal is sent once the command
+    has read it all, so it is waiting for the rest."""
+    if cmd.held:
+        fifo = tmp / cmd.held
+        os.mkfifo(fifo)
+        argv = [str(fifo) if a == f"{inputs}/{cmd.held}" else a for a in argv]
+        assert str(fifo) in argv, argv
+        stdin_text = (inputs / cmd.held).read_text(encoding="utf-8")
+        pipe = os.open(fifo, os.O_RDWR)  # no reader yet: O_RDWR opens without waiting, and the pipe never ends
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if cmd.stdin else subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if stdin_text:
+    if cmd.stdin:
         assert proc.stdin is not None
-        proc.stdin.write(stdin_text)
-        proc.stdin.flush()
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and proc.poll() is None:
+        pipe = proc.stdin.fileno()
+    assert stdin_text is not None
+    lines = stdin_text.splitlines(keepends=True)
+    os.write(pipe, "".join(lines[: len(lines) // 2]).encode("utf-8"))
+    deadline = time.monotonic() + 120
+    while _unread(pipe) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert proc.poll() is None, f"{cmd.name} finished before the signal: give it more work"
+    time.sleep(0.1)
+    assert proc.poll() is None, f"{cmd.name} finished on half its input"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
+    if cmd.held:
+        os.close(pipe)
     return subprocess.CompletedProcess(argv, proc.returncode, None, err)
+
+
+def _unread(fd: int) -> int:
+    """Bytes written to a pipe and not yet read (FIONREAD)."""
+    import array
+    import fcntl
+    import termios
+
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf)
+    return buf[0]
 
 
 def _mount_small(out: Path) -> None:
@@ -269,8 +296,8 @@ def _fill(out: Path) -> None:
 
 
 CASES = [(c, f) for c in COMMANDS for f in FAULTS
-         # SIGTERM where a run lasts long enough to be interrupted: stdin held open, or seconds of training
-         if f != "sigterm" or c.stdin or c.name in ("train", "ems train")]
+         # SIGTERM where a run can be held in the middle of its input
+         if f != "sigterm" or c.stdin or c.held]
 
 
 @pytest.mark.parametrize("cmd,fault", CASES, ids=[f"{c.name}-{f}" for c, f in CASES])
