@@ -155,8 +155,9 @@ def apply(t: Tag, token: str) -> str:
 def is_recasing_of(candidate: str, token: str) -> bool:
     """True when ``candidate`` differs from ``token`` in case only: the same lowercase, and the same length
     counting ``İ`` as the two characters of its lowercase."""
-    return lower(candidate) == lower(token) and \
-        len(candidate) + candidate.count(DOTTED_I) == len(token) + token.count(DOTTED_I)
+    return lower(candidate) == lower(token) and len(candidate) + candidate.count(DOTTED_I) == len(token) + token.count(
+        DOTTED_I
+    )
 
 
 @lru_cache(maxsize=1 << 18)

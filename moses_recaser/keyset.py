@@ -131,7 +131,14 @@ class KeySet:
     def load(cls, z: Mapping[str, np.ndarray], prefix: str) -> KeySet:
         """A stored key set, checked to fit itself (a damaged model is a ValueError)."""
         starts, low, bits = z[f"{prefix}.starts"], z[f"{prefix}.low"], int(z[f"{prefix}.bits"])
-        if (starts.ndim != 1 or low.ndim != 1 or starts.dtype.kind not in "iu" or low.dtype.kind not in "iu"
-                or len(starts) < 2 or int(starts[-1]) != len(low) or not 1 <= bits <= 63):
+        if (
+            starts.ndim != 1
+            or low.ndim != 1
+            or starts.dtype.kind not in "iu"
+            or low.dtype.kind not in "iu"
+            or len(starts) < 2
+            or int(starts[-1]) != len(low)
+            or not 1 <= bits <= 63
+        ):
             raise ValueError(f"{prefix}: the key set's arrays do not fit each other")
         return cls(starts, low, bits)

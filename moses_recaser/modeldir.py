@@ -89,8 +89,7 @@ def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> 
 
 def plain_name(name: object, where: str) -> str:
     """A model file's name from a manifest: one plain name inside the directory, never a path out of it."""
-    if (not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name
-            or "\0" in name):
+    if not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
         raise RecaserError(f"manifest entry {name!r} is not a plain file name inside the model directory", where)
     return name
 
@@ -131,7 +130,7 @@ class MappedArrays(Mapping[str, np.ndarray]):
                     if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
                         raise RecaserError(f"member {info.filename} is not a stored .npy array", self.path)
                     at = info.header_offset
-                    name_len, extra_len = struct.unpack("<HH", self._map[at + 26:at + 30])
+                    name_len, extra_len = struct.unpack("<HH", self._map[at + 26 : at + 30])
                     start = at + 30 + name_len + extra_len
                     if start + info.file_size > size:
                         raise RecaserError(f"member {info.filename} runs past the end of the file", self.path)
@@ -144,18 +143,22 @@ class MappedArrays(Mapping[str, np.ndarray]):
             raise RecaserError(f"array {name!r} is missing", self.path)
         start, size = self._where[name]
         try:
-            head = io.BytesIO(self._map[start:start + min(size, 1 << 16)])
+            head = io.BytesIO(self._map[start : start + min(size, 1 << 16)])
             version = np.lib.format.read_magic(head)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
+            read_header = (
+                np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            )
             shape, fortran, dtype = read_header(head)
             if dtype.hasobject:
                 raise ValueError("object arrays are not read")
             count = int(np.prod(shape, dtype=np.int64))
             if head.tell() + count * dtype.itemsize > size:
                 raise ValueError(f"shape {shape} of {dtype} is larger than the stored data")
-            data = np.frombuffer(self._map, dtype=dtype, count=count, offset=start + head.tell()) if count else \
-                np.zeros(0, dtype=dtype)
+            data = (
+                np.frombuffer(self._map, dtype=dtype, count=count, offset=start + head.tell())
+                if count
+                else np.zeros(0, dtype=dtype)
+            )
             return data.reshape(shape, order="F" if fortran else "C")
         except (ValueError, TypeError, OverflowError) as exc:
             raise RecaserError(f"array {name!r} is damaged ({exc})", self.path) from None
@@ -251,8 +254,9 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     if verify:
         verify_files(d, files)
     extra = {k: v for k, v in doc.items() if k not in ("format_version", "signature", "settings", "files")}
-    return Manifest(settings=settings, signature=str(doc.get("signature", "")), files=files,
-                    format_version=version, extra=extra)
+    return Manifest(
+        settings=settings, signature=str(doc.get("signature", "")), files=files, format_version=version, extra=extra
+    )
 
 
 def verify_files(directory: Path, files: dict[str, str], skip: Collection[str] = ()) -> None:
@@ -308,10 +312,12 @@ class ModelSnapshot:
             if replaced:
                 raise RecaserError("the model was replaced while it was loading; run again", str(self.directory))
             if exc.path is not None and exc.path.startswith(str(self.root)):
-                raise RecaserError(exc.reason, str(self.directory) + exc.path[len(str(self.root)):], exc.line)
+                raise RecaserError(exc.reason, str(self.directory) + exc.path[len(str(self.root)) :], exc.line)
         elif isinstance(exc, DAMAGED):
-            raise RecaserError(f"the model is damaged ({type(exc).__name__}: {exc}); train it again or copy it anew",
-                               str(self.directory)) from None
+            raise RecaserError(
+                f"the model is damaged ({type(exc).__name__}: {exc}); train it again or copy it anew",
+                str(self.directory),
+            ) from None
 
     def _replaced(self) -> bool:
         try:
@@ -322,8 +328,17 @@ class ModelSnapshot:
 
 
 # what parsing a model whose files pass their checksums can still raise when someone edited them to match
-DAMAGED = (KeyError, IndexError, ValueError, TypeError, AttributeError, EOFError, OverflowError, struct.error,
-           zipfile.BadZipFile)
+DAMAGED = (
+    KeyError,
+    IndexError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    EOFError,
+    OverflowError,
+    struct.error,
+    zipfile.BadZipFile,
+)
 
 
 def resolve_model(path: str | os.PathLike[str]) -> Path:

@@ -310,11 +310,15 @@ def model_target(path: str | os.PathLike[str]) -> Path:
         raise RecaserError("is the current directory (or holds it); give the model a directory of its own", shown)
     if os.path.lexists(real):
         if not real.is_dir():
-            raise RecaserError("exists and is not a directory; give the model a new path, or remove the file "
-                               "yourself", shown)
+            raise RecaserError(
+                "exists and is not a directory; give the model a new path, or remove the file yourself", shown
+            )
         if not is_model_dir(real):
-            raise RecaserError("exists and is not a moses-recaser model (it has no manifest.yaml of ours); give "
-                               "the model a new path, or remove the directory yourself", shown)
+            raise RecaserError(
+                "exists and is not a moses-recaser model (it has no manifest.yaml of ours); give "
+                "the model a new path, or remove the directory yourself",
+                shown,
+            )
     parent = real.parent
     if not parent.is_dir():
         raise RecaserError(f"the model's parent directory {parent} does not exist", shown)
@@ -377,8 +381,11 @@ def _swap_in(tmp: Path, real: Path, shown: str) -> None:
                 os.rename(tmp, real)  # refuses a non-empty directory that appeared meanwhile
             return
         if not is_model_dir(real):  # something else took the model's place during the run
-            raise RecaserError("was replaced during the run by something that is not a moses-recaser model; "
-                               "the new model was not written", shown)
+            raise RecaserError(
+                "was replaced during the run by something that is not a moses-recaser model; "
+                "the new model was not written",
+                shown,
+            )
         if _renameat2(tmp, real, _RENAME_EXCHANGE):
             shutil.rmtree(tmp, ignore_errors=True)  # tmp now names the old model
             return

@@ -21,7 +21,7 @@ from moses_recaser import casing
 T = TypeVar("T")
 SENTENCE_END = frozenset({".", "!", "?"})
 # a line ending in none of these reads as a headline (when it is short enough)
-FINAL = frozenset({".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", "\"", "'", ")", "&#93;"})
+FINAL = frozenset({".", "!", "?", ":", ";", "…", "&quot;", "&apos;", "»", '"', "'", ")", "&#93;"})
 HEADLINE_MAX = 20
 
 
@@ -54,9 +54,14 @@ class Layout:
         S = len(targets)
         n_tgt = np.fromiter(map(len, targets), dtype=np.int64, count=S)
         n_src = np.zeros(S, np.int64) if sources is None else np.fromiter(map(len, sources), dtype=np.int64, count=S)
-        return cls(n_tgt=n_tgt, n_src=n_src, tgt_sent=np.repeat(np.arange(S), n_tgt),
-                   src_sent=np.repeat(np.arange(S), n_src), tgt_start=np.cumsum(n_tgt) - n_tgt,
-                   src_start=np.cumsum(n_src) - n_src)
+        return cls(
+            n_tgt=n_tgt,
+            n_src=n_src,
+            tgt_sent=np.repeat(np.arange(S), n_tgt),
+            src_sent=np.repeat(np.arange(S), n_src),
+            tgt_start=np.cumsum(n_tgt) - n_tgt,
+            src_start=np.cumsum(n_src) - n_src,
+        )
 
 
 def first_in_sentence(mask: np.ndarray, sent: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -81,8 +86,15 @@ def positional(letter: np.ndarray, end: np.ndarray, sent_start: np.ndarray, n: n
     return out
 
 
-def headline_flags(letter: np.ndarray, final: np.ndarray, capitalized: np.ndarray, long: np.ndarray,
-                   sent: np.ndarray, start: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def headline_flags(
+    letter: np.ndarray,
+    final: np.ndarray,
+    capitalized: np.ndarray,
+    long: np.ndarray,
+    sent: np.ndarray,
+    start: np.ndarray,
+    n: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """(S,) of each line: (looks like a headline: it has a letter, at most HEADLINE_MAX tokens and no FINAL
     token at its end; is title-cased: at least two words of more than three characters with a letter
     after its first word with a letter, and 60% of them capitalized)."""
@@ -109,8 +121,9 @@ def positional_words(sentences: Sequence[Sequence[str]]) -> list[set[int]]:
     """For each sentence, the positions whose capital is due to position (``positional``)."""
     layout = Layout.of(sentences)
     tokens = list(chain.from_iterable(sentences))
-    pos = positional(_column(tokens, casing.has_letter), _column(tokens, SENTENCE_END.__contains__),
-                     layout.tgt_start, layout.n_tgt)
+    pos = positional(
+        _column(tokens, casing.has_letter), _column(tokens, SENTENCE_END.__contains__), layout.tgt_start, layout.n_tgt
+    )
     flat = np.flatnonzero(pos)
     sent = layout.tgt_sent[flat]
     out: list[set[int]] = [set() for _ in sentences]
@@ -131,7 +144,12 @@ def headline_lines(sentences: Sequence[Sequence[str]]) -> list[tuple[bool, bool]
     layout = Layout.of(sentences)
     tokens = list(chain.from_iterable(sentences))
     headline, title = headline_flags(
-        _column(tokens, casing.has_letter), _column(tokens, FINAL.__contains__),
-        _column(tokens, casing.is_capitalized), _column(tokens, lambda w: len(w) > 3),
-        layout.tgt_sent, layout.tgt_start, layout.n_tgt)
+        _column(tokens, casing.has_letter),
+        _column(tokens, FINAL.__contains__),
+        _column(tokens, casing.is_capitalized),
+        _column(tokens, lambda w: len(w) > 3),
+        layout.tgt_sent,
+        layout.tgt_start,
+        layout.n_tgt,
+    )
     return list(zip(headline.tolist(), title.tolist()))

@@ -52,15 +52,16 @@ def decode_line(raw: bytes, path: str, lineno: int) -> str:
     if raw.endswith(b"\n"):
         raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
     if lineno == 1 and raw.startswith(BOM):
-        raw = raw[len(BOM):]
+        raw = raw[len(BOM) :]
     nul = raw.find(b"\0")
     if nul >= 0:
         raise RecaserError(f"a NUL byte at byte {nul} of the line: not a text file", path, lineno)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecaserError(f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start:exc.start + 4]!r})",
-                           path, lineno) from None
+        raise RecaserError(
+            f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start : exc.start + 4]!r})", path, lineno
+        ) from None
 
 
 class LineReader:
@@ -147,8 +148,7 @@ def zip_readers(*readers: LineReader) -> Iterator[tuple[str, ...]]:
         longer = next(r for r in readers if r not in ended)
         short = ended[0]
         raise RecaserError(
-            f"line-count mismatch: {short.name} has only {short.lineno} lines, "
-            f"{longer.name} has more",
+            f"line-count mismatch: {short.name} has only {short.lineno} lines, {longer.name} has more",
             longer.name,
             longer.lineno,
         )

@@ -108,9 +108,7 @@ def check_phrases(phrases: list[Phrase], n_source: int, n_target: int) -> None:
             covered[s] = True
         expect = t1 + 1
     if expect != n_target:
-        raise RecaserError(
-            f"target tokens not covered in order: phrases cover {expect} of {n_target} target tokens"
-        )
+        raise RecaserError(f"target tokens not covered in order: phrases cover {expect} of {n_target} target tokens")
 
 
 def check_links(links: list[Link], n_source: int, n_target: int) -> None:
@@ -138,6 +136,7 @@ def check_links_in_phrases(links: Iterable[Link], phrases: list[Phrase]) -> None
 
 
 # --- JSON Lines I/O -----------------------------------------------------------------------
+
 
 def _int_list(value: Any, width: int, key: str) -> list[tuple[int, ...]]:
     if not isinstance(value, list):

@@ -25,8 +25,9 @@ def string_hash(data: bytes) -> int:
 
 
 class Vocab:
-    def __init__(self, blob: bytes | np.ndarray, offsets: np.ndarray, index: KeySet, ids: np.ndarray,
-                 overflow: Mapping[str, int]) -> None:
+    def __init__(
+        self, blob: bytes | np.ndarray, offsets: np.ndarray, index: KeySet, ids: np.ndarray, overflow: Mapping[str, int]
+    ) -> None:
         # bytes, or a (mapped) uint8 array: only what is read is loaded
         self._blob = (memoryview(blob) if isinstance(blob, bytes) else blob.data).cast("B")
         self._offsets = offsets
@@ -61,9 +62,13 @@ class Vocab:
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Everything, added strings included, for ``load``."""
         v = self if not self._added else Vocab.of(self)
-        return {f"{prefix}.blob": np.frombuffer(v._blob, dtype=np.uint8), f"{prefix}.offsets": v._offsets,
-                **v._index.arrays(f"{prefix}.hashes"), f"{prefix}.ids": v._ids,
-                f"{prefix}.overflow": np.array("\n".join(f"{w}\t{i}" for w, i in v._overflow.items()))}
+        return {
+            f"{prefix}.blob": np.frombuffer(v._blob, dtype=np.uint8),
+            f"{prefix}.offsets": v._offsets,
+            **v._index.arrays(f"{prefix}.hashes"),
+            f"{prefix}.ids": v._ids,
+            f"{prefix}.overflow": np.array("\n".join(f"{w}\t{i}" for w, i in v._overflow.items())),
+        }
 
     @classmethod
     def load(cls, z: Mapping[str, np.ndarray], prefix: str) -> Vocab:
@@ -87,11 +92,11 @@ class Vocab:
     def __getitem__(self, i: int) -> str:
         if i >= self._stored:
             return self._added[i - self._stored]
-        return str(self._blob[self._offsets[i]:self._offsets[i + 1]], "utf-8")
+        return str(self._blob[self._offsets[i] : self._offsets[i + 1]], "utf-8")
 
     def __iter__(self) -> Iterator[str]:
         blob, off = bytes(self._blob), self._offsets.tolist()
-        yield from (blob[off[i]:off[i + 1]].decode("utf-8") for i in range(self._stored))
+        yield from (blob[off[i] : off[i + 1]].decode("utf-8") for i in range(self._stored))
         yield from self._added
 
     def __contains__(self, word: str) -> bool:
@@ -110,8 +115,7 @@ class Vocab:
         if len(missing):
             new = list(dict.fromkeys(words[i] for i in missing.tolist()))
             found = dict(zip(new, self._search(new)))
-            out[missing] = np.fromiter((found[words[i]] for i in missing.tolist()), dtype=np.int64,
-                                       count=len(missing))
+            out[missing] = np.fromiter((found[words[i]] for i in missing.tolist()), dtype=np.int64, count=len(missing))
         return out
 
     def add(self, word: str) -> int:
@@ -148,6 +152,6 @@ class Vocab:
     def _check(self, word: str, data: bytes, at: int) -> int:
         """``at`` if the stored string there is ``word`` (a hash hit), else its number among the strings whose
         hash collides (-1: absent)."""
-        if at >= 0 and self._blob[self._offsets[at]:self._offsets[at + 1]] == data:
+        if at >= 0 and self._blob[self._offsets[at] : self._offsets[at + 1]] == data:
             return at
         return self._overflow.get(word, -1)

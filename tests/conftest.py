@@ -64,6 +64,11 @@ def tico(tmp_path_factory):
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
     work = d / "work"
     work.mkdir()
-    train(str(d / "model"), train=Bitext(str(d / "train.fr"), str(d / "train.en")),
-          dev=Bitext(str(d / "dev.fr"), str(d / "dev.en")), settings=TrainSettings(max_iter=60), work=work)
+    train(
+        str(d / "model"),
+        train=Bitext(str(d / "train.fr"), str(d / "train.en")),
+        dev=Bitext(str(d / "dev.fr"), str(d / "dev.en")),
+        settings=TrainSettings(max_iter=60),
+        work=work,
+    )
     return d

@@ -90,13 +90,28 @@ def lattices(extractor, triples, references=None) -> list[Lattice]:  # type: ign
     flat = extractor.flat(triples, references)
     cands = flat.candidates(extractor.candidates.strings)
     D = flat.unary.shape[1]
-    out = [Lattice(cands=[], unary=np.zeros((0, 1, D)), lm=np.zeros((1, 1, 1, 1)), valid=np.zeros((0, 1), bool),
-                   gold=flat.gold[s], gen_misses=flat.gen_misses[s]) for s in range(len(triples))]
+    out = [
+        Lattice(
+            cands=[],
+            unary=np.zeros((0, 1, D)),
+            lm=np.zeros((1, 1, 1, 1)),
+            valid=np.zeros((0, 1), bool),
+            gold=flat.gold[s],
+            gen_misses=flat.gen_misses[s],
+        )
+        for s in range(len(triples))
+    ]
     for b in make_batches([flat]):
         for row, s in enumerate(b.members):
             K = max(map(len, cands[s]))
-            out[s] = Lattice(cands=cands[s], unary=b.unary[row, :, :K], lm=b.lm[row, :, :K, :K, :K],
-                             valid=b.valid[row, :, :K], gold=flat.gold[s], gen_misses=flat.gen_misses[s])
+            out[s] = Lattice(
+                cands=cands[s],
+                unary=b.unary[row, :, :K],
+                lm=b.lm[row, :, :K, :K, :K],
+                valid=b.valid[row, :, :K],
+                gold=flat.gold[s],
+                gen_misses=flat.gen_misses[s],
+            )
     return out
 
 
@@ -109,7 +124,7 @@ def batch_of(lats: Sequence[Lattice], max_batch: int = 512) -> list[Batch]:
     out = []
     for n in sorted(by_len):
         for start in range(0, len(by_len[n]), max_batch):
-            members = by_len[n][start:start + max_batch]
+            members = by_len[n][start : start + max_batch]
             group = [lats[k] for k in members]
             K = max(lat.unary.shape[1] for lat in group)
             S, D = len(group), group[0].unary.shape[2]

@@ -10,7 +10,11 @@ CORPUS = [s.split() for s in ["the next day was fine .", "we saw the reason .", 
 
 def test_copy_source_takes_the_case_of_non_positional_source_words():
     rule = CopySourceBaseline(MosesTruecaserBaseline(CORPUS))
-    t = Triple(0, ["Après", "The", "Next", "Day", ",", "la", "fondation", "Reason"], ["after", "the", "next", "day", ",", "the", "reason", "foundation"])
+    t = Triple(
+        0,
+        ["Après", "The", "Next", "Day", ",", "la", "fondation", "Reason"],
+        ["after", "the", "next", "day", ",", "the", "reason", "foundation"],
+    )
     (out,) = rule.recase_batch([t])
     # "The" and "Next" and "Day" and "Reason" are copied; "After" is the sentence start (sacremoses' rule)
     assert out == ["After", "The", "Next", "Day", ",", "The", "Reason", "foundation"]

@@ -19,8 +19,30 @@ from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_senten
 from moses_recaser.triples import Triple
 
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-WORDS = ["Le", "chat", ".", "!", "?", ",", "Paris", "NSA", "de", "l'", "Über", "3", "«", "Hans-Peter", "x", "The",
-         "Next", "Day", "&quot;", "iPhone", "ÉTÉ", ":"]
+WORDS = [
+    "Le",
+    "chat",
+    ".",
+    "!",
+    "?",
+    ",",
+    "Paris",
+    "NSA",
+    "de",
+    "l'",
+    "Über",
+    "3",
+    "«",
+    "Hans-Peter",
+    "x",
+    "The",
+    "Next",
+    "Day",
+    "&quot;",
+    "iPhone",
+    "ÉTÉ",
+    ":",
+]
 
 
 @st.composite
@@ -35,8 +57,12 @@ def triples(draw) -> list[Triple]:
         if source and target and draw(st.booleans()):
             # cut both sides into the same number of spans, target spans in order, source spans permuted
             n = draw(st.integers(1, min(len(source), len(target))))
-            s_cuts = sorted(draw(st.sets(st.integers(1, len(source) - 1), min_size=n - 1, max_size=n - 1))) if n > 1 else []
-            t_cuts = sorted(draw(st.sets(st.integers(1, len(target) - 1), min_size=n - 1, max_size=n - 1))) if n > 1 else []
+            s_cuts = (
+                sorted(draw(st.sets(st.integers(1, len(source) - 1), min_size=n - 1, max_size=n - 1))) if n > 1 else []
+            )
+            t_cuts = (
+                sorted(draw(st.sets(st.integers(1, len(target) - 1), min_size=n - 1, max_size=n - 1))) if n > 1 else []
+            )
             s_spans = list(zip([0, *s_cuts], [c - 1 for c in s_cuts] + [len(source) - 1]))
             t_spans = list(zip([0, *t_cuts], [c - 1 for c in t_cuts] + [len(target) - 1]))
             s_spans = draw(st.permutations(s_spans))
@@ -54,8 +80,13 @@ def triples(draw) -> list[Triple]:
 def _source_facts(ts: list[Triple]):
     words = [w for t in ts for w in t.source]
     col = lambda f: np.array([f(w) for w in words], dtype=bool)
-    return col(casing.has_letter), col(lambda w: w in SENTENCE_END), col(lambda w: w in FINAL), \
-        col(casing.is_capitalized), col(lambda w: len(w) > 3)
+    return (
+        col(casing.has_letter),
+        col(lambda w: w in SENTENCE_END),
+        col(lambda w: w in FINAL),
+        col(casing.is_capitalized),
+        col(lambda w: len(w) > 3),
+    )
 
 
 @PROPS
@@ -94,8 +125,12 @@ def test_alignment_pairs_agree_with_aligned_sources(ts, mode):
     layout = Layout.of([t.target for t in ts], [t.source for t in ts])
     pt, ps = alignment_pairs(ts, layout, mode)
     got = list(zip(pt.tolist(), ps.tolist()))
-    want = [(int(layout.tgt_start[s]) + i, int(layout.src_start[s]) + k)
-            for s, t in enumerate(ts) for i, al in enumerate(aligned_sources(t, mode)) for k in al]
+    want = [
+        (int(layout.tgt_start[s]) + i, int(layout.src_start[s]) + k)
+        for s, t in enumerate(ts)
+        for i, al in enumerate(aligned_sources(t, mode))
+        for k in al
+    ]
     assert got == want
 
 
@@ -166,8 +201,12 @@ def paper_extractor(arpa):  # noqa: F811
     from moses_recaser.stats.counting import count_triples
     from moses_recaser.stats.tables import Tables
 
-    return FeatureExtractor(Tables.from_counts(count_triples(TOY)), ArrayLM.from_arpa(arpa),
-                            feature_names("paper", [","]), alignment="links")
+    return FeatureExtractor(
+        Tables.from_counts(count_triples(TOY)),
+        ArrayLM.from_arpa(arpa),
+        feature_names("paper", [","]),
+        alignment="links",
+    )
 
 
 @PROPS

@@ -12,21 +12,53 @@ from moses_recaser.casing import Tag
 from moses_recaser.sentences import positional_words
 
 
-@pytest.mark.parametrize("token,tag", [
-    ("house", Tag.AL), ("House", Tag.IU), ("NATO", Tag.AU), ("U.S.", Tag.AU), ("I", Tag.IU), ("A", Tag.IU),
-    ("3D", Tag.IU), ("x-2", Tag.AL), ("McDonald", Tag.MX), ("iPhone", Tag.MX), ("2006", Tag.AN), (",", Tag.AN),
-    ("北京", Tag.AN), ("&amp;", Tag.AN), ("&quot;", Tag.AN), ("&apos;s", Tag.AL), ("&apos;Malley", Tag.IU),
-    ("AT&amp;T", Tag.AU), ("ÉTÉ", Tag.AU), ("été", Tag.AL), ("L'homme", Tag.IU), ("l'Homme", Tag.MX),
-    ("straße", Tag.AL), ("ΟΔΟΣ", Tag.AU), ("", Tag.AN),
-])
+@pytest.mark.parametrize(
+    "token,tag",
+    [
+        ("house", Tag.AL),
+        ("House", Tag.IU),
+        ("NATO", Tag.AU),
+        ("U.S.", Tag.AU),
+        ("I", Tag.IU),
+        ("A", Tag.IU),
+        ("3D", Tag.IU),
+        ("x-2", Tag.AL),
+        ("McDonald", Tag.MX),
+        ("iPhone", Tag.MX),
+        ("2006", Tag.AN),
+        (",", Tag.AN),
+        ("北京", Tag.AN),
+        ("&amp;", Tag.AN),
+        ("&quot;", Tag.AN),
+        ("&apos;s", Tag.AL),
+        ("&apos;Malley", Tag.IU),
+        ("AT&amp;T", Tag.AU),
+        ("ÉTÉ", Tag.AU),
+        ("été", Tag.AL),
+        ("L'homme", Tag.IU),
+        ("l'Homme", Tag.MX),
+        ("straße", Tag.AL),
+        ("ΟΔΟΣ", Tag.AU),
+        ("", Tag.AN),
+    ],
+)
 def test_tags(token, tag):
     assert casing.tag(token) == tag
 
 
-@pytest.mark.parametrize("token,upper,lower", [
-    ("OMS", True, False), ("L&apos;OMS", True, False), ("&apos;S", True, False), ("&quot;", False, False),
-    ("l&apos;OMS", False, True), ("Oms", False, True), ("ÉTÉ", True, False), ("2006", False, False),
-])
+@pytest.mark.parametrize(
+    "token,upper,lower",
+    [
+        ("OMS", True, False),
+        ("L&apos;OMS", True, False),
+        ("&apos;S", True, False),
+        ("&quot;", False, False),
+        ("l&apos;OMS", False, True),
+        ("Oms", False, True),
+        ("ÉTÉ", True, False),
+        ("2006", False, False),
+    ],
+)
 def test_escaped_entities_are_not_letters_of_the_word(token, upper, lower):
     assert casing.is_upper_word(token) is upper
     assert casing.has_lower(token) is lower
@@ -34,8 +66,12 @@ def test_escaped_entities_are_not_letters_of_the_word(token, upper, lower):
 
 # tokens mixing cased letters of every kind (incl. titlecase digraphs, final sigma, Other_Lowercase),
 # uncased characters and Moses entities, so the shortcuts of tag and is_capitalized meet every case
-_token = st.lists(st.sampled_from(["a", "A", "é", "É", "ǅ", "ǆ", "Ǆ", "ß", "ς", "Σ", "ª", "ʰ", "3", "-", "'", "北",
-                                   "&amp;", "&apos;", "&", ";"]), max_size=6).map("".join) | st.text(max_size=5)
+_token = st.lists(
+    st.sampled_from(
+        ["a", "A", "é", "É", "ǅ", "ǆ", "Ǆ", "ß", "ς", "Σ", "ª", "ʰ", "3", "-", "'", "北", "&amp;", "&apos;", "&", ";"]
+    ),
+    max_size=6,
+).map("".join) | st.text(max_size=5)
 
 
 @given(_token)
@@ -44,19 +80,22 @@ def test_tag_shortcuts_agree_with_the_definition(token):
     assert casing.is_capitalized(token) == casing.is_capitalized_by_characters(token)
 
 
-@pytest.mark.parametrize("token,iu,au", [
-    ("house", "House", "HOUSE"),
-    ("l'homme", "L'homme", "L'HOMME"),
-    ("(hello", "(Hello", "(HELLO"),
-    ("straße", "Straße", "STRAßE"),  # ß -> SS would change the length: kept
-    ("ßa", "ßa", "ßA"),
-    ("οδος", "Οδος", "ΟΔΟΣ"),
-    ("2006", "2006", "2006"),
-    ("&apos;malley", "&apos;Malley", "&apos;MALLEY"),
-    ("&quot;", "&quot;", "&quot;"),
-    ("at&amp;t", "At&amp;t", "AT&amp;T"),
-    ("ǆ", "Ǆ", "Ǆ"),  # a digraph: IU upper-cases (Ǆ), it does not title-case (ǅ)
-])
+@pytest.mark.parametrize(
+    "token,iu,au",
+    [
+        ("house", "House", "HOUSE"),
+        ("l'homme", "L'homme", "L'HOMME"),
+        ("(hello", "(Hello", "(HELLO"),
+        ("straße", "Straße", "STRAßE"),  # ß -> SS would change the length: kept
+        ("ßa", "ßa", "ßA"),
+        ("οδος", "Οδος", "ΟΔΟΣ"),
+        ("2006", "2006", "2006"),
+        ("&apos;malley", "&apos;Malley", "&apos;MALLEY"),
+        ("&quot;", "&quot;", "&quot;"),
+        ("at&amp;t", "At&amp;t", "AT&amp;T"),
+        ("ǆ", "Ǆ", "Ǆ"),  # a digraph: IU upper-cases (Ǆ), it does not title-case (ǅ)
+    ],
+)
 def test_surface_forms_change_case_only(token, iu, au):
     got_iu = casing.apply(Tag.IU, token)
     got_au = casing.apply(Tag.AU, token)
@@ -80,12 +119,15 @@ def test_dotted_capital_i_comes_back_from_its_lowercase():
     assert casing.tag("İstanbul") is Tag.IU
 
 
-@pytest.mark.parametrize("tokens,expected", [
-    (["The", "cat", "."], {0}),
-    (["&quot;", "Yes", "!", "He", "left", "."], {1, 3}),
-    ([",", "2006", "la", "maison", "?", "Oui"], {2, 5}),
-    ([], set()),
-])
+@pytest.mark.parametrize(
+    "tokens,expected",
+    [
+        (["The", "cat", "."], {0}),
+        (["&quot;", "Yes", "!", "He", "left", "."], {1, 3}),
+        ([",", "2006", "la", "maison", "?", "Oui"], {2, 5}),
+        ([], set()),
+    ],
+)
 def test_positional(tokens, expected):
     assert positional(tokens) == expected
     assert positional_words([tokens]) == [expected]  # the batch form

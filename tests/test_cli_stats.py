@@ -19,7 +19,7 @@ def _write(path, lines):
 
 
 def test_tokenize_escapes_like_moses(tmp_path, capsys):
-    raw = _write(tmp_path / "raw", ["Tom & Jerry's \"show\" | <b>", "L'homme, c'est ça."])
+    raw = _write(tmp_path / "raw", ['Tom & Jerry\'s "show" | <b>', "L'homme, c'est ça."])
     assert main(["tokenize", "-l", "en", "-i", raw]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "Tom &amp; Jerry &apos;s &quot; show &quot; &#124; &lt; b &gt;"
     assert main(["tokenize", "-l", "fr", "-i", raw, "-o", str(tmp_path / "tok")]) == 0
@@ -55,9 +55,29 @@ def test_phrase_align_command_with_trace_lengths(tmp_path):
     tgt = _write(tmp_path / "e", ["this is a small house .", "hello"])
     wa = _write(tmp_path / "a", ["0-0 1-1 2-2 3-3 4-4 5-5", "0-0 1-0"])
     out = tmp_path / "t.jsonl"
-    assert main(["-q", "phrase-align", "--src", src, "--tgt", tgt, "--alignment", wa, "--seed", "1",
-                 "--lengths-trace", str(d / "test.nbest.nbest.segments"), "--lengths-source", str(d / "test.nbest.input"),
-                 "-o", str(out)]) == 2  # the promix trace is an n-best list, not a 1-best trace
+    assert (
+        main(
+            [
+                "-q",
+                "phrase-align",
+                "--src",
+                src,
+                "--tgt",
+                tgt,
+                "--alignment",
+                wa,
+                "--seed",
+                "1",
+                "--lengths-trace",
+                str(d / "test.nbest.nbest.segments"),
+                "--lengths-source",
+                str(d / "test.nbest.input"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 2
+    )  # the promix trace is an n-best list, not a 1-best trace
     assert not out.exists()
     assert main(["-q", "phrase-align", "--src", src, "--tgt", tgt, "--alignment", wa, "-o", str(out)]) == 0
     rows = [json.loads(x) for x in out.read_text().splitlines()]
@@ -70,8 +90,10 @@ def test_stats_command_builds_a_model(tmp_path):
     tgt = _write(tmp_path / "e", ["The cat sleeps .", "the dog eats .", "OK ."] * 5)
     wa = _write(tmp_path / "a", ["0-0 1-1 2-2 3-3", "0-0 1-1 2-2 3-3", "0-0 1-1"] * 5)
     model = tmp_path / "model"
-    assert main(["-q", "stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--lm-order", "2",
-                 "--model", str(model)]) == 0
+    assert (
+        main(["-q", "stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--lm-order", "2", "--model", str(model)])
+        == 0
+    )
     manifest = read_manifest(model)
     assert manifest.settings["lm_order"] == 2 and "lm:kn2" in manifest.signature
     tables = Tables.load(model)
@@ -90,8 +112,10 @@ def test_stats_command_mismatched_corpus(tmp_path, capsys):
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("bad,message", [("0-0 0-5", "alignment link 0-5 is outside the sentence"),
-                                         ("0-x", "malformed alignment pair '0-x'")])
+@pytest.mark.parametrize(
+    "bad,message",
+    [("0-0 0-5", "alignment link 0-5 is outside the sentence"), ("0-x", "malformed alignment pair '0-x'")],
+)
 def test_stats_command_bad_alignment(tmp_path, capsys, bad, message):
     src = _write(tmp_path / "f", ["a b"])
     tgt = _write(tmp_path / "e", ["a b"])

@@ -15,8 +15,19 @@ PROMIX = TRACES / "mosesdecoder-promix-test_data"
 
 def test_triples_from_nbest(tmp_path):
     out = tmp_path / "t.jsonl"
-    rc = main(["-q", "triples", "--source", str(PROMIX / "test.nbest.input"),
-               "--trace", str(PROMIX / "test.nbest.nbest.segments"), "--nbest", "-o", str(out)])
+    rc = main(
+        [
+            "-q",
+            "triples",
+            "--source",
+            str(PROMIX / "test.nbest.input"),
+            "--trace",
+            str(PROMIX / "test.nbest.nbest.segments"),
+            "--nbest",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 100
@@ -28,7 +39,10 @@ def test_triples_from_stdin_1best(tmp_path):
     src.write_text("Das Haus\nKlein\n", encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "moses_recaser.cli.main", "triples", "--source", str(src), "--trace", "-"],
-        input="the house |0-1| \nsmall |0-0| \n", capture_output=True, text=True, check=True,
+        input="the house |0-1| \nsmall |0-0| \n",
+        capture_output=True,
+        text=True,
+        check=True,
     )
     rows = [json.loads(x) for x in proc.stdout.splitlines()]
     assert rows[1] == {"id": 1, "source": ["Klein"], "target": ["small"], "phrases": [[0, 0, 0, 0]], "links": None}
@@ -39,8 +53,23 @@ def test_triples_from_plain_bitext(tmp_path):
     (tmp_path / "e").write_text("the house\n", encoding="utf-8")
     (tmp_path / "a").write_text("0-0 1-1\n", encoding="utf-8")
     out = tmp_path / "t.jsonl"
-    assert main(["-q", "triples", "--source", str(tmp_path / "f"), "--target", str(tmp_path / "e"),
-                 "--alignment", str(tmp_path / "a"), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "triples",
+                "--source",
+                str(tmp_path / "f"),
+                "--target",
+                str(tmp_path / "e"),
+                "--alignment",
+                str(tmp_path / "a"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["links"] == [[0, 0], [1, 1]]
 
 

@@ -27,8 +27,9 @@ def random_lattice(rng: np.random.Generator, n: int, D: int = 3, gold: bool = Tr
         a, b, c = padded[i], padded[i + 1], padded[i + 2]
         lm[i, :a, :b, :c] = -rng.uniform(0.1, 3.0, size=(a, b, c))
     g = np.array([int(rng.integers(0, k)) for k in sizes]) if gold else None
-    return Lattice(cands=[[f"w{i}_{j}" for j in range(k)] for i, k in enumerate(sizes)], unary=unary, lm=lm,
-                   valid=valid, gold=g)
+    return Lattice(
+        cands=[[f"w{i}_{j}" for j in range(k)] for i, k in enumerate(sizes)], unary=unary, lm=lm, valid=valid, gold=g
+    )
 
 
 def paths(lat: Lattice):

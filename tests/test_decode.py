@@ -54,7 +54,9 @@ def _batch(rng: np.random.Generator, lengths: list[int]):
 
 def _total(path: tuple[int, ...], w: float, lm: np.ndarray, phi: np.ndarray, first: list[int]) -> float:
     p = [0, 0, *path, 0]
-    return sum(w * lm[i, p[i], p[i + 1], p[i + 2]] for i in range(len(path) + 1)) + sum(phi[f + j] for f, j in zip(first, path))
+    return sum(w * lm[i, p[i], p[i + 1], p[i + 2]] for i in range(len(path) + 1)) + sum(
+        phi[f + j] for f, j in zip(first, path)
+    )
 
 
 @pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
@@ -72,7 +74,7 @@ def test_split_viterbi_and_dense_lattices_equal_full_trigram_viterbi(seed, share
     dense = decode.dense(cells, split, per_pos, n_pos)
     p0 = c0 = 0
     for s, n in enumerate(lengths):
-        sizes = per_pos[p0:p0 + n].tolist()
+        sizes = per_pos[p0 : p0 + n].tolist()
         first = [c0 + sum(sizes[:i]) for i in range(n)]
         words = [[BOS]] * 2 + [list(range(f, f + k)) for f, k in zip(first, sizes)] + [[EOS]]
         K = max(sizes, default=1)
@@ -84,7 +86,7 @@ def test_split_viterbi_and_dense_lattices_equal_full_trigram_viterbi(seed, share
         unary = np.zeros((n, K, 1))
         valid = np.zeros((n, K), dtype=bool)
         for i, (f, k) in enumerate(zip(first, sizes)):
-            unary[i, :k, 0] = phi[f:f + k]
+            unary[i, :k, 0] = phi[f : f + k]
             valid[i, :k] = True
         if n:
             lat = Lattice(cands=[["x"] * k for k in sizes], unary=unary, lm=dense[s], valid=valid)
@@ -92,8 +94,10 @@ def test_split_viterbi_and_dense_lattices_equal_full_trigram_viterbi(seed, share
             want, _ = dense_viterbi(batch, np.array([weight[s], 1.0]))
             assert got[s].tolist() == want[0].tolist()
             # and brute force
-            best = max(itertools.product(*[range(k) for k in sizes]),
-                       key=lambda path, s=s, first=first: _total(path, weight[s], dense[s], phi, first))
+            best = max(
+                itertools.product(*[range(k) for k in sizes]),
+                key=lambda path, s=s, first=first: _total(path, weight[s], dense[s], phi, first),
+            )
             assert tuple(got[s].tolist()) == best
         else:
             assert len(got[s]) == 0

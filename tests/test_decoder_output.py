@@ -33,6 +33,7 @@ def _diagonal(src: list[str], tgt: list[str]) -> list[tuple[int, int]]:
 
 # --- a source line in capitals -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("with_links", [True, False])
 def test_a_source_line_in_capitals_gives_an_output_line_in_capitals(tico, with_links):
     src = "CLIQUEZ SUR OK POUR CONTINUER . PUIS FERMEZ LA FENÊTRE .".split()
@@ -63,8 +64,24 @@ def test_an_uppercased_test_set_comes_back_in_capitals(tico, tmp_path):
         _upper_file(tico / name, tmp_path / name)
     assert "&apos;" in (tmp_path / "test.fr").read_text(encoding="utf-8")  # escapes stay escapes
     out = tmp_path / "out"
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(tmp_path / "test.fr"),
-                 "--input", str(tico / "test.lc.en"), "--align", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "recase",
+                "--model",
+                str(tico / "model"),
+                "--source",
+                str(tmp_path / "test.fr"),
+                "--input",
+                str(tico / "test.lc.en"),
+                "--align",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     hyp = [x.split() for x in out.read_text(encoding="utf-8").splitlines()]
     ref = [x.split() for x in (tmp_path / "test.en").read_text(encoding="utf-8").splitlines()]
     words = [(h, r) for hs, rs in zip(hyp, ref) for h, r in zip(hs, rs)]
@@ -89,6 +106,7 @@ def test_explain_names_the_constraint(tico):
 
 # --- unknown words ------------------------------------------------------------------------
 
+
 def test_a_marked_unknown_word_keeps_its_source_form(tico):
     rec = _recaser(tico)
     # "Wingsuit" is capitalized by its position in the source; marked unknown, the decoder copied it
@@ -110,13 +128,29 @@ def test_unknown_marks_of_a_trace_reach_the_output(tico, tmp_path):
     src = tmp_path / "src"
     src.write_text("Monserrate : il a survolé le sanctuaire .\n", encoding="utf-8")
     trace = tmp_path / "trace"
-    trace.write_text("he |2-2| flew over |3-4| the sanctuary |5-6| UNKmonserrate |0-0| . |7-7| \n",
-                     encoding="utf-8")
+    trace.write_text("he |2-2| flew over |3-4| the sanctuary |5-6| UNKmonserrate |0-0| . |7-7| \n", encoding="utf-8")
     (t,) = read_trace(str(src), str(trace), opts=TraceOptions(unknown_prefix="UNK"))
     assert t.unknown == [5] and t.target[5] == "monserrate"
     out = tmp_path / "out"
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--trace", str(trace),
-                 "--unknown-prefix", "UNK", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "recase",
+                "--model",
+                str(tico / "model"),
+                "--source",
+                str(src),
+                "--trace",
+                str(trace),
+                "--unknown-prefix",
+                "UNK",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert out.read_text(encoding="utf-8").split()[5] == "Monserrate"
 
 
@@ -130,18 +164,35 @@ def test_a_passed_through_word_unmarked_keeps_a_source_case_that_position_does_n
 
 # --- Windows line ends ----------------------------------------------------------------------
 
+
 def test_a_trace_with_windows_line_ends_reads_as_with_unix_ones(tico, tmp_path):
     lines = ["the who |0-1| published |2-3| a report |4-5| . |6-6| ", "covid-19 |0-0| spreads |1-1| . |2-2| "]
     src_lines = ["L' OMS a publié un rapport .", "COVID-19 progresse ."]
     for name, end in (("unix", "\n"), ("windows", "\r\n")):
         (tmp_path / f"src.{name}").write_text("".join(x + end for x in src_lines), encoding="utf-8", newline="")
         (tmp_path / f"trace.{name}").write_text("".join(x + end for x in lines), encoding="utf-8", newline="")
-        assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(tmp_path / f"src.{name}"),
-                     "--trace", str(tmp_path / f"trace.{name}"), "-o", str(tmp_path / f"out.{name}")]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "recase",
+                    "--model",
+                    str(tico / "model"),
+                    "--source",
+                    str(tmp_path / f"src.{name}"),
+                    "--trace",
+                    str(tmp_path / f"trace.{name}"),
+                    "-o",
+                    str(tmp_path / f"out.{name}"),
+                ]
+            )
+            == 0
+        )
     assert (tmp_path / "out.windows").read_bytes() == (tmp_path / "out.unix").read_bytes()
 
 
 # --- input modes --------------------------------------------------------------------------
+
 
 def test_each_input_has_its_mode():
     src, tgt = ["Le", "chat"], ["the", "cat"]
@@ -213,8 +264,27 @@ def test_recase_phrase_features_flag_reads_one_side_of_input_with_both(tico, tmp
     assert mode_of(t) is BY_NAME["both"]
     for prefer in ("phrase", "links"):
         out = tmp_path / f"out.{prefer}"
-        assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--trace", str(trace),
-                     "--alignment", str(align), "--phrase-features", prefer, "-o", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "recase",
+                    "--model",
+                    str(tico / "model"),
+                    "--source",
+                    str(src),
+                    "--trace",
+                    str(trace),
+                    "--alignment",
+                    str(align),
+                    "--phrase-features",
+                    prefer,
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         view = BY_NAME["phrases" if prefer == "phrase" else "links"].view(t)
         assert out.read_text(encoding="utf-8").split() == _recaser(tico).recase_batch([view])[0]
 
@@ -224,9 +294,13 @@ def test_every_fit_that_stops_early_is_warned_about(tico, tmp_path, caplog):
     from moses_recaser.model.train import Bitext, train
 
     caplog.set_level("WARNING", logger="moses_recaser")
-    train(str(tmp_path / "model"), train=Bitext(str(tico / "train.fr"), str(tico / "train.en")),
-          dev=Bitext(str(tico / "dev.fr"), str(tico / "dev.en")),
-          settings=TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)), work=tmp_path)
+    train(
+        str(tmp_path / "model"),
+        train=Bitext(str(tico / "train.fr"), str(tico / "train.en")),
+        dev=Bitext(str(tico / "dev.fr"), str(tico / "dev.en")),
+        settings=TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)),
+        work=tmp_path,
+    )
     said = caplog.text
     for m in MODES:
         assert f"before convergence for the {m.name} weights" in said

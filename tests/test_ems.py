@@ -99,8 +99,10 @@ def test_the_reader_joins_continued_lines_and_drops_comments_as_experiment_perl(
     meta = read_meta(MOSES_META)
     step = meta.find("TRAINING", "build-suffix-array")
     # s/\#.*$// strips the first line only, then the next lines are joined raw (experiment.perl's read_meta)
-    assert step.attrs["template"] == ("$salm-index IN.$input-extension ; mv IN.${input-extension}.id_voc "
-                                      "OUT.${input-extension}.id_voc # a comment ; echo done")
+    assert step.attrs["template"] == (
+        "$salm-index IN.$input-extension ; mv IN.${input-extension}.id_voc "
+        "OUT.${input-extension}.id_voc # a comment ; echo done"
+    )
     assert meta.find("TRAINING", "symmetrize-giza").names("out") == ["word-alignment"]
     assert meta.sections == {"CORPUS": "multiple", "TRAINING": "single", "RECASING": "single", "EVALUATION": "multiple"}
 
@@ -114,17 +116,23 @@ def test_patch_changes_only_the_recaser_steps():
     assert train.names("rerun-on-change") == ["recaser-train", "recasing-settings"]
     recase = meta.find("EVALUATION", "recase-output")
     assert recase.names("in") == ["transliterated-output", "RECASING:recase-config", "system-output", "tokenized-input"]
-    assert [s.name for s in meta.steps if s.section == "RECASING"] == ["tokenize", "consolidate-cased", "train",
-                                                                        "train-stock"]
-    assert meta.find("EVALUATION", "remove-markup").names("pass-unless") == ["report-segmentation",
-                                                                             "report-precision-by-coverage"]
+    assert [s.name for s in meta.steps if s.section == "RECASING"] == [
+        "tokenize",
+        "consolidate-cased",
+        "train",
+        "train-stock",
+    ]
+    assert meta.find("EVALUATION", "remove-markup").names("pass-unless") == [
+        "report-segmentation",
+        "report-precision-by-coverage",
+    ]
     # every other line is byte for byte as before
     original = read_meta(MOSES_META)
     changed = {(p.section, p.derive_from or p.name) for p in PATCHES if not p.adds}
     for step in original.steps:
         if (step.section, step.name) not in changed:
             new = meta.find(step.section, step.name)
-            assert meta.lines[new.start:new.end] == original.lines[step.start:step.end]
+            assert meta.lines[new.start : new.end] == original.lines[step.start : step.end]
     # a meta without $?name templates: the decoder's settings cannot be passed, and the notes say so
     assert "-decoder-settings" not in recase.attrs["template"]
     assert any("optional template variables" in n for n in patched.notes)
@@ -153,8 +161,12 @@ def test_meta_command(tmp_path):
     out = tmp_path / "recaser.meta"
     subprocess.run([EMS, "meta", "--moses-meta", str(src), "-o", str(out)], check=True)
     assert "-trace IN2 -source IN3" in out.read_text(encoding="utf-8")
-    bad = subprocess.run([EMS, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out)],
-                         check=False, capture_output=True, text=True)
+    bad = subprocess.run(
+        [EMS, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and bad.stderr == f"moses-recaser-ems: error: {tmp_path / 'nope'}: no such file\n"
 
 
@@ -169,9 +181,11 @@ def ems_work(tico, tmp_path_factory):
     """An EMS working directory with a trained recaser, a decoder -t trace and its .wa file."""
     w = tmp_path_factory.mktemp("ems")
     fr = (tico / "train.fr").read_text(encoding="utf-8").splitlines() + (tico / "dev.fr").read_text(
-        encoding="utf-8").splitlines()
+        encoding="utf-8"
+    ).splitlines()
     en = (tico / "train.en").read_text(encoding="utf-8").splitlines() + (tico / "dev.en").read_text(
-        encoding="utf-8").splitlines()
+        encoding="utf-8"
+    ).splitlines()
     test_fr = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
     test_en = (tico / "test.en").read_text(encoding="utf-8").splitlines()
     links = align([x.split() for x in fr + test_fr], [x.split() for x in en + test_en])
@@ -200,9 +214,11 @@ def ems_work(tico, tmp_path_factory):
     raw = (Path(__file__).parents[1] / "data" / "tico19" / "tico19-test.en").read_text(encoding="utf-8")
     _write(w / "lm" / "corpus.en", [" ".join(tokenizer("en")(x)) for x in raw.splitlines()[800:1400]])
     # [RECASING] train, as the overlay's template expands it, with -mono from recasing-settings
-    cmd = (f"{EMS} train -dir {w}/recasing/moses.ini.1.model -corpus {w}/recasing/corpus.1.en "
-           f"-source-corpus {w}/recasing/corpus.1.fr -alignment {w}/model/aligned.1.grow-diag-final-and "
-           f"-config {w}/recasing/moses.ini.1 -dev-size 100 -mono {w}/lm/corpus.en")
+    cmd = (
+        f"{EMS} train -dir {w}/recasing/moses.ini.1.model -corpus {w}/recasing/corpus.1.en "
+        f"-source-corpus {w}/recasing/corpus.1.fr -alignment {w}/model/aligned.1.grow-diag-final-and "
+        f"-config {w}/recasing/moses.ini.1 -dev-size 100 -mono {w}/lm/corpus.en"
+    )
     proc = subprocess.run(["bash", "-c", cmd], check=True, capture_output=True, text=True)
     (w / "train.stderr").write_text(proc.stderr, encoding="utf-8")
     return w
@@ -226,32 +242,55 @@ def test_training_step_writes_the_config_later_steps_receive(ems_work):
 
 def test_recase_step_as_the_overlay_expands_it(ems_work):
     w = ems_work
-    cmd = (f"{EMS} recase -moses /opt/moses/bin/moses -in {w}/evaluation/test.cleaned.1 -model {w}/recasing/moses.ini.1 "
-           f"-trace {w}/evaluation/test.output.1 -source {w}/evaluation/test.input.tok.1 "
-           f"-alignment {w}/evaluation/test.output.1.wa > {w}/evaluation/test.recased.1")
+    cmd = (
+        f"{EMS} recase -moses /opt/moses/bin/moses -in {w}/evaluation/test.cleaned.1 -model {w}/recasing/moses.ini.1 "
+        f"-trace {w}/evaluation/test.output.1 -source {w}/evaluation/test.input.tok.1 "
+        f"-alignment {w}/evaluation/test.output.1.wa > {w}/evaluation/test.recased.1"
+    )
     subprocess.run(["bash", "-c", cmd], check=True, capture_output=True)
     out = (w / "evaluation" / "test.recased.1").read_text(encoding="utf-8").splitlines()
     ref = (w / "evaluation" / "test.reference.tok.1").read_text(encoding="utf-8").splitlines()
     assert len(out) == len(ref)
     bi = case_scores([x.split() for x in out], [x.split() for x in ref]).precision
     # recase.perl's own flags only: monolingual mode still works
-    mono_cmd = (f"{EMS} recase -moses /opt/moses/bin/moses -in {w}/evaluation/test.cleaned.1 "
-                f"-model {w}/recasing/moses.ini.1 > {w}/evaluation/test.recased.mono.1")
+    mono_cmd = (
+        f"{EMS} recase -moses /opt/moses/bin/moses -in {w}/evaluation/test.cleaned.1 "
+        f"-model {w}/recasing/moses.ini.1 > {w}/evaluation/test.recased.mono.1"
+    )
     subprocess.run(["bash", "-c", mono_cmd], check=True, capture_output=True)
     mono_out = (w / "evaluation" / "test.recased.mono.1").read_text(encoding="utf-8").splitlines()
     assert len(mono_out) == len(ref)
     mono = case_scores([x.split() for x in mono_out], [x.split() for x in ref]).precision
-    low = case_scores([x.split() for x in (w / "evaluation" / "test.cleaned.1").read_text().splitlines()],
-                      [x.split() for x in ref]).precision
+    low = case_scores(
+        [x.split() for x in (w / "evaluation" / "test.cleaned.1").read_text().splitlines()], [x.split() for x in ref]
+    ).precision
     assert low < mono < bi
 
 
 def test_recase_step_without_the_wa_file(ems_work, tmp_path):
     w = ems_work
     out = tmp_path / "out"
-    proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1",
-                           "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1",
-                           "-alignment", f"{w}/evaluation/missing.wa", "-o", str(out)], check=False, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            EMS,
+            "recase",
+            "-in",
+            f"{w}/evaluation/test.cleaned.1",
+            "-model",
+            f"{w}/recasing/moses.ini.1",
+            "-trace",
+            f"{w}/evaluation/test.output.1",
+            "-source",
+            f"{w}/evaluation/test.input.tok.1",
+            "-alignment",
+            f"{w}/evaluation/missing.wa",
+            "-o",
+            str(out),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and "no word alignment file" in proc.stderr
     assert len(out.read_text().splitlines()) == 150
 
@@ -260,65 +299,171 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
     w = ems_work
     lines = (w / "evaluation" / "test.cleaned.1").read_text(encoding="utf-8").splitlines()[:3]
     inp = _write(tmp_path / "in", lines)
-    sgm = _write(tmp_path / "src.sgm", ['<srcset setid="t" srclang="fr">', '<doc docid="d1">', "<hl>",
-                                       '<seg id="1">x</seg>', "</hl>", "<p>", '<seg id="2">y</seg>',
-                                       '<seg id="3">z</seg>', "</p>", "</doc>", "</srcset>"])
+    sgm = _write(
+        tmp_path / "src.sgm",
+        [
+            '<srcset setid="t" srclang="fr">',
+            '<doc docid="d1">',
+            "<hl>",
+            '<seg id="1">x</seg>',
+            "</hl>",
+            "<p>",
+            '<seg id="2">y</seg>',
+            '<seg id="3">z</seg>',
+            "</p>",
+            "</doc>",
+            "</srcset>",
+        ],
+    )
     out = tmp_path / "out"
-    subprocess.run([EMS, "recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm),
-                    "-o", str(out)], check=True)
+    subprocess.run(
+        [EMS, "recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm), "-o", str(out)],
+        check=True,
+    )
     first = out.read_text(encoding="utf-8").splitlines()[0].split()
     for word in first:
-        if casing.has_letter(word) and word not in {"a", "the", "of", "and", "in", "to", "for", "with", "is", "as",
-                                                    "by", "on", "at", "from"}:
+        if casing.has_letter(word) and word not in {
+            "a",
+            "the",
+            "of",
+            "and",
+            "in",
+            "to",
+            "for",
+            "with",
+            "is",
+            "as",
+            "by",
+            "on",
+            "at",
+            "from",
+        }:
             assert casing.is_capitalized(word), first
 
 
 def test_recase_errors_exit_non_zero(ems_work, tmp_path):
     w = ems_work
     short = _write(tmp_path / "short", ["one line"])
-    proc = subprocess.run([EMS, "recase", "-in", str(short), "-model", f"{w}/recasing/moses.ini.1",
-                           "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"],
-                          check=False, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            EMS,
+            "recase",
+            "-in",
+            str(short),
+            "-model",
+            f"{w}/recasing/moses.ini.1",
+            "-trace",
+            f"{w}/evaluation/test.output.1",
+            "-source",
+            f"{w}/evaluation/test.input.tok.1",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert "moses-recaser-ems: error:" in proc.stderr and proc.stdout == ""
-    proc = subprocess.run([EMS, "recase", "-in", str(short), "-model", str(tmp_path / "nope")],
-                          check=False, capture_output=True, text=True)
+    proc = subprocess.run(
+        [EMS, "recase", "-in", str(short), "-model", str(tmp_path / "nope")],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "model not found" in proc.stderr
 
 
 def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(tmp_path):
     ini = _write(tmp_path / "moses.ini", ["# MERT optimized configuration", "[input-factors]", "0"])
     inp = _write(tmp_path / "in", ["the house . it is here", "obama signs bill"])
-    sgm = _write(tmp_path / "src.sgm", ['<doc docid="d">', "<p>", '<seg id="1">a</seg>', "</p>", "<hl>",
-                                       '<seg id="2">b</seg>', "</hl>", "</doc>"])
+    sgm = _write(
+        tmp_path / "src.sgm",
+        ['<doc docid="d">', "<p>", '<seg id="1">a</seg>', "</p>", "<hl>", '<seg id="2">b</seg>', "</hl>", "</doc>"],
+    )
     out = tmp_path / "out"
-    proc = subprocess.run([EMS, "recase", "-in", str(inp), "-model", str(ini), "-o", str(out)],
-                          check=False, capture_output=True, text=True)
-    assert proc.returncode == 2 and "is a Moses moses.ini" in proc.stderr and "give the Moses decoder with -moses" \
-        in proc.stderr and not out.exists()
+    proc = subprocess.run(
+        [EMS, "recase", "-in", str(inp), "-model", str(ini), "-o", str(out)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        proc.returncode == 2
+        and "is a Moses moses.ini" in proc.stderr
+        and "give the Moses decoder with -moses" in proc.stderr
+        and not out.exists()
+    )
     # a stand-in decoder that copies its input: recase.perl's own rules are what is left to see
     moses = tmp_path / "moses"
     moses.write_text('#!/bin/sh\nwhile [ "$1" != "-i" ]; do shift; done\ncat "$2"\n', encoding="utf-8")
     moses.chmod(0o755)
-    subprocess.run([EMS, "recase", "-in", str(inp), "-model", str(ini), "-moses", str(moses), "-headline", str(sgm),
-                    "-o", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            EMS,
+            "recase",
+            "-in",
+            str(inp),
+            "-model",
+            str(ini),
+            "-moses",
+            str(moses),
+            "-headline",
+            str(sgm),
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert out.read_text(encoding="utf-8").splitlines() == ["The house . It is here", "Obama Signs Bill"]
 
 
 def test_the_recase_step_reads_markers_in_in_and_an_alignment_file_from_decoder_settings(ems_work, tmp_path):
     w = ems_work
-    args = ["-model", f"{w}/recasing/moses.ini.1", "-trace", f"{w}/evaluation/test.output.1",
-            "-source", f"{w}/evaluation/test.input.tok.1"]
+    args = [
+        "-model",
+        f"{w}/recasing/moses.ini.1",
+        "-trace",
+        f"{w}/evaluation/test.output.1",
+        "-source",
+        f"{w}/evaluation/test.input.tok.1",
+    ]
     plain = tmp_path / "plain"
-    subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", *args, "-alignment",
-                    f"{w}/evaluation/test.output.1.wa", "-o", str(plain)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            EMS,
+            "recase",
+            "-in",
+            f"{w}/evaluation/test.cleaned.1",
+            *args,
+            "-alignment",
+            f"{w}/evaluation/test.output.1.wa",
+            "-o",
+            str(plain),
+        ],
+        check=True,
+        capture_output=True,
+    )
     # EMS without remove-markup passes the marked output as -in; a user's -alignment-output-file comes in
     # the decoder's settings, while EMS's IN2.wa does not exist
     marked = tmp_path / "marked"
-    proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.output.1", *args, "-alignment",
-                           str(tmp_path / "absent.wa"), "-decoder-settings",
-                           f"-threads 2 -alignment-output-file {w}/evaluation/test.output.1.wa", "-o", str(marked)],
-                          check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            EMS,
+            "recase",
+            "-in",
+            f"{w}/evaluation/test.output.1",
+            *args,
+            "-alignment",
+            str(tmp_path / "absent.wa"),
+            "-decoder-settings",
+            f"-threads 2 -alignment-output-file {w}/evaluation/test.output.1.wa",
+            "-o",
+            str(marked),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert marked.read_text() == plain.read_text()
     assert "absent.wa" not in proc.stderr  # the decoder settings' file was found
 
@@ -327,14 +472,46 @@ def test_steps_that_succeed_say_nothing_ems_reads_as_a_crash(ems_work, tmp_path)
     """EMS judges a step by patterns in its stderr (experiment.perl, check_if_crashed), not by its exit code."""
     import re
 
-    patterns = ["error", "killed", "core dumped", "can't read", "no such file or directory", "unknown option",
-                "died at", "exit code", "permission denied", "segmentation fault", "abort", "no space left on device",
-                ": not found", "can't locate", "unrecognized option", "Exception"]
+    patterns = [
+        "error",
+        "killed",
+        "core dumped",
+        "can't read",
+        "no such file or directory",
+        "unknown option",
+        "died at",
+        "exit code",
+        "permission denied",
+        "segmentation fault",
+        "abort",
+        "no space left on device",
+        ": not found",
+        "can't locate",
+        "unrecognized option",
+        "Exception",
+    ]
     w = ems_work
-    proc = subprocess.run([EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1",
-                           "-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1",
-                           "-alignment", str(tmp_path / "missing.wa"), "-o", str(tmp_path / "out")],
-                          check=True, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            EMS,
+            "recase",
+            "-in",
+            f"{w}/evaluation/test.cleaned.1",
+            "-model",
+            f"{w}/recasing/moses.ini.1",
+            "-trace",
+            f"{w}/evaluation/test.output.1",
+            "-source",
+            f"{w}/evaluation/test.input.tok.1",
+            "-alignment",
+            str(tmp_path / "missing.wa"),
+            "-o",
+            str(tmp_path / "out"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     for text in (proc.stderr, (w / "train.stderr").read_text(encoding="utf-8")):
         assert text.strip(), "nothing was logged: the check would be empty"
         assert not [p for p in patterns if re.search(p, text, re.I)], text

@@ -70,8 +70,13 @@ def _toy_config(moses: Path, work: Path) -> Path:
 
 
 def _dry_run(moses: Path, config: Path, meta: Path, work: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["perl", str(moses / "scripts/ems/experiment.perl"), "-config", str(config), "-meta",
-                           str(meta), "-no-graph"], cwd=work, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["perl", str(moses / "scripts/ems/experiment.perl"), "-config", str(config), "-meta", str(meta), "-no-graph"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _command(work: Path, step: str) -> str:
@@ -94,7 +99,7 @@ def test_the_patch_works_on_every_released_meta(name):
     for step in before.steps:  # everything else byte for byte
         if (step.section, step.name) not in changed:
             new = after.find(step.section, step.name)
-            assert after.lines[new.start:new.end] == before.lines[step.start:step.end]
+            assert after.lines[new.start : new.end] == before.lines[step.start : step.end]
     assert len(after.steps) == len(before.steps) + sum(p.adds for p in PATCHES)
     # the recaser reads the output the release's own recase step reads
     first = before.find("EVALUATION", "recase-output").names("in")[0]
@@ -113,39 +118,51 @@ def test_experiment_perl_schedules_the_recaser_with_the_expected_command_lines(m
     config, meta = tmp_path / "config", tmp_path / "recaser.meta"
     # docs/ems.md's steps: patch the meta, switch the config (with a stock-recaser set beside it), run
     subprocess.run([EMS, "meta", "--moses-meta", str(_meta(name)), "-o", str(meta)], check=True, capture_output=True)
-    subprocess.run([EMS, "config", "--merge", str(toy), "--stock-set", "-o", str(config)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [EMS, "config", "--merge", str(toy), "--stock-set", "-o", str(config)], check=True, capture_output=True
+    )
     proc = _dry_run(moses, config, meta, work)
     assert proc.returncode == 0 and "ERROR" not in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr
     w, m = work, moses
     ems = str(Path(EMS).resolve())
     assert _command(w, "RECASING_consolidate-cased") == (
-        f"{m}/scripts/ems/support/consolidate-training-data.perl fr en {w}/recasing/corpus.0 {w}/corpus/toy.clean.0")
+        f"{m}/scripts/ems/support/consolidate-training-data.perl fr en {w}/recasing/corpus.0 {w}/corpus/toy.clean.0"
+    )
     assert _command(w, "RECASING_train") == (
         f"{ems} train -dir {w}/recasing/moses.ini.0.model -corpus {w}/recasing/corpus.0.en -source-corpus "
         f"{w}/recasing/corpus.0.fr -alignment {w}/model/aligned.0.grow-diag-final-and -config {w}/recasing/moses.ini.0 "
-        "-dev-size 2000 -cores 4")
+        "-dev-size 2000 -cores 4"
+    )
     decode = _command(w, "EVALUATION_test_decode")
-    assert decode.startswith(f"{m}/bin/moses -search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000 -threads 4 "
-                             f"-alignment-output-file {w}/evaluation/test.output.0.wa -t ")
+    assert decode.startswith(
+        f"{m}/bin/moses -search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000 -threads 4 "
+        f"-alignment-output-file {w}/evaluation/test.output.0.wa -t "
+    )
     assert decode.endswith(f"< {w}/evaluation/test.input.lc.0 > {w}/evaluation/test.output.0")
-    settings = " -decoder-settings '-search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000 -threads 4'" \
-        if name != "RELEASE-3.0" else ""
+    settings = (
+        " -decoder-settings '-search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000 -threads 4'"
+        if name != "RELEASE-3.0"
+        else ""
+    )
     assert _command(w, "EVALUATION_test_recase-output") == (
         f"{ems} recase -moses {m}/bin/moses -in {w}/evaluation/test.cleaned.0 -model {w}/recasing/moses.ini.0 "
         f"-trace {w}/evaluation/test.output.0 -source {w}/evaluation/test.input.tok.0 "
-        f"-alignment {w}/evaluation/test.output.0.wa{settings} > {w}/evaluation/test.recased.0")
+        f"-alignment {w}/evaluation/test.output.0.wa{settings} > {w}/evaluation/test.recased.0"
+    )
     assert _command(w, "EVALUATION_test_remove-markup") == (
         f"{m}/scripts/ems/support/remove-segmentation-markup.perl < {w}/evaluation/test.output.0 > "
-        f"{w}/evaluation/test.cleaned.0")
+        f"{w}/evaluation/test.cleaned.0"
+    )
     # the stock set: Moses' own recaser, trained by EMS on the same cased corpus
     assert _command(w, "RECASING_train-stock") == (
         f"{m}/scripts/recaser/train-recaser.perl -train-script {m}/scripts/training/train-model.perl -dir "
         f"{w}/recasing/stock-moses.ini.0.model -corpus {w}/recasing/corpus.0.en -scripts-root-dir {m}/scripts "
-        f"-config {w}/recasing/stock-moses.ini.0")
+        f"-config {w}/recasing/stock-moses.ini.0"
+    )
     assert _command(w, "EVALUATION_test-stock_recase-output-stock") == (
         f"{m}/scripts/recaser/recase.perl -moses {m}/bin/moses -in {w}/evaluation/test-stock.cleaned.0 -model "
-        f"{w}/recasing/stock-moses.ini.0 > {w}/evaluation/test-stock.recased-stock.0")
+        f"{w}/recasing/stock-moses.ini.0 > {w}/evaluation/test-stock.recased-stock.0"
+    )
     steps = {p.name for p in (w / "steps" / "0").iterdir()}
     assert "EVALUATION_test-stock_recase-output.0" not in steps and "EVALUATION_test_recase-output-stock.0" not in steps
 
@@ -176,5 +193,7 @@ def test_the_overlay_given_as_a_meta_stops_experiment_perl_with_a_message(moses,
     overlay = resources.files("moses_recaser.ems").joinpath("recaser.meta")
     proc = _dry_run(moses, toy, Path(str(overlay)), work)
     assert proc.returncode != 0
-    assert "cannot possibly produce output REPORTING:this-file-is-not-a-meta_patch-experiment.meta-with_moses-" \
-           "recaser-ems-meta" in proc.stderr
+    assert (
+        "cannot possibly produce output REPORTING:this-file-is-not-a-meta_patch-experiment.meta-with_moses-"
+        "recaser-ems-meta" in proc.stderr
+    )

@@ -14,8 +14,19 @@ ROOT = Path(__file__).parents[1]
 
 def test_tiny_experiment_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["-q", "experiment", str(ROOT / "configs" / "tico19-tiny.yaml"), "--data-root", str(ROOT / "data"),
-               "--out", str(out), "--cache", str(tmp_path / "cache")])
+    rc = main(
+        [
+            "-q",
+            "experiment",
+            str(ROOT / "configs" / "tico19-tiny.yaml"),
+            "--data-root",
+            str(ROOT / "data"),
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "cache"),
+        ]
+    )
     assert rc == 0
     results = json.loads((out / "results.json").read_text())
     systems = results["full"]["systems"]
@@ -31,8 +42,22 @@ def test_tiny_experiment_end_to_end(tmp_path, capsys):
         assert len(lines) == 150
     # a rerun reuses every cached stage (no retraining): same model directory, same outputs
     before = (out / "test.crf.en").read_bytes()
-    assert main(["-q", "experiment", str(ROOT / "configs" / "tico19-tiny.yaml"), "--data-root",
-                 str(ROOT / "data"), "--out", str(out), "--cache", str(tmp_path / "cache")]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "experiment",
+                str(ROOT / "configs" / "tico19-tiny.yaml"),
+                "--data-root",
+                str(ROOT / "data"),
+                "--out",
+                str(out),
+                "--cache",
+                str(tmp_path / "cache"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "results.json").read_text())["model"] == results["model"]
     assert (out / "test.crf.en").read_bytes() == before
     assert "| crf |" in capsys.readouterr().out
@@ -45,19 +70,38 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
     root.mkdir()
     (root / "tico19").symlink_to(ROOT / "data" / "tico19")
     txt = root / "wmt-system-outputs" / "wmt21" / "txt"
-    lines = {lang: (ROOT / "data" / "tico19" / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()[1400:1440]
-             for lang in ("fr", "en")}
-    for sub, name, lang in [("sources", "newstest2021.fr-en.src.fr", "fr"),
-                            ("references", "newstest2021.fr-en.ref.A.en", "en"),
-                            ("system-outputs", "newstest2021.fr-en.hyp.ref-copy.en", "en")]:
+    lines = {
+        lang: (ROOT / "data" / "tico19" / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()[1400:1440]
+        for lang in ("fr", "en")
+    }
+    for sub, name, lang in [
+        ("sources", "newstest2021.fr-en.src.fr", "fr"),
+        ("references", "newstest2021.fr-en.ref.A.en", "en"),
+        ("system-outputs", "newstest2021.fr-en.hyp.ref-copy.en", "en"),
+    ]:
         (txt / sub).mkdir(parents=True, exist_ok=True)
         (txt / sub / name).write_text("".join(x + "\n" for x in lines[lang]), encoding="utf-8")
     config = tmp_path / "tiny-wmt21.yaml"
-    config.write_text((ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8") + "wmt21: fr-en\n",
-                      encoding="utf-8")
+    config.write_text(
+        (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8") + "wmt21: fr-en\n", encoding="utf-8"
+    )
     out = tmp_path / "out"
-    assert main(["-q", "experiment", str(config), "--data-root", str(root), "--out", str(out),
-                 "--cache", str(tmp_path / "cache")]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "experiment",
+                str(config),
+                "--data-root",
+                str(root),
+                "--out",
+                str(out),
+                "--cache",
+                str(tmp_path / "cache"),
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     curve, bleu = results["wmt21_curve"], results["bleu"]
     assert [p["words"] for p in curve] == [p["words"] for p in results["learning_curve"]]
@@ -69,7 +113,10 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
     # the curve's capitalizers leave the main table as it was; their recased files are kept
     row = bleu["systems"]["ref-copy"]
     assert set(row) == {"native", "lowercase", "unigram", "trigram", "sacremoses", "crf-monolingual", "crf"}
-    assert row["native"]["bleu"] == pytest.approx(100.0) and row["lowercase"]["bleu"] < row["crf"]["bleu"] <= row["crf"]["bleu_ci"]
+    assert (
+        row["native"]["bleu"] == pytest.approx(100.0)
+        and row["lowercase"]["bleu"] < row["crf"]["bleu"] <= row["crf"]["bleu_ci"]
+    )
     full = (out / "wmt21" / "fr-en.ref-copy.crf.en").read_text(encoding="utf-8").splitlines()
     for words in (3000, 6000):
         recased = (out / "wmt21" / f"fr-en.ref-copy.crf.w{words}.en").read_text(encoding="utf-8").splitlines()
@@ -84,8 +131,10 @@ def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
 
     config = tmp_path / "c.yaml"
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
-    config.write_text(text.replace("systems: [unigram, trigram, sacremoses, crf-monolingual, crf]", "systems: [crf]"),
-                      encoding="utf-8")
+    config.write_text(
+        text.replace("systems: [unigram, trigram, sacremoses, crf-monolingual, crf]", "systems: [crf]"),
+        encoding="utf-8",
+    )
     with pytest.raises(RecaserError, match="learning curve") as err:
         load_config(config)
     assert err.value.line == text.splitlines().index("learning_curve: [3000, 6000]") + 1
@@ -97,8 +146,13 @@ def test_an_unknown_system_is_refused_when_the_config_is_read(tmp_path):
 
     config = tmp_path / "c.yaml"
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
-    config.write_text(text.replace("systems: [unigram, trigram, sacremoses, crf-monolingual, crf]",
-                                   "systems:\n  - unigram\n  - trigram\n  - crff"), encoding="utf-8")
+    config.write_text(
+        text.replace(
+            "systems: [unigram, trigram, sacremoses, crf-monolingual, crf]",
+            "systems:\n  - unigram\n  - trigram\n  - crff",
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(RecaserError, match="unknown system 'crff'; did you mean 'crf'") as err:
         load_config(config)
     lines = config.read_text(encoding="utf-8").splitlines()

@@ -60,31 +60,100 @@ def _ems(*args: str) -> list[str]:
 
 
 COMMANDS = [
-    Command("triples", lambda i, o: _mr("triples", "--source", f"{i}/s.fr", "--target", f"{i}/s.en", "--alignment",
-                                        f"{i}/s.wa", "-o", str(o))),
+    Command(
+        "triples",
+        lambda i, o: _mr(
+            "triples", "--source", f"{i}/s.fr", "--target", f"{i}/s.en", "--alignment", f"{i}/s.wa", "-o", str(o)
+        ),
+    ),
     Command("tokenize", lambda i, o: _mr("tokenize", "-l", "en", "-i", "-", "-o", str(o)), stdin=True),
-    Command("lm", lambda i, o: _mr("lm", "-o", "3", "--text", "-", "--arpa", str(o), "--discount-fallback"),
-            stdin=True),
+    Command(
+        "lm", lambda i, o: _mr("lm", "-o", "3", "--text", "-", "--arpa", str(o), "--discount-fallback"), stdin=True
+    ),
     Command("align", lambda i, o: _mr("align", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "-o", str(o))),
-    Command("phrase-align", lambda i, o: _mr("phrase-align", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en",
-                                             "--alignment", f"{i}/s.wa", "-o", str(o))),
-    Command("stats", lambda i, o: _mr("stats", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
-                                      f"{i}/s.wa", "--model", str(o)), model=True),
-    Command("count", lambda i, o: _mr("count", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
-                                      f"{i}/s.wa", "--shard", "1/1", "-o", str(o))),
+    Command(
+        "phrase-align",
+        lambda i, o: _mr(
+            "phrase-align", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment", f"{i}/s.wa", "-o", str(o)
+        ),
+    ),
+    Command(
+        "stats",
+        lambda i, o: _mr(
+            "stats", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment", f"{i}/s.wa", "--model", str(o)
+        ),
+        model=True,
+    ),
+    Command(
+        "count",
+        lambda i, o: _mr(
+            "count",
+            "--src",
+            f"{i}/s.fr",
+            "--tgt",
+            f"{i}/s.en",
+            "--alignment",
+            f"{i}/s.wa",
+            "--shard",
+            "1/1",
+            "-o",
+            str(o),
+        ),
+    ),
     Command("merge", lambda i, o: _mr("merge", f"{i}/shard.npz", "--model", str(o)), model=True),
-    Command("train", lambda i, o: _mr("train", "--src", f"{i}/s.fr", "--tgt", f"{i}/s.en", "--alignment",
-                                      f"{i}/s.wa", "--dev-src", f"{i}/d.fr", "--dev-tgt", f"{i}/d.en",
-                                      "--dev-alignment", f"{i}/d.wa", "--max-iter", "5", "--model", str(o)),
-            model=True, held="s.en"),
+    Command(
+        "train",
+        lambda i, o: _mr(
+            "train",
+            "--src",
+            f"{i}/s.fr",
+            "--tgt",
+            f"{i}/s.en",
+            "--alignment",
+            f"{i}/s.wa",
+            "--dev-src",
+            f"{i}/d.fr",
+            "--dev-tgt",
+            f"{i}/d.en",
+            "--dev-alignment",
+            f"{i}/d.wa",
+            "--max-iter",
+            "5",
+            "--model",
+            str(o),
+        ),
+        model=True,
+        held="s.en",
+    ),
     Command("recase", lambda i, o: _mr("recase", "--model", f"{i}/model", "--input", "-", "-o", str(o)), stdin=True),
     Command("eval", lambda i, o: _mr("eval", "--hyp", f"{i}/s.en", "--ref", f"{i}/s.en"), stdout=True),
-    Command("experiment", lambda i, o: _mr("experiment", f"{i}/tiny.yaml", "--data-root", f"{i}/data", "--cache",
-                                           f"{i}/cache", "--out", str(o)), model=True),
+    Command(
+        "experiment",
+        lambda i, o: _mr(
+            "experiment", f"{i}/tiny.yaml", "--data-root", f"{i}/data", "--cache", f"{i}/cache", "--out", str(o)
+        ),
+        model=True,
+    ),
     Command("ems recase", lambda i, o: _ems("recase", "-in", "-", "-model", f"{i}/model", "-o", str(o)), stdin=True),
-    Command("ems train", lambda i, o: _ems("train", "-dir", f"{o.parent}/ems", "-corpus", f"{i}/e.en", "-source-corpus",
-                                           f"{i}/e.fr", "-alignment", f"{i}/e.wa", "-dev-size", "10", "-config",
-                                           str(o)), held="e.en"),
+    Command(
+        "ems train",
+        lambda i, o: _ems(
+            "train",
+            "-dir",
+            f"{o.parent}/ems",
+            "-corpus",
+            f"{i}/e.en",
+            "-source-corpus",
+            f"{i}/e.fr",
+            "-alignment",
+            f"{i}/e.wa",
+            "-dev-size",
+            "10",
+            "-config",
+            str(o),
+        ),
+        held="e.en",
+    ),
     Command("ems meta", lambda i, o: _ems("meta", "--moses-meta", f"{i}/experiment.meta", "-o", str(o))),
     Command("ems config", lambda i, o: _ems("config", "--merge", f"{i}/config.toy", "-o", str(o))),
     Command("ems check", lambda i, o: _ems("check", f"{i}/config.merged"), writes=False),
@@ -112,8 +181,23 @@ def inputs(tico) -> Path:
     for name, lines in (("e.fr", fr[:50]), ("e.en", en[:50]), ("e.wa", wa[:50])):  # EMS's step fits at length
         (d / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     shutil.copytree(tico / "model", d / "model")
-    subprocess.run(_mr("-q", "count", "--src", f"{d}/s.fr", "--tgt", f"{d}/s.en", "--alignment", f"{d}/s.wa",
-                       "--shard", "1/1", "-o", str(d / "shard.npz")), check=True)
+    subprocess.run(
+        _mr(
+            "-q",
+            "count",
+            "--src",
+            f"{d}/s.fr",
+            "--tgt",
+            f"{d}/s.en",
+            "--alignment",
+            f"{d}/s.wa",
+            "--shard",
+            "1/1",
+            "-o",
+            str(d / "shard.npz"),
+        ),
+        check=True,
+    )
     (d / "experiment.meta").write_text(MOSES_META, encoding="utf-8")
     (d / "config.toy").write_text(CONFIG, encoding="utf-8")
     subprocess.run(_ems("config", "--merge", str(d / "config.toy"), "-o", str(d / "config.merged")), check=True)
@@ -194,8 +278,15 @@ def _run(cmd: Command, inputs: Path, target: Path, fault: str, out: Path, tmp: P
         out.chmod(0o555)
         preexec = _without_root_override if ROOT else None
     elif fault == "erofs":
-        argv = ["unshare", "-m" if ROOT else "-rm", "sh", "-c",
-                'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"', str(out), *argv]
+        argv = [
+            "unshare",
+            "-m" if ROOT else "-rm",
+            "sh",
+            "-c",
+            'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"',
+            str(out),
+            *argv,
+        ]
     elif fault == "enospc" and not ROOT:
         preexec = _small_files
     elif fault == "enospc" and cmd.stdout:
@@ -206,8 +297,9 @@ def _run(cmd: Command, inputs: Path, target: Path, fault: str, out: Path, tmp: P
             argv = [("-" if a == str(target) else a) for a in argv]
     if fault == "sigterm":
         return _interrupted(argv, stdin_text, inputs, tmp, cmd)
-    return subprocess.run(argv, input=stdin_text, stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=preexec, timeout=300)
+    return subprocess.run(
+        argv, input=stdin_text, stdout=stdout, stderr=subprocess.PIPE, text=True, preexec_fn=preexec, timeout=300
+    )
 
 
 def _without_root_override() -> None:
@@ -238,8 +330,9 @@ def _full_device(tmp: Path):  # type: ignore[no-untyped-def]
     return open(node, "wb")  # noqa: SIM115 - closed with the process
 
 
-def _interrupted(argv: list[str], stdin_text: str | None, inputs: Path, tmp: Path,
-                 cmd: Command) -> subprocess.CompletedProcess:
+def _interrupted(
+    argv: list[str], stdin_text: str | None, inputs: Path, tmp: Path, cmd: Command
+) -> subprocess.CompletedProcess:
     """SIGTERM in the middle of the input, on any machine however fast: the first half of the main input (stdin,
     or a FIFO in place of ``cmd.held``) is written to a pipe held open, and the signal is sent once the command
     has read it all, so it is waiting for the rest."""
@@ -250,8 +343,13 @@ def _interrupted(argv: list[str], stdin_text: str | None, inputs: Path, tmp: Pat
         assert str(fifo) in argv, argv
         stdin_text = (inputs / cmd.held).read_text(encoding="utf-8")
         pipe = os.open(fifo, os.O_RDWR)  # no reader yet: O_RDWR opens without waiting, and the pipe never ends
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if cmd.stdin else subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if cmd.stdin else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     if cmd.stdin:
         assert proc.stdin is not None
         pipe = proc.stdin.fileno()
@@ -295,9 +393,13 @@ def _fill(out: Path) -> None:
             pass
 
 
-CASES = [(c, f) for c in COMMANDS for f in FAULTS
-         # SIGTERM where a run can be held in the middle of its input
-         if f != "sigterm" or c.stdin or c.held]
+CASES = [
+    (c, f)
+    for c in COMMANDS
+    for f in FAULTS
+    # SIGTERM where a run can be held in the middle of its input
+    if f != "sigterm" or c.stdin or c.held
+]
 
 
 @pytest.mark.parametrize("cmd,fault", CASES, ids=[f"{c.name}-{f}" for c, f in CASES])

@@ -58,8 +58,11 @@ def test_source_spans_find_runs_of_two_or_more_words():
 
 
 def test_headline_lines():
-    lines = [["Spectaculaire", "saut", "au-dessus", "de", "Bogota"], ["Il", "est", "parti", "."],
-             ["Obama", "Signs", "Bill", "On", "Health"]]
+    lines = [
+        ["Spectaculaire", "saut", "au-dessus", "de", "Bogota"],
+        ["Il", "est", "parti", "."],
+        ["Obama", "Signs", "Bill", "On", "Health"],
+    ]
     flags = headline_lines(lines)
     assert flags[0] == (True, False) and flags[1] == (False, False) and flags[2][1]
 
@@ -75,12 +78,20 @@ def test_src_span_and_gen_take_the_source_form_without_links(extractor):
 def test_src_span_gives_a_positional_capital_as_the_tables_know_the_word(arpa):
     # the tables know "in" only in lowercase: "In" at the start of the source is a positional capital, and
     # copied into the middle of the output it is "in"; "Berlin" keeps its capital
-    toy = TOY + [Triple(4, ["es", "regnet", "in", "Berlin"], ["it", "rains", "in", "Berlin"],
-                        links=[(0, 0), (1, 1), (2, 2), (3, 3)])]
-    ex = FeatureExtractor(Tables.from_counts(count_triples(toy)), ArrayLM.from_arpa(arpa),
-                          feature_names("full", [","]), alignment="links")
-    t = Triple(0, ["In", "Berlin", "regnet", "es", "."], ["it", "rains", "in", "berlin", "."],
-               links=[(3, 0), (2, 1), (0, 2), (1, 3), (4, 4)])
+    toy = TOY + [
+        Triple(
+            4, ["es", "regnet", "in", "Berlin"], ["it", "rains", "in", "Berlin"], links=[(0, 0), (1, 1), (2, 2), (3, 3)]
+        )
+    ]
+    ex = FeatureExtractor(
+        Tables.from_counts(count_triples(toy)), ArrayLM.from_arpa(arpa), feature_names("full", [","]), alignment="links"
+    )
+    t = Triple(
+        0,
+        ["In", "Berlin", "regnet", "es", "."],
+        ["it", "rains", "in", "berlin", "."],
+        links=[(3, 0), (2, 1), (0, 2), (1, 3), (4, 4)],
+    )
     v = values(ex, t, 2, "src_span")
     assert v["in"] == 1.0 and v["In"] == 0.0
     assert values(ex, t, 3, "src_span")["Berlin"] == 1.0
@@ -89,8 +100,12 @@ def test_src_span_gives_a_positional_capital_as_the_tables_know_the_word(arpa):
 def test_upper_translation_reads_an_all_upper_source_word_at_a_sentence_start(extractor):
     # "LE" starts a sentence, but all upper is not explained by position: its key stays "LE", not the
     # "le" the tables know (this repeats after every sentence end)
-    t = Triple(0, ["LE", "chat", ".", "LE", "chien"], ["the", "cat", ".", "the", "dog"],
-               links=[(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)])
+    t = Triple(
+        0,
+        ["LE", "chat", ".", "LE", "chien"],
+        ["the", "cat", ".", "the", "dog"],
+        links=[(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)],
+    )
     for position in (0, 3):
         v = values(extractor, t, position, "upper_translation")
         assert v["THE"] == 1.0 and v["The"] == 0.0 and v["the"] == 0.0
@@ -129,8 +144,12 @@ def test_src_identical_iu_and_src_part(extractor):
     assert values(extractor, t, 1, "src_identical")["Lausitzring"] == 1.0
     assert values(extractor, t, 1, "src_identical:IU")["Lausitzring"] == 0.0
     # a name inside a hyphenated source compound, wherever it is aligned; only with its case
-    t = Triple(0, ["das", "Rakoczy-Fest", "und", "US-Medien"], ["the", "rakoczy", "festival", "and", "us", "media"],
-               links=[(1, 2), (3, 5)])
+    t = Triple(
+        0,
+        ["das", "Rakoczy-Fest", "und", "US-Medien"],
+        ["the", "rakoczy", "festival", "and", "us", "media"],
+        links=[(1, 2), (3, 5)],
+    )
     v = values(extractor, t, 1, "src_part")
     assert v["Rakoczy"] == 1.0 and v["rakoczy"] == 0.0 and v["RAKOCZY"] == 0.0
     assert values(extractor, t, 4, "src_part") == {"us": 0.0, "Us": 0.0, "US": 1.0}

@@ -22,9 +22,39 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 # building blocks that look like real decoder output, mixed with noise
 _piece = st.one_of(
-    st.sampled_from(["das", "ist", "Haus", "UNKhaus", "|0-1|", "|2-2|", "|0-", "|1-0|", "|lm=(", "|lm=(2:-1)|",
-                     "|0-1,wa=0-0 ,total=-1, LM0= -2|", "|||", "0-0", "1-2", "x-y", "3=3", "0-1=0-1", "&amp;",
-                     "word|NN", "<passthrough tag=\"a\"/>", "<b>", " ", "  ", "\t", "0", "-", "=", ",", "|"]),
+    st.sampled_from(
+        [
+            "das",
+            "ist",
+            "Haus",
+            "UNKhaus",
+            "|0-1|",
+            "|2-2|",
+            "|0-",
+            "|1-0|",
+            "|lm=(",
+            "|lm=(2:-1)|",
+            "|0-1,wa=0-0 ,total=-1, LM0= -2|",
+            "|||",
+            "0-0",
+            "1-2",
+            "x-y",
+            "3=3",
+            "0-1=0-1",
+            "&amp;",
+            "word|NN",
+            '<passthrough tag="a"/>',
+            "<b>",
+            " ",
+            "  ",
+            "\t",
+            "0",
+            "-",
+            "=",
+            ",",
+            "|",
+        ]
+    ),
     st.text(min_size=1, max_size=6),
 )
 _line = st.lists(_piece, max_size=12).map(lambda xs: " ".join(xs))
@@ -74,7 +104,8 @@ def test_fuzz_trace_with_alignment_file(src_lines, trace_lines, wa_lines):
 
 
 _nbest_line = st.tuples(st.integers(0, 4).map(str) | st.text(max_size=3), _line, _line, _line, _line).map(
-    lambda t: " ||| ".join(t[: 3 + len(t[4]) % 3]))
+    lambda t: " ||| ".join(t[: 3 + len(t[4]) % 3])
+)
 
 
 @FUZZ
@@ -105,12 +136,17 @@ _json_value = st.recursive(
 )
 _triple_obj = st.fixed_dictionaries(
     {"id": st.integers(0, 3) | st.text(max_size=2)},
-    optional={"source": _json_value | st.lists(st.text(max_size=3), max_size=4),
-              "target": _json_value | st.lists(st.text(max_size=3), max_size=4),
-              "phrases": _json_value | st.lists(st.lists(st.integers(-1, 4), min_size=4, max_size=4), max_size=3),
-              "links": _json_value | st.lists(st.lists(st.integers(-1, 4), min_size=2, max_size=2), max_size=3),
-              "rank": _json_value, "nbest": _json_value, "unknown": _json_value, "factors": _json_value,
-              "extra": _json_value},
+    optional={
+        "source": _json_value | st.lists(st.text(max_size=3), max_size=4),
+        "target": _json_value | st.lists(st.text(max_size=3), max_size=4),
+        "phrases": _json_value | st.lists(st.lists(st.integers(-1, 4), min_size=4, max_size=4), max_size=3),
+        "links": _json_value | st.lists(st.lists(st.integers(-1, 4), min_size=2, max_size=2), max_size=3),
+        "rank": _json_value,
+        "nbest": _json_value,
+        "unknown": _json_value,
+        "factors": _json_value,
+        "extra": _json_value,
+    },
 )
 
 
@@ -122,13 +158,30 @@ def test_fuzz_triples_jsonl(lines):
 
 
 _yaml_value = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 5) | st.floats(allow_nan=False, allow_infinity=False, width=32)
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 5)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
     | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=10,
 )
-_config_keys = st.sampled_from(["name", "pair", "sigma", "lm_order", "splits", "systems", "learning_curve",
-                                "features", "sigmma", "train", "data_root", "heldout"])
+_config_keys = st.sampled_from(
+    [
+        "name",
+        "pair",
+        "sigma",
+        "lm_order",
+        "splits",
+        "systems",
+        "learning_curve",
+        "features",
+        "sigmma",
+        "train",
+        "data_root",
+        "heldout",
+    ]
+)
 
 
 @FUZZ
@@ -145,8 +198,12 @@ def test_fuzz_yaml_config(doc, noise):
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["format_version", "files", "settings", "signature", "weights", "x"]),
-                       _yaml_value, max_size=5) | _yaml_value)
+@given(
+    st.dictionaries(
+        st.sampled_from(["format_version", "files", "settings", "signature", "weights", "x"]), _yaml_value, max_size=5
+    )
+    | _yaml_value
+)
 def test_fuzz_model_manifest(doc):
     d = tempfile.mkdtemp(prefix="fuzz-model.")
     with open(os.path.join(d, "manifest.yaml"), "w", encoding="utf-8") as fh:

@@ -19,10 +19,48 @@ from moses_recaser.cli import main as main_cli
 from moses_recaser.outputs import TAG
 
 _piece = st.one_of(
-    st.sampled_from(["das", "ist", "Haus", "the", "House", "|0-1|", "|2-2|", "|0-", "|||", "0-0", "1-2", "x-y",
-                     "&amp;", "word|NN", "<b>", "\t", "0", "-", "=", "[LM]", "[RECASING]", "# c", "order = 3",
-                     "[a] b", "\\", "\"", "'", "{", "}", ":", "- x", "!!python/object:os.system", "1/2", "\u0130",
-                     "ß", "İstanbul", "\ufeff", "\r"]),
+    st.sampled_from(
+        [
+            "das",
+            "ist",
+            "Haus",
+            "the",
+            "House",
+            "|0-1|",
+            "|2-2|",
+            "|0-",
+            "|||",
+            "0-0",
+            "1-2",
+            "x-y",
+            "&amp;",
+            "word|NN",
+            "<b>",
+            "\t",
+            "0",
+            "-",
+            "=",
+            "[LM]",
+            "[RECASING]",
+            "# c",
+            "order = 3",
+            "[a] b",
+            "\\",
+            '"',
+            "'",
+            "{",
+            "}",
+            ":",
+            "- x",
+            "!!python/object:os.system",
+            "1/2",
+            "\u0130",
+            "ß",
+            "İstanbul",
+            "\ufeff",
+            "\r",
+        ]
+    ),
     st.text(min_size=1, max_size=5),
 )
 _line = st.lists(_piece, max_size=8).map(" ".join)
@@ -52,8 +90,9 @@ def _run(entry: Callable[[list[str]], int], argv: list[str], capsys, d: Path, ou
     before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
     assert not [out for out in outputs if out in before]  # outputs are new here: each must not appear on failure
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP if hard == resource.RLIM_INFINITY else min(MEMORY_CAP, hard),
-                                            hard))
+    resource.setrlimit(
+        resource.RLIMIT_AS, (MEMORY_CAP if hard == resource.RLIM_INFINITY else min(MEMORY_CAP, hard), hard)
+    )
     try:
         code = entry(argv)
     except SystemExit as exc:  # argparse's usage errors
@@ -91,8 +130,11 @@ def _fresh(d: Path) -> Path:
 
 
 @FAST
-@given(st.fixed_dictionaries({"src": _content, "trace": _content, "wa": _content}), st.booleans(),
-       st.sampled_from(["trace", "nbest", "text", "jsonl"]))
+@given(
+    st.fixed_dictionaries({"src": _content, "trace": _content, "wa": _content}),
+    st.booleans(),
+    st.sampled_from(["trace", "nbest", "text", "jsonl"]),
+)
 def test_fuzz_triples(scratch, capsys, contents, with_wa, fmt):
     f = _files(contents, _fresh(scratch))
     argv = ["triples", "--source", f["src"], "--trace", f["trace"], "--trace-format", fmt, "-o", str(scratch / "o")]
@@ -121,16 +163,28 @@ _bitext = st.fixed_dictionaries({"src": _content, "tgt": _content, "wa": _conten
 @given(_bitext)
 def test_fuzz_align(scratch, capsys, contents):
     f = _files(contents, _fresh(scratch))
-    _run(main_cli.main, ["align", "--src", f["src"], "--tgt", f["tgt"], "-o", str(scratch / "o")], capsys, scratch,
-         ["o"])
+    _run(
+        main_cli.main, ["align", "--src", f["src"], "--tgt", f["tgt"], "-o", str(scratch / "o")], capsys, scratch, ["o"]
+    )
 
 
 @FAST
 @given(_bitext, _int)
 def test_fuzz_phrase_align(scratch, capsys, contents, seed):
     f = _files(contents, _fresh(scratch))
-    argv = ["phrase-align", "--src", f["src"], "--tgt", f["tgt"], "--alignment", f["wa"], "--seed", seed, "-o",
-            str(scratch / "o")]
+    argv = [
+        "phrase-align",
+        "--src",
+        f["src"],
+        "--tgt",
+        f["tgt"],
+        "--alignment",
+        f["wa"],
+        "--seed",
+        seed,
+        "-o",
+        str(scratch / "o"),
+    ]
     _run(main_cli.main, argv, capsys, scratch, ["o"])
 
 
@@ -138,8 +192,19 @@ def test_fuzz_phrase_align(scratch, capsys, contents, seed):
 @given(_bitext, _int)
 def test_fuzz_stats(scratch, capsys, contents, order):
     f = _files(contents, _fresh(scratch))
-    argv = ["stats", "--src", f["src"], "--tgt", f["tgt"], "--alignment", f["wa"], "--lm-order", order, "--model",
-            str(scratch / "m")]
+    argv = [
+        "stats",
+        "--src",
+        f["src"],
+        "--tgt",
+        f["tgt"],
+        "--alignment",
+        f["wa"],
+        "--lm-order",
+        order,
+        "--model",
+        str(scratch / "m"),
+    ]
     _run(main_cli.main, argv, capsys, scratch, ["m"])
 
 
@@ -147,8 +212,21 @@ def test_fuzz_stats(scratch, capsys, contents, order):
 @given(_bitext, st.sampled_from(["1/2", "2/2", "0/2", "3/2", "1/0", "a/b", "-1/2", "1"]), _int)
 def test_fuzz_count_and_merge(scratch, capsys, contents, shard, order):
     f = _files(contents, _fresh(scratch))
-    argv = ["count", "--src", f["src"], "--tgt", f["tgt"], "--alignment", f["wa"], "--shard", shard, "--lm-order",
-            order, "-o", str(scratch / "s.npz")]
+    argv = [
+        "count",
+        "--src",
+        f["src"],
+        "--tgt",
+        f["tgt"],
+        "--alignment",
+        f["wa"],
+        "--shard",
+        shard,
+        "--lm-order",
+        order,
+        "-o",
+        str(scratch / "s.npz"),
+    ]
     _run(main_cli.main, argv, capsys, scratch, ["s.npz"])
     shards = [str(scratch / "s.npz")] if (scratch / "s.npz").exists() else [f["src"]]
     _run(main_cli.main, ["merge", *shards, "--model", str(scratch / "m")], capsys, scratch, ["m"])
@@ -158,20 +236,51 @@ def test_fuzz_count_and_merge(scratch, capsys, contents, shard, order):
 @given(_bitext, st.fixed_dictionaries({"dsrc": _content, "dtgt": _content}), _int)
 def test_fuzz_train(scratch, capsys, contents, dev, order):
     f = _files({**contents, **dev}, _fresh(scratch))
-    argv = ["train", "--src", f["src"], "--tgt", f["tgt"], "--alignment", f["wa"], "--dev-src", f["dsrc"],
-            "--dev-tgt", f["dtgt"], "--dev-alignment", f["wa"], "--lm-order", order, "--max-iter", "3",
-            "--model", str(scratch / "m")]
+    argv = [
+        "train",
+        "--src",
+        f["src"],
+        "--tgt",
+        f["tgt"],
+        "--alignment",
+        f["wa"],
+        "--dev-src",
+        f["dsrc"],
+        "--dev-tgt",
+        f["dtgt"],
+        "--dev-alignment",
+        f["wa"],
+        "--lm-order",
+        order,
+        "--max-iter",
+        "3",
+        "--model",
+        str(scratch / "m"),
+    ]
     _run(main_cli.main, argv, capsys, scratch, ["m"])
 
 
 @FAST
-@given(st.fixed_dictionaries({"src": _content, "hyp": _content, "wa": _content}),
-       st.sampled_from(["trace", "input", "triples", "trace-nbest"]), st.booleans(), _int)
+@given(
+    st.fixed_dictionaries({"src": _content, "hyp": _content, "wa": _content}),
+    st.sampled_from(["trace", "input", "triples", "trace-nbest"]),
+    st.booleans(),
+    _int,
+)
 def test_fuzz_recase(tico, scratch, capsys, contents, how, with_source, threads):
     f = _files(contents, _fresh(scratch))
     flag = {"trace": ["--trace"], "input": ["--input"], "triples": ["--triples"], "trace-nbest": ["--nbest", "--trace"]}
-    argv = ["recase", "--model", str(tico / "model"), *flag[how], f["hyp"], "--threads", threads, "-o",
-            str(scratch / "o")]
+    argv = [
+        "recase",
+        "--model",
+        str(tico / "model"),
+        *flag[how],
+        f["hyp"],
+        "--threads",
+        threads,
+        "-o",
+        str(scratch / "o"),
+    ]
     if with_source:
         argv += ["--source", f["src"], "--alignment" if how.startswith("trace") else "--input-alignment", f["wa"]]
     _run(main_cli.main, argv, capsys, scratch, ["o"])
@@ -184,17 +293,44 @@ def test_fuzz_eval(scratch, capsys, hyp, ref):
     _run(main_cli.main, ["eval", "--hyp", f["hyp"], "--ref", f["ref"], "--confusion"], capsys, scratch, [])
 
 
-_yaml_doc = st.lists(st.tuples(st.sampled_from(["name", "pair", "sigma", "lm_order", "splits", "systems", "train",
-                                                "data_root", "heldout", "learning_curve", "features", "x"]),
-                               _piece | _int), max_size=5).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
+_yaml_doc = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "name",
+                "pair",
+                "sigma",
+                "lm_order",
+                "splits",
+                "systems",
+                "train",
+                "data_root",
+                "heldout",
+                "learning_curve",
+                "features",
+                "x",
+            ]
+        ),
+        _piece | _int,
+    ),
+    max_size=5,
+).map(lambda kv: "".join(f"{k}: {v}\n" for k, v in kv))
 
 
 @FAST
 @given(_yaml_doc | _content)
 def test_fuzz_experiment(scratch, capsys, text):
     f = _files({"cfg.yaml": text}, _fresh(scratch))
-    argv = ["experiment", f["cfg.yaml"], "--out", str(scratch / "out"), "--cache", str(scratch / "cache"),
-            "--data-root", str(scratch)]
+    argv = [
+        "experiment",
+        f["cfg.yaml"],
+        "--out",
+        str(scratch / "out"),
+        "--cache",
+        str(scratch / "cache"),
+        "--data-root",
+        str(scratch),
+    ]
     _run(main_cli.main, argv, capsys, scratch, ["out"])  # the stage cache is not an output: it may stay
 
 
@@ -212,24 +348,60 @@ def test_fuzz_ems_recase(tico, scratch, capsys, contents, bilingual):
 @given(_bitext, _int)
 def test_fuzz_ems_train(scratch, capsys, contents, dev_size):
     f = _files(contents, _fresh(scratch))
-    argv = ["train", "-dir", str(scratch / "work"), "-corpus", f["tgt"], "-source-corpus", f["src"], "-alignment",
-            f["wa"], "-dev-size", dev_size, "-config", str(scratch / "cfg")]
+    argv = [
+        "train",
+        "-dir",
+        str(scratch / "work"),
+        "-corpus",
+        f["tgt"],
+        "-source-corpus",
+        f["src"],
+        "-alignment",
+        f["wa"],
+        "-dev-size",
+        dev_size,
+        "-config",
+        str(scratch / "cfg"),
+    ]
     _run(ems_cli.main, argv, capsys, scratch, ["cfg", "work"])
 
 
-_ems_text = st.lists(st.one_of(_line, st.sampled_from([
-    "[GENERAL]", "[RECASING]", "[EVALUATION]", "[TRUECASER]", "working-dir = /x", "decoder-settings = -t",
-    "recase-output", "    in: system-output", "    out: recased-output", "    default-name: x",
-    "    template: $binary IN OUT", "detruecase-output", "output-lowercaser = $moses-script-dir/x", "[EVALUATION:test]",
-    "train", "  in: a", "  out: b", "IGNORE", "# comment"])), max_size=12).map(lambda xs: "\n".join(xs) + "\n")
+_ems_text = st.lists(
+    st.one_of(
+        _line,
+        st.sampled_from(
+            [
+                "[GENERAL]",
+                "[RECASING]",
+                "[EVALUATION]",
+                "[TRUECASER]",
+                "working-dir = /x",
+                "decoder-settings = -t",
+                "recase-output",
+                "    in: system-output",
+                "    out: recased-output",
+                "    default-name: x",
+                "    template: $binary IN OUT",
+                "detruecase-output",
+                "output-lowercaser = $moses-script-dir/x",
+                "[EVALUATION:test]",
+                "train",
+                "  in: a",
+                "  out: b",
+                "IGNORE",
+                "# comment",
+            ]
+        ),
+    ),
+    max_size=12,
+).map(lambda xs: "\n".join(xs) + "\n")
 
 
 @FAST
 @given(_ems_text | _content)
 def test_fuzz_ems_meta(scratch, capsys, text):
     f = _files({"experiment.meta": text}, _fresh(scratch))
-    _run(ems_cli.main, ["meta", "--moses-meta", f["experiment.meta"], "-o", str(scratch / "o")], capsys, scratch,
-         ["o"])
+    _run(ems_cli.main, ["meta", "--moses-meta", f["experiment.meta"], "-o", str(scratch / "o")], capsys, scratch, ["o"])
 
 
 @FAST

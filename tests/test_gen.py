@@ -15,19 +15,22 @@ from moses_recaser.stats.counting import count_text
 from moses_recaser.stats.tables import Tables
 
 
-@pytest.mark.parametrize("token,seen,source,want", [
-    ("house", (), (), ["house", "House", "HOUSE"]),
-    ("HOUSE", (), (), ["house", "House", "HOUSE"]),  # the input's own case does not matter
-    ("2014", (), (), ["2014"]),
-    ("a", (), (), ["a", "A"]),  # IU and AU coincide
-    ("montreal-trudeau", (), (), ["montreal-trudeau", "Montreal-trudeau", "MONTREAL-TRUDEAU", "Montreal-Trudeau"]),
-    ("&apos;malley", (), (), ["&apos;malley", "&apos;Malley", "&apos;MALLEY"]),
-    ("straße", (), (), ["straße", "Straße", "STRAßE"]),
-    ("iphone", ("iPhone", "IPHONE"), (), ["iphone", "Iphone", "IPHONE", "iPhone"]),
-    ("mcdonald", (), ("McDonald", "house"), ["mcdonald", "Mcdonald", "MCDONALD", "McDonald"]),
-    ("montreal", (), ("Montréal",), ["montreal", "Montreal", "MONTREAL"]),  # diacritics: the case pattern
-    ("ebay", (), ("EBay", "eBay"), ["ebay", "Ebay", "EBAY", "EBay", "eBay"]),
-])
+@pytest.mark.parametrize(
+    "token,seen,source,want",
+    [
+        ("house", (), (), ["house", "House", "HOUSE"]),
+        ("HOUSE", (), (), ["house", "House", "HOUSE"]),  # the input's own case does not matter
+        ("2014", (), (), ["2014"]),
+        ("a", (), (), ["a", "A"]),  # IU and AU coincide
+        ("montreal-trudeau", (), (), ["montreal-trudeau", "Montreal-trudeau", "MONTREAL-TRUDEAU", "Montreal-Trudeau"]),
+        ("&apos;malley", (), (), ["&apos;malley", "&apos;Malley", "&apos;MALLEY"]),
+        ("straße", (), (), ["straße", "Straße", "STRAßE"]),
+        ("iphone", ("iPhone", "IPHONE"), (), ["iphone", "Iphone", "IPHONE", "iPhone"]),
+        ("mcdonald", (), ("McDonald", "house"), ["mcdonald", "Mcdonald", "MCDONALD", "McDonald"]),
+        ("montreal", (), ("Montréal",), ["montreal", "Montreal", "MONTREAL"]),  # diacritics: the case pattern
+        ("ebay", (), ("EBay", "eBay"), ["ebay", "Ebay", "EBAY", "EBay", "eBay"]),
+    ],
+)
 def test_gen_hand_cases(token, seen, source, want):
     assert gen(token, seen, taken(source, token)) == want
 
@@ -43,8 +46,11 @@ def test_gen_caps_training_forms_but_keeps_its_own_and_the_sources():
     assert gen("abc", seen, ("AbC",), max_candidates=3) == ["abc", "Abc", "ABC", "AbC"]
 
 
-_token = st.lists(st.sampled_from(["a", "B", "é", "É", "ß", "ς", "Σ", "İ", "ǅ", "3", "-", "'", "&apos;", "&", "x"]),
-                  min_size=1, max_size=6).map("".join) | st.text(min_size=1, max_size=5)
+_token = st.lists(
+    st.sampled_from(["a", "B", "é", "É", "ß", "ς", "Σ", "İ", "ǅ", "3", "-", "'", "&apos;", "&", "x"]),
+    min_size=1,
+    max_size=6,
+).map("".join) | st.text(min_size=1, max_size=5)
 
 
 @given(_token, st.lists(_token, max_size=3), st.lists(_token, max_size=3))
@@ -54,9 +60,12 @@ def test_gen_gives_distinct_recasings_starting_with_the_tag_forms(token, seen, s
     assert len(out) == len(set(out))
     assert all(casing.is_recasing_of(f, token) for f in out)
     low = casing.lower_all(token)
-    tag_forms = [f for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
-                 if casing.is_recasing_of(f, token)]
-    assert out[:len(tag_forms)] == tag_forms
+    tag_forms = [
+        f
+        for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
+        if casing.is_recasing_of(f, token)
+    ]
+    assert out[: len(tag_forms)] == tag_forms
 
 
 def test_gen_gives_the_dotted_capital_i_of_a_lowercased_turkish_name():

@@ -33,9 +33,13 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     out = tmp_path / "out"
     # SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background of a script inherits
     # SIGINT ignored (as every background job does), and Python keeps an inherited SIG_IGN
-    proc = subprocess.Popen([CLI, "recase", "--model", str(tico / "model"), "--input", "-", "-o", str(out)],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [CLI, "recase", "--model", str(tico / "model"), "--input", "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdin is not None
     proc.stdin.write("\n".join(lines) + "\n")
     proc.stdin.flush()
@@ -54,9 +58,24 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
 
 def test_interrupted_training_leaves_no_model(tico, tmp_path):
     model = tmp_path / "model"
-    proc = subprocess.Popen([CLI, "train", "--src", str(tico / "train.fr"), "--tgt", str(tico / "train.en"),
-                             "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"),
-                             "--model", str(model)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            CLI,
+            "train",
+            "--src",
+            str(tico / "train.fr"),
+            "--tgt",
+            str(tico / "train.en"),
+            "--dev-src",
+            str(tico / "dev.fr"),
+            "--dev-tgt",
+            str(tico / "dev.en"),
+            "--model",
+            str(model),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4.0)
     assert proc.poll() is None, "training finished before it could be interrupted"
     proc.send_signal(signal.SIGTERM)

@@ -69,10 +69,13 @@ def test_discounts_match_lmplz_log(corpus, order):
         assert got == pytest.approx(want, abs=1e-5)
 
 
-@pytest.mark.parametrize("order,ppl,ppl_no_oov", [
-    (3, 508.5909811720616, 289.22158153616516),
-    (5, 506.5950025672769, 288.2388130075475),
-])
+@pytest.mark.parametrize(
+    "order,ppl,ppl_no_oov",
+    [
+        (3, 508.5909811720616, 289.22158153616516),
+        (5, 506.5950025672769, 288.2388130075475),
+    ],
+)
 def test_kenlm_perplexity_matches_reference(corpus, tmp_path, order, ppl, ppl_no_oov):
     arpa = tmp_path / "lm.arpa"
     arpa.write_text(_our_arpa(corpus, order), encoding="utf-8")
@@ -173,9 +176,14 @@ def test_key_set_finds_every_key_and_no_other():
     @settings(max_examples=300, deadline=None)
     @example(({0, 2**63 - 1}, [2**63 - 1, 2**62, -1]))
     @example((set(), [0, 2**63 - 1]))
-    @given(st.integers(1, 63).flatmap(lambda bits: st.tuples(
-        st.sets(st.integers(0, 2**bits - 1), max_size=300),
-        st.lists(st.integers(-5, 2**63 - 1) | st.integers(0, min(2**bits + 5, 2**63 - 1)), max_size=50))))
+    @given(
+        st.integers(1, 63).flatmap(
+            lambda bits: st.tuples(
+                st.sets(st.integers(0, 2**bits - 1), max_size=300),
+                st.lists(st.integers(-5, 2**63 - 1) | st.integers(0, min(2**bits + 5, 2**63 - 1)), max_size=50),
+            )
+        )
+    )
     def check(case):
         keys, others = case
         k = np.array(list(keys), dtype=np.int64)

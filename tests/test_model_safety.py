@@ -50,8 +50,9 @@ def _rehash(d: Path) -> None:
 
 
 def _recase_cli(d: Path, lines: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, "recase", "--model", str(d), "--input", str(lines)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [CLI, "recase", "--model", str(d), "--input", str(lines)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _one_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
@@ -136,8 +137,13 @@ def _edited(arrays: dict[str, np.ndarray], name: str, how: str) -> dict[str, np.
     if how == "missing":
         del out[name]
     elif how == "dtype":
-        out[name] = (a.astype(np.float64) if a.dtype.kind in "biu" else np.zeros(a.shape, np.int8) if a.dtype.kind == "f"
-                     else np.zeros(a.shape, np.float32))
+        out[name] = (
+            a.astype(np.float64)
+            if a.dtype.kind in "biu"
+            else np.zeros(a.shape, np.int8)
+            if a.dtype.kind == "f"
+            else np.zeros(a.shape, np.float32)
+        )
     elif how == "shorter":
         out[name] = a.reshape(-1)[: max(a.size // 2, 0)] if a.ndim else np.zeros(3, dtype=a.dtype)
     return out

@@ -18,9 +18,11 @@ from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
 
 # a name the TICO-19 bitext never has, in sentences of its own
-_MONO = ["The Zorblax Institute published new figures on Monday .",
-         "According to Zorblax , the figures are final .",
-         "Zorblax said the vaccine trial in Geneva would go on ."] * 3
+_MONO = [
+    "The Zorblax Institute published new figures on Monday .",
+    "According to Zorblax , the figures are final .",
+    "Zorblax said the vaccine trial in Geneva would go on .",
+] * 3
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +30,20 @@ def mono_model(tico, tmp_path_factory):
     d = tmp_path_factory.mktemp("mono")
     mono = d / "mono.en"
     mono.write_text("".join(x + "\n" for x in _MONO) + "\n", encoding="utf-8")  # an empty line is skipped
-    args = ["-q", "train", "--src", str(tico / "train.fr"), "--tgt", str(tico / "train.en"),
-            "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--max-iter", "60"]
+    args = [
+        "-q",
+        "train",
+        "--src",
+        str(tico / "train.fr"),
+        "--tgt",
+        str(tico / "train.en"),
+        "--dev-src",
+        str(tico / "dev.fr"),
+        "--dev-tgt",
+        str(tico / "dev.en"),
+        "--max-iter",
+        "60",
+    ]
     assert main([*args, "--mono", str(mono), "--model", str(d / "with")]) == 0
     return d, mono
 
@@ -62,14 +76,43 @@ def test_mono_text_capitalizes_a_name_the_bitext_lacks(mono_model, tico):
 def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
     bad = tmp_path / "bad.en"
     bad.write_bytes(b"fine line\nbad \xff byte\n")
-    args = ["-q", "train", "--src", str(tico / "train.fr"), "--tgt", str(tico / "train.en"),
-            "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--model", str(tmp_path / "m")]
+    args = [
+        "-q",
+        "train",
+        "--src",
+        str(tico / "train.fr"),
+        "--tgt",
+        str(tico / "train.en"),
+        "--dev-src",
+        str(tico / "dev.fr"),
+        "--dev-tgt",
+        str(tico / "dev.en"),
+        "--model",
+        str(tmp_path / "m"),
+    ]
     assert main([*args, "--mono", str(bad)]) != 0
     err = capsys.readouterr().err
     assert "bad.en" in err and ":2" in err and "UTF-8" in err
     assert not (tmp_path / "m").exists()
-    assert main(["-q", "train", "--stats", str(tico / "model"), "--dev-src", str(tico / "dev.fr"),
-                 "--dev-tgt", str(tico / "dev.en"), "--mono", str(bad), "--model", str(tmp_path / "m")]) != 0
+    assert (
+        main(
+            [
+                "-q",
+                "train",
+                "--stats",
+                str(tico / "model"),
+                "--dev-src",
+                str(tico / "dev.fr"),
+                "--dev-tgt",
+                str(tico / "dev.en"),
+                "--mono",
+                str(bad),
+                "--model",
+                str(tmp_path / "m"),
+            ]
+        )
+        != 0
+    )
     assert "--mono cannot be combined with --stats" in capsys.readouterr().err
 
 
@@ -84,9 +127,15 @@ def _corpus(tmp_path: Path) -> Path:
 
 def test_config_monolingual_text_is_tokenized_and_checked_for_leaks(tmp_path):
     root = _corpus(tmp_path)
-    cfg = ExperimentConfig(name="t", corpus="news", pair="xx-en", source="xx", target="en",
-                           splits=SplitConfig(train=["train"], dev=["train"], test=["test"]),
-                           monolingual=["xx-en/extra.en[0:10]", "xx-en/train.en"])
+    cfg = ExperimentConfig(
+        name="t",
+        corpus="news",
+        pair="xx-en",
+        source="xx",
+        target="en",
+        splits=SplitConfig(train=["train"], dev=["train"], test=["test"]),
+        monolingual=["xx-en/extra.en[0:10]", "xx-en/train.en"],
+    )
     test = root / "news" / "xx-en" / "test.en"
     out = monolingual_text(cfg, root, tmp_path / "cache", [test])
     lines = out.read_text(encoding="utf-8").splitlines()
@@ -104,13 +153,23 @@ def test_config_monolingual_text_is_tokenized_and_checked_for_leaks(tmp_path):
 def test_wmt21_references_count_as_held_out(tmp_path):
     root = _corpus(tmp_path)
     d = root / "wmt-system-outputs" / "wmt21" / "txt"
-    for sub, name in (("sources", "newstest2021.xx-en.src.xx"), ("references", "newstest2021.xx-en.ref.A.en"),
-                      ("system-outputs", "newstest2021.xx-en.hyp.sys1.en")):
+    for sub, name in (
+        ("sources", "newstest2021.xx-en.src.xx"),
+        ("references", "newstest2021.xx-en.ref.A.en"),
+        ("system-outputs", "newstest2021.xx-en.hyp.sys1.en"),
+    ):
         (d / sub).mkdir(parents=True)
         (d / sub / name).write_text("Reference sentence one, about Some Names here.\n", encoding="utf-8")
     files = {s: (root / "x", root / "news" / "xx-en" / f"{f}.en") for s, f in (("dev", "train"), ("test", "test"))}
-    cfg = ExperimentConfig(name="t", corpus="news", pair="xx-en", source="xx", target="en", wmt21="xx-en",
-                           monolingual=["../wmt-system-outputs/wmt21/txt/references/newstest2021.xx-en.ref.A.en"])
+    cfg = ExperimentConfig(
+        name="t",
+        corpus="news",
+        pair="xx-en",
+        source="xx",
+        target="en",
+        wmt21="xx-en",
+        monolingual=["../wmt-system-outputs/wmt21/txt/references/newstest2021.xx-en.ref.A.en"],
+    )
     held = held_out_targets(cfg, root, tmp_path / "cache", files)
     assert held[:2] == [files["dev"][1], files["test"][1]]
     assert held[2].read_text(encoding="utf-8") == "Reference sentence one , about Some Names here .\n"  # tokenized

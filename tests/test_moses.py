@@ -24,6 +24,7 @@ def _write(tmp_path: Path, name: str, lines: list[str]) -> str:
 
 # --- golden triples, checked by hand against the source sentences --------------------------
 
+
 def test_golden_promix_segments_first_hypothesis():
     # source: "domando a los políticos en ambos lados del Atlántico" (9 tokens)
     triples = list(read_nbest(str(PROMIX / "test.nbest.input"), str(PROMIX / "test.nbest.nbest.segments")))
@@ -48,8 +49,15 @@ def test_golden_regtest_reordering(tmp_path):
     # trotz Fortschritten Menschen Rechts dem Ende der ist unbekannt .
     assert t.source[4:7] == ["dem", "Ende", "der"]
     assert t.target[7:10] == ["the", "end", "of"]
-    assert t.phrases == [(0, 0, 0, 0), (1, 1, 1, 1), (2, 3, 2, 3), (7, 7, 4, 4), (8, 8, 5, 5), (9, 9, 6, 6),
-                         (4, 6, 7, 9)]
+    assert t.phrases == [
+        (0, 0, 0, 0),
+        (1, 1, 1, 1),
+        (2, 3, 2, 3),
+        (7, 7, 4, 4),
+        (8, 8, 5, 5),
+        (9, 9, 6, 6),
+        (4, 6, 7, 9),
+    ]
     assert t.nbest[-1] == ""  # the empty alignment field is kept untouched
     assert {x.id for x in triples} == {0, 1, 2, 3, 4}
     # the 1-best output of the same run (no -t) has the same tokens as n-best rank 0
@@ -64,8 +72,17 @@ def test_golden_regtest_factors_and_alignment(tmp_path):
     triples = list(read_nbest(str(d / "to-translate.txt"), _write(tmp_path, "nbest", nbest)))
     t = triples[4]
     # input factors word|POS|head|rel: factor 0 is the source word
-    assert t.source == ["beide", "Versäumnisse", "haben", "terroristische", "Gruppen", "in", "Pakistan",
-                        "gestärkt", "."]
+    assert t.source == [
+        "beide",
+        "Versäumnisse",
+        "haben",
+        "terroristische",
+        "Gruppen",
+        "in",
+        "Pakistan",
+        "gestärkt",
+        ".",
+    ]
     assert t.target[-2:] == [".", "gestärkt"]
     assert t.phrases[-2:] == [(8, 8, 7, 7), (7, 7, 8, 8)]
     assert t.links[-2:] == [(8, 7), (7, 8)]
@@ -74,8 +91,9 @@ def test_golden_regtest_factors_and_alignment(tmp_path):
 def test_golden_xml_markup_sources(tmp_path):
     d = TRACES / "regtest-phrase.placeholder"
     one_best, _ = regtest_to_moses(d / "truth-results.txt")
-    triples = list(read_trace(str(d / "to-translate.txt"), _write(tmp_path, "out", one_best),
-                              opts=TraceOptions(xml_input=True)))
+    triples = list(
+        read_trace(str(d / "to-translate.txt"), _write(tmp_path, "out", one_best), opts=TraceOptions(xml_input=True))
+    )
     assert triples[0].source == ["das", "ist", "ein", "kleines", "haus"]  # double space and markup removed
     assert triples[1].source == ["das", "ist", "@tag@"]
     assert triples[1].target == ["this", "is", "blah", "bling", "blong"]
@@ -109,11 +127,24 @@ ONE_BEST_CASES = [
     # (line, options, tokens, phrases, links)
     ("das ist ein haus ", {}, ["das", "ist", "ein", "haus"], [], None),
     ("das ist |0-1| ein haus |2-3| ", {}, ["das", "ist", "ein", "haus"], [(0, 1, 0, 1), (2, 3, 2, 3)], None),
-    ("Dies ist |0-1| ein |2-2| Test |3-3| ||| 0-0 1-1 2-2 3-3", {}, ["Dies", "ist", "ein", "Test"],
-     [(0, 1, 0, 1), (2, 2, 2, 2), (3, 3, 3, 3)], [(0, 0), (1, 1), (2, 2), (3, 3)]),
+    (
+        "Dies ist |0-1| ein |2-2| Test |3-3| ||| 0-0 1-1 2-2 3-3",
+        {},
+        ["Dies", "ist", "ein", "Test"],
+        [(0, 1, 0, 1), (2, 2, 2, 2), (3, 3, 3, 3)],
+        [(0, 0), (1, 1), (2, 2), (3, 3)],
+    ),
     ("this is a house ||| 0-0 1-1 2-2 3-3 ", {}, ["this", "is", "a", "house"], [], [(0, 0), (1, 1), (2, 2), (3, 3)]),
-    (("|lm=(3:-1.2,2:-0.5:unk)| das ist |0-1,wa=0-0 1-1 ,total=-1.5, LM0= -2.3 TM0= -1 -2| haus |3-3,wa=0-0 ,"
-     "total=-2, LM0= -1| "), {}, ["das", "ist", "haus"], [(0, 1, 0, 1), (3, 3, 2, 2)], [(0, 0), (1, 1), (3, 2)]),
+    (
+        (
+            "|lm=(3:-1.2,2:-0.5:unk)| das ist |0-1,wa=0-0 1-1 ,total=-1.5, LM0= -2.3 TM0= -1 -2| haus |3-3,wa=0-0 ,"
+            "total=-2, LM0= -1| "
+        ),
+        {},
+        ["das", "ist", "haus"],
+        [(0, 1, 0, 1), (3, 3, 2, 2)],
+        [(0, 0), (1, 1), (3, 2)],
+    ),
     ("das ist |0-1,wa=0-1 1-0 ,total=-1.5, LM0= -2.3| ", {}, ["das", "ist"], [(0, 1, 0, 1)], [(0, 1), (1, 0)]),
     ("|lm=(", {}, [], [], None),  # -tt on an empty output: unclosed
     ("", {}, [], [], None),
@@ -166,8 +197,13 @@ def test_bad_one_best_lines(line, message):
 
 NBEST_CASES = [
     ("0 ||| a b  ||| F= 1 ||| -1", ["a", "b"], [], None, ["F= 1", "-1"]),
-    ("3 ||| a b  ||| F= 1 ||| -1 ||| 0-1=0-1 ||| 0-1 1-0 ", ["a", "b"], [(0, 1, 0, 1)], [(0, 1), (1, 0)],
-     ["F= 1", "-1", "0-1=0-1", "0-1 1-0 "]),
+    (
+        "3 ||| a b  ||| F= 1 ||| -1 ||| 0-1=0-1 ||| 0-1 1-0 ",
+        ["a", "b"],
+        [(0, 1, 0, 1)],
+        [(0, 1), (1, 0)],
+        ["F= 1", "-1", "0-1=0-1", "0-1 1-0 "],
+    ),
     ("3 ||| a b  ||| F= 1 ||| -1 ||| 0-1 1-0", ["a", "b"], [], [(0, 1), (1, 0)], ["F= 1", "-1", "0-1 1-0"]),
     ("0 ||| a |0-0| b |1-1|  ||| F= 1 ||| -1", ["a", "b"], [(0, 0, 0, 0), (1, 1, 1, 1)], None, ["F= 1", "-1"]),
     ("0 |||  ||| F= 1 ||| -1", [], [], None, ["F= 1", "-1"]),
@@ -185,29 +221,36 @@ def test_nbest_edge_cases(line, tokens, phrases, links, fields):
     assert [line[a:b] for a, b in entry.hypothesis.spans] == tokens
 
 
-@pytest.mark.parametrize("line,message", [
-    ("x ||| a  ||| F= 1 ||| -1", "is not a number"),
-    ("0 ||| a", "not an n-best line"),
-    ("0 ||| a b  ||| F= 1 ||| -1 ||| 0=0 1=x", "malformed segmentation entry '1=x'"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("x ||| a  ||| F= 1 ||| -1", "is not a number"),
+        ("0 ||| a", "not an n-best line"),
+        ("0 ||| a b  ||| F= 1 ||| -1 ||| 0=0 1=x", "malformed segmentation entry '1=x'"),
+    ],
+)
 def test_bad_nbest_lines(line, message):
     with pytest.raises(RecaserError, match=message):
         parse_nbest_line(line)
 
 
-@pytest.mark.parametrize("line,opts,tokens", [
-    ("  Das  ist\tein Haus  ", {}, ["Das", "ist", "ein", "Haus"]),
-    ("beide|PIAT|2|NK Versäumnisse|NN|3|SB", {}, ["beide", "Versäumnisse"]),
-    ("| a", {}, ["|", "a"]),
-    ('das <n english="dwelling" prob="0.8">haus</n> .', {"xml_input": True}, ["das", "haus", "."]),
-    ('<n english="x" span="1-1" />das haus', {"xml_input": True}, ["das", "haus"]),
-    ('das <n english="dwelling">haus</n>', {}, ["das", '<n', 'english="dwelling">haus</n>']),
-])
+@pytest.mark.parametrize(
+    "line,opts,tokens",
+    [
+        ("  Das  ist\tein Haus  ", {}, ["Das", "ist", "ein", "Haus"]),
+        ("beide|PIAT|2|NK Versäumnisse|NN|3|SB", {}, ["beide", "Versäumnisse"]),
+        ("| a", {}, ["|", "a"]),
+        ('das <n english="dwelling" prob="0.8">haus</n> .', {"xml_input": True}, ["das", "haus", "."]),
+        ('<n english="x" span="1-1" />das haus', {"xml_input": True}, ["das", "haus"]),
+        ('das <n english="dwelling">haus</n>', {}, ["das", "<n", 'english="dwelling">haus</n>']),
+    ],
+)
 def test_source_tokens(line, opts, tokens):
     assert source_tokens(line, TraceOptions(**opts)) == tokens
 
 
 # --- files: line counts, spans, links --------------------------------------------------------
+
 
 def test_span_outside_source_names_trace_line(tmp_path):
     src = _write(tmp_path, "src", ["a b", "c d"])
@@ -283,8 +326,9 @@ def test_nbest_skips_ids_and_rejects_backwards(tmp_path):
 
 # --- property: markers stripped == plain output, spans tile the output ----------------------
 
-_word = st.text(alphabet=st.characters(blacklist_characters=" \t\n\r|", blacklist_categories=("Cs",)),
-                min_size=1, max_size=6)
+_word = st.text(
+    alphabet=st.characters(blacklist_characters=" \t\n\r|", blacklist_categories=("Cs",)), min_size=1, max_size=6
+)
 
 
 @st.composite

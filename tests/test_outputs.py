@@ -116,9 +116,13 @@ def test_stdout_on_a_full_device_is_one_line(tmp_path):
     raw = _write(tmp_path / "raw", "a b\n" * 1000)
     with open(full, "wb") as out:
         proc = subprocess.run([CLI, "tokenize", "-l", "en", "-i", raw], stdout=out, stderr=subprocess.PIPE, text=True)
-    assert proc.returncode == 2 and proc.stderr == "moses-recaser: error: <stdout>: cannot write: No space left on device\n"
-    proc = subprocess.run([CLI, "eval", "--hyp", raw, "--ref", raw], stdout=open(full, "wb"), stderr=subprocess.PIPE,
-                          text=True)
+    assert (
+        proc.returncode == 2
+        and proc.stderr == "moses-recaser: error: <stdout>: cannot write: No space left on device\n"
+    )
+    proc = subprocess.run(
+        [CLI, "eval", "--hyp", raw, "--ref", raw], stdout=open(full, "wb"), stderr=subprocess.PIPE, text=True
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "No space left on device" in proc.stderr
 
 
@@ -157,8 +161,10 @@ def test_model_path_holding_a_users_directory_is_refused(tmp_path, capsys):
     for command in (_stats_args(tmp_path), ["-q", "merge", _write(tmp_path / "shard.npz", "not looked at")]):
         assert main(command + ["--model", str(mine)]) == 2
         err = capsys.readouterr().err
-        assert err == (f"moses-recaser: error: {mine}: exists and is not a moses-recaser model (it has no "
-                       "manifest.yaml of ours); give the model a new path, or remove the directory yourself\n")
+        assert err == (
+            f"moses-recaser: error: {mine}: exists and is not a moses-recaser model (it has no "
+            "manifest.yaml of ours); give the model a new path, or remove the directory yourself\n"
+        )
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.txt"]
     assert (mine / "thesis.txt").read_text() == "three years of work"
 
@@ -180,8 +186,24 @@ def test_train_refuses_a_bad_destination_before_any_work(tmp_path, capsys):
     # no alignment: the first work would be eflomal; the refusal comes before it
     assert main(["train", "--src", src, "--tgt", tgt, "--dev-src", src, "--dev-tgt", tgt, "--model", str(mine)]) == 2
     assert "is not a moses-recaser model" in capsys.readouterr().err
-    assert main(["train", "--src", src, "--tgt", tgt, "--dev-src", src, "--dev-tgt", tgt,
-                 "--model", str(tmp_path / "no" / "such" / "parent")]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--src",
+                src,
+                "--tgt",
+                tgt,
+                "--dev-src",
+                src,
+                "--dev-tgt",
+                tgt,
+                "--model",
+                str(tmp_path / "no" / "such" / "parent"),
+            ]
+        )
+        == 2
+    )
     assert "parent directory" in capsys.readouterr().err
 
 

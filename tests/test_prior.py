@@ -20,10 +20,12 @@ def prior_of(lines: list[str]) -> CasePrior:
 
 # frequent "-ong" words are lowercase, rare ones are names; rare long "-ing" words are lowercase,
 # short rare words are acronyms
-TEXT = (["it was long and strong and wrong"] * 50
-        + ["he met Yanlong and Dalong and Zhong and Wenlong"]
-        + ["a calming , soothing , humming , drumming sound"]
-        + ["the NTB and the ABX met the KPQ"])
+TEXT = (
+    ["it was long and strong and wrong"] * 50
+    + ["he met Yanlong and Dalong and Zhong and Wenlong"]
+    + ["a calming , soothing , humming , drumming sound"]
+    + ["the NTB and the ABX met the KPQ"]
+)
 
 
 def test_unseen_words_follow_rare_words_not_frequent_ones():
@@ -66,8 +68,14 @@ def test_stored_tables_give_the_same_prior():
 
 def test_an_unseen_hyphenated_word_takes_its_parts_case():
     prior = prior_of(TEXT + ["the Krise and the Krise and the Code met the QR"] * 3)
-    lp = dict(zip(*[["Corona-Krise", "Corona-krise", "corona-krise"],
-                    prior.log_probs(["Corona-Krise", "Corona-krise", "corona-krise"])]))
+    lp = dict(
+        zip(
+            *[
+                ["Corona-Krise", "Corona-krise", "corona-krise"],
+                prior.log_probs(["Corona-Krise", "Corona-krise", "corona-krise"]),
+            ]
+        )
+    )
     assert lp["Corona-Krise"] > lp["Corona-krise"] and lp["Corona-Krise"] > lp["corona-krise"]
     # the sum of its parts' log priors; a part without a letter adds nothing
     parts = prior.log_probs(["Corona", "Krise"])

@@ -39,10 +39,28 @@ def test_model_records_settings_weights_and_signature(tico):
 
 def test_bilingual_beats_monolingual_beats_lowercase(tico):
     out_bi, out_mono = tico / "bi.en", tico / "mono.en"
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(tico / "test.fr"),
-                 "--input", str(tico / "test.lc.en"), "--align", "-o", str(out_bi)]) == 0
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--input", str(tico / "test.lc.en"),
-                 "-o", str(out_mono)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "recase",
+                "--model",
+                str(tico / "model"),
+                "--source",
+                str(tico / "test.fr"),
+                "--input",
+                str(tico / "test.lc.en"),
+                "--align",
+                "-o",
+                str(out_bi),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["-q", "recase", "--model", str(tico / "model"), "--input", str(tico / "test.lc.en"), "-o", str(out_mono)])
+        == 0
+    )
     ref = _lines(tico / "test.en")
     p_bi = case_scores(_lines(out_bi), ref).precision
     p_mono = case_scores(_lines(out_mono), ref).precision
@@ -66,11 +84,29 @@ def test_trace_input_recases_and_drops_markers(tico, tmp_path):
     src = tico / "trace.src"
     src.write_text("Le virus SARS-CoV-2 provoque la COVID-19 .\nL' OMS a publié un rapport .\n", encoding="utf-8")
     trace = tico / "trace.out"
-    trace.write_text("the sars-cov-2 virus |0-2| causes |3-3| covid-19 |4-5| . |6-6| \n"
-                     "the who |0-1| published |2-3| a report |4-5| . |6-6| \n", encoding="utf-8")
+    trace.write_text(
+        "the sars-cov-2 virus |0-2| causes |3-3| covid-19 |4-5| . |6-6| \n"
+        "the who |0-1| published |2-3| a report |4-5| . |6-6| \n",
+        encoding="utf-8",
+    )
     out = tmp_path / "out"
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--trace", str(trace),
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "recase",
+                "--model",
+                str(tico / "model"),
+                "--source",
+                str(src),
+                "--trace",
+                str(trace),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0].split()[:3] == ["The", "SARS-CoV-2", "virus"]
     assert "|" not in out.read_text()
@@ -81,12 +117,31 @@ def test_nbest_is_recased_in_place(tico, tmp_path):
     src = tico / "nb.src"
     src.write_text("L' OMS a publié .\n", encoding="utf-8")
     nb = tico / "nb"
-    nb.write_text("0 ||| the who |0-1| published |2-3| . |4-4|  ||| LM0= -1 TM0= -2 ||| -3.5 ||| 0-1=0-1 2-3=2 4=3 "
-                  "||| 0-0 1-1 \n"
-                  "0 ||| who published . |0-4|  ||| LM0= -1 TM0= -2 ||| -4.5\n", encoding="utf-8")
+    nb.write_text(
+        "0 ||| the who |0-1| published |2-3| . |4-4|  ||| LM0= -1 TM0= -2 ||| -3.5 ||| 0-1=0-1 2-3=2 4=3 "
+        "||| 0-0 1-1 \n"
+        "0 ||| who published . |0-4|  ||| LM0= -1 TM0= -2 ||| -4.5\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "out"
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--trace", str(nb),
-                 "--nbest", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "recase",
+                "--model",
+                str(tico / "model"),
+                "--source",
+                str(src),
+                "--trace",
+                str(nb),
+                "--nbest",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("0 ||| The ")
     assert lines[0].endswith(" ||| LM0= -1 TM0= -2 ||| -3.5 ||| 0-1=0-1 2-3=2 4=3 ||| 0-0 1-1 ")
@@ -94,15 +149,18 @@ def test_nbest_is_recased_in_place(tico, tmp_path):
 
 
 def test_triples_input_and_explain(tico, tmp_path):
-    t = Triple(0, ["Le", "Canada", "et", "l'", "OMS"], ["canada", "and", "the", "who"],
-               phrases=[(0, 1, 0, 0), (2, 2, 1, 1), (3, 4, 2, 3)])
+    t = Triple(
+        0,
+        ["Le", "Canada", "et", "l'", "OMS"],
+        ["canada", "and", "the", "who"],
+        phrases=[(0, 1, 0, 0), (2, 2, 1, 1), (3, 4, 2, 3)],
+    )
     f = tmp_path / "t.jsonl"
     f.write_text(t.dumps() + "\n", encoding="utf-8")
     out = tmp_path / "out"
     assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").split()[0] == "Canada"
-    assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "--explain",
-                 "-o", str(out)]) == 0
+    assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "--explain", "-o", str(out)]) == 0
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x]
     assert next(r["chosen"] for r in rows) == "Canada"
     assert {"lm", "initial"} <= set(rows[0]["features"])
@@ -111,8 +169,25 @@ def test_triples_input_and_explain(tico, tmp_path):
 
 _token = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=8),
-    st.sampled_from(["&amp;", "&#124;", "&quot;", "http://who.int/Covid", "/home/DOC", "ß", "İstanbul", "ΟΔΟΣ",
-                     "σοφός", "word|FACTOR", "<b>", "2020", "covid-19", "ǆemal", "ﬁne"]),
+    st.sampled_from(
+        [
+            "&amp;",
+            "&#124;",
+            "&quot;",
+            "http://who.int/Covid",
+            "/home/DOC",
+            "ß",
+            "İstanbul",
+            "ΟΔΟΣ",
+            "σοφός",
+            "word|FACTOR",
+            "<b>",
+            "2020",
+            "covid-19",
+            "ǆemal",
+            "ﬁne",
+        ]
+    ),
 )
 
 
@@ -162,12 +237,26 @@ def test_output_is_deterministic_across_runs_and_threads(tico, tmp_path):
     outs = []
     for threads in (1, 2, 3, 1):
         out = tmp_path / f"out{len(outs)}"
-        assert main(["-q", "recase", "--model", str(tico / "model"), "--input", str(inp),
-                     "--threads", str(threads), "-o", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "recase",
+                    "--model",
+                    str(tico / "model"),
+                    "--input",
+                    str(inp),
+                    "--threads",
+                    str(threads),
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         outs.append(out.read_bytes())
     assert len(set(outs)) == 1
     assert len(outs[0].decode().splitlines()) == len(lines)
-
 
 
 def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
@@ -184,8 +273,23 @@ def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
     outs = []
     for threads in (1, 2):
         out = tmp_path / f"o{threads}"
-        assert main(["-q", "recase", "--model", str(tico / "model"), "--triples", str(f), "--threads", str(threads),
-                     "-o", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "recase",
+                    "--model",
+                    str(tico / "model"),
+                    "--triples",
+                    str(f),
+                    "--threads",
+                    str(threads),
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
 
@@ -201,14 +305,24 @@ def test_the_console_command_flushes_its_output_and_exit_code(tico, tmp_path):
     # as a process of its own, the command leaves with os._exit (cli.exit_now): piped output must be whole
     model, lc = str(tico / "model"), tico / "test.lc.en"
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout block-buffered
-    out = subprocess.run([sys.executable, "-m", "moses_recaser.cli.main", "-q", "recase", "--model", model, "--input", "-"],
-                         input=lc.read_text(encoding="utf-8"), capture_output=True, text=True, check=False,
-                         env=buffered)
+    out = subprocess.run(
+        [sys.executable, "-m", "moses_recaser.cli.main", "-q", "recase", "--model", model, "--input", "-"],
+        input=lc.read_text(encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        check=False,
+        env=buffered,
+    )
     want = tmp_path / "want.en"
     assert main(["-q", "recase", "--model", model, "--input", str(lc), "-o", str(want)]) == 0
     assert out.returncode == 0 and out.stdout == want.read_text(encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "moses_recaser.cli.main", "recase", "--model", str(tmp_path / "none"),
-                          "--input", "-"], input="x\n", capture_output=True, text=True, check=False)
+    bad = subprocess.run(
+        [sys.executable, "-m", "moses_recaser.cli.main", "recase", "--model", str(tmp_path / "none"), "--input", "-"],
+        input="x\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert bad.returncode == 2 and "model not found" in bad.stderr
 
 
@@ -216,8 +330,14 @@ _chars = st.sampled_from(["a", "A", "σ", "Σ", "ς", "i", "İ", "ı", "I", "ß"
 _sentence = st.lists(st.lists(_chars, min_size=1, max_size=4).map("".join), max_size=4)
 
 
-@given(st.lists(st.tuples(_sentence, st.lists(st.sampled_from(["same", "upper", "lower", "swap", "drop"]),
-                                               min_size=4, max_size=4)), max_size=4))
+@given(
+    st.lists(
+        st.tuples(
+            _sentence, st.lists(st.sampled_from(["same", "upper", "lower", "swap", "drop"]), min_size=4, max_size=4)
+        ),
+        max_size=4,
+    )
+)
 def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
     from moses_recaser.model.recaser import check_case_only_all
 
@@ -225,12 +345,14 @@ def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
     for sent, how in cases:
         out = []
         for tok, h in zip(sent, how):
-            out.append({"same": tok, "upper": tok.upper(), "lower": tok.lower(), "swap": tok.swapcase(),
-                        "drop": tok[1:]}[h])
+            out.append(
+                {"same": tok, "upper": tok.upper(), "lower": tok.lower(), "swap": tok.swapcase(), "drop": tok[1:]}[h]
+            )
         inputs.append(sent)
         outputs.append(out)
-    ok = all(len(i) == len(o) and all(casing.is_recasing_of(b, a) for a, b in zip(i, o))
-             for i, o in zip(inputs, outputs))
+    ok = all(
+        len(i) == len(o) and all(casing.is_recasing_of(b, a) for a, b in zip(i, o)) for i, o in zip(inputs, outputs)
+    )
     if ok:
         check_case_only_all(inputs, outputs)
     else:

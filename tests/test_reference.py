@@ -19,14 +19,19 @@ def test_matched_words_take_the_reference_form_and_the_rest_stay_undecided():
 
 
 def test_a_word_moved_to_a_sentence_start_is_capitalized_and_one_moved_away_is_undecided():
-    assert carry_case(["he", "left", "yesterday", "."], ["Yesterday", ",", "he", "left", "."]) == \
-        ["He", "left", None, "."]
-    assert carry_case(["yesterday", "he", "left", "."], ["He", "left", "yesterday", "."]) == \
-        [None, None, "left", "."]
+    assert carry_case(["he", "left", "yesterday", "."], ["Yesterday", ",", "he", "left", "."]) == [
+        "He",
+        "left",
+        None,
+        ".",
+    ]
+    assert carry_case(["yesterday", "he", "left", "."], ["He", "left", "yesterday", "."]) == [None, None, "left", "."]
 
 
-@given(st.lists(st.sampled_from(["a", "A", "the", "The", "Paris", "paris", ".", "NATO", "x"]), max_size=8),
-       st.lists(st.sampled_from(["a", "A", "the", "The", "Paris", "paris", ".", "NATO", "x"]), max_size=8))
+@given(
+    st.lists(st.sampled_from(["a", "A", "the", "The", "Paris", "paris", ".", "NATO", "x"]), max_size=8),
+    st.lists(st.sampled_from(["a", "A", "the", "The", "Paris", "paris", ".", "NATO", "x"]), max_size=8),
+)
 def test_carried_forms_are_recasings_of_the_output(out, ref):
     out = [casing.lower(w) for w in out]
     got = carry_case(out, ref)

@@ -49,8 +49,25 @@ def test_merged_shards_equal_single_pass(bitext, tmp_path, n_shards):
 def test_incomplete_shard_set(bitext, tmp_path, capsys):
     d = bitext
     out = tmp_path / "s1.npz"
-    assert main(["-q", "count", "--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a"),
-                 "--shard", "1/2", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "count",
+                "--src",
+                str(d / "f"),
+                "--tgt",
+                str(d / "e"),
+                "--alignment",
+                str(d / "a"),
+                "--shard",
+                "1/2",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert main(["merge", str(out), "--model", str(tmp_path / "m")]) == 2
     assert "shards 1..N" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
@@ -70,10 +87,20 @@ def dev(bitext, tico) -> list[str]:
     dev_src = (tico / "dev.fr").read_text(encoding="utf-8").splitlines()
     dev_tgt = (tico / "dev.en").read_text(encoding="utf-8").splitlines()
     path = bitext / "dev.a"
-    path.write_text("".join(format_links(a) + "\n" for a in align([x.split() for x in dev_src],
-                                                                  [x.split() for x in dev_tgt])), encoding="utf-8")
-    return ["--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--dev-alignment", str(path),
-            "--max-iter", "30"]
+    path.write_text(
+        "".join(format_links(a) + "\n" for a in align([x.split() for x in dev_src], [x.split() for x in dev_tgt])),
+        encoding="utf-8",
+    )
+    return [
+        "--dev-src",
+        str(tico / "dev.fr"),
+        "--dev-tgt",
+        str(tico / "dev.en"),
+        "--dev-alignment",
+        str(path),
+        "--max-iter",
+        "30",
+    ]
 
 
 def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, dev, tmp_path):
@@ -98,8 +125,12 @@ def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
     d = bitext
     common = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a"), *dev]
     assert main(["-q", "train", *common, "--model", str(tmp_path / "one")]) == 0
-    proc = subprocess.run([CLI, "-q", "train", *common, "--jobs", "2", "--model", str(tmp_path / "two")],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [CLI, "-q", "train", *common, "--jobs", "2", "--model", str(tmp_path / "two")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
     one, two = read_manifest(tmp_path / "one"), read_manifest(tmp_path / "two")
@@ -107,8 +138,9 @@ def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
 
 
 def test_train_needs_a_bitext_or_statistics(tico, capsys):
-    assert main(["train", "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"),
-                 "--model", "never"]) == 2
+    assert (
+        main(["train", "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--model", "never"]) == 2
+    )
     assert "--stats" in capsys.readouterr().err
 
 
@@ -126,7 +158,20 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))
     doc["format_version"] = 2
     manifest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    assert main(["train", "--stats", str(tmp_path / "stats"), *dev, "--dev-alignment", str(d / "a"),
-                 "--model", str(tmp_path / "m")]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--stats",
+                str(tmp_path / "stats"),
+                *dev,
+                "--dev-alignment",
+                str(d / "a"),
+                "--model",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 2
+    )
     assert "written by an older moses-recaser" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()

@@ -18,8 +18,9 @@ def model(tmp_path):
     lm = tmp_path / "toy.arpa"
     lm.write_text("\\data\\\nngram 1=1\n\n\\1-grams:\n-1\t<unk>\n\n\\end\\\n", encoding="utf-8")
     tables = Tables.from_counts(count_triples(TOY))
-    return write_model(tmp_path / "model", settings={"lm_order": 3}, signature="sig", writers=[tables.save],
-                       copy_files={"lm.arpa": lm}), tables
+    return write_model(
+        tmp_path / "model", settings={"lm_order": 3}, signature="sig", writers=[tables.save], copy_files={"lm.arpa": lm}
+    ), tables
 
 
 def test_round_trip(model):

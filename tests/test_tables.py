@@ -83,7 +83,9 @@ def test_tables_round_trip_with_their_packed_pairs(tables, tmp_path):
         f = np.repeat(np.arange(-1, len(a.src_vocab)), len(a.tgt_vocab) + 1)
         e = np.tile(np.arange(-1, len(a.tgt_vocab)), len(a.src_vocab) + 1)
         assert (a.probs(f, e) == b.probs(f, e)).all()
-        listed = {(a.src_vocab[k // len(a.tgt_vocab)], a.tgt_vocab[k % len(a.tgt_vocab)]) for k in a.pairs.keys().tolist()}
+        listed = {
+            (a.src_vocab[k // len(a.tgt_vocab)], a.tgt_vocab[k % len(a.tgt_vocab)]) for k in a.pairs.keys().tolist()
+        }
         for fi, ei in zip(f.tolist(), e.tolist()):  # a listed pair's count, an unlisted one's none
             if fi >= 0 and ei >= 0:
                 assert (b.count(a.src_vocab[fi], a.tgt_vocab[ei]) > 0) == ((a.src_vocab[fi], a.tgt_vocab[ei]) in listed)

@@ -43,10 +43,17 @@ def test_zip_readers_reports_the_longer_file(tmp_path):
     assert f"{a} has only 2 lines" in err.value.reason
 
 
-@pytest.mark.parametrize("line,tokens", [
-    ("a b", ["a", "b"]), ("  a\t\tb  ", ["a", "b"]), ("", []), (" \t ", []),
-    ("a\u3000b", ["a\u3000b"]), ("a\u2009b", ["a\u2009b"]),
-])
+@pytest.mark.parametrize(
+    "line,tokens",
+    [
+        ("a b", ["a", "b"]),
+        ("  a\t\tb  ", ["a", "b"]),
+        ("", []),
+        (" \t ", []),
+        ("a\u3000b", ["a\u3000b"]),
+        ("a\u2009b", ["a\u2009b"]),
+    ],
+)
 def test_split_tokens(line, tokens):
     assert split_tokens(line) == tokens
 

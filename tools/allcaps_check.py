@@ -38,16 +38,36 @@ def main() -> int:
     print("|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "source.upper"
-        src.write_text("".join(" ".join(map(upper_all, x.split())) + "\n" for x in read_lines(args.source)),
-                       encoding="utf-8")
+        src.write_text(
+            "".join(" ".join(map(upper_all, x.split())) + "\n" for x in read_lines(args.source)), encoding="utf-8"
+        )
         for spec in args.system:
             name, _, where = spec.partition("=")
             model, _, tree = where.partition("@")
             env = {**os.environ, **({"PYTHONPATH": tree} if tree else {})}
             out = Path(tmp) / f"{name}.out"
-            subprocess.run([sys.executable, "-P", "-c", "from moses_recaser.cli.main import main; raise SystemExit(main())",
-                            "-q", "recase", "--model", model, "--source", str(src), "--input", str(args.input),
-                            "--input-alignment", str(args.input_alignment), "-o", str(out)], check=True, env=env)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-P",
+                    "-c",
+                    "from moses_recaser.cli.main import main; raise SystemExit(main())",
+                    "-q",
+                    "recase",
+                    "--model",
+                    model,
+                    "--source",
+                    str(src),
+                    "--input",
+                    str(args.input),
+                    "--input-alignment",
+                    str(args.input_alignment),
+                    "-o",
+                    str(out),
+                ],
+                check=True,
+                env=env,
+            )
             hyp = [x.split() for x in read_lines(out)]
             pairs = [(h, r) for hs, rs in zip(hyp, ref) for h, r in zip(hs, rs)]
             words = 100 * sum(h == r for h, r in pairs) / len(pairs)

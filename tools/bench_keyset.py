@@ -40,12 +40,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    print("| keys | packed B/key | sorted int64 B/key | packed lookup s | binary search s | ratio |\n"
-          "|---|---|---|---|---|---|")
+    print(
+        "| keys | packed B/key | sorted int64 B/key | packed lookup s | binary search s | ratio |\n"
+        "|---|---|---|---|---|---|"
+    )
     for n in (int(x) for x in args.sizes.split(",")):
         keys = ngram_keys(n, args.vocab, rng)
         packed, order = KeySet.pack(keys)
-        query = np.concatenate([rng.choice(keys, 500_000), rng.integers(0, args.vocab ** 3, 500_000)])
+        query = np.concatenate([rng.choice(keys, 500_000), rng.integers(0, args.vocab**3, 500_000)])
         rng.shuffle(query)
         pos, found = packed.find(query)
         at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)

@@ -75,7 +75,9 @@ def main() -> None:
     print(f"{'stage':<8} {'wall s':>8} {'peak RSS MiB':>13}")
     for r in rows:
         print(f"{r['stage']:<8} {r['wall_s']:>8.1f} {r['peak_rss_mib']:>13.0f}")
-    print(f"tables + LM: {stats_wall:.1f} s (goal <= 60 s), per 1M words: {stats_wall / ((words + swords) / 1e6):.1f} s")
+    print(
+        f"tables + LM: {stats_wall:.1f} s (goal <= 60 s), per 1M words: {stats_wall / ((words + swords) / 1e6):.1f} s"
+    )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"source_tokens": swords, "target_tokens": words, "stages": rows}, indent=1))
 

@@ -94,7 +94,7 @@ def test_set(work: Path, data_root: Path, base: Path) -> dict[str, Path]:
     fr = [" ".join(tokenizer("fr")(x)) for x in read_lines(raw / "newstest2014.fr")]
     en = [" ".join(tokenizer("en")(x)) for x in read_lines(raw / "newstest2014.en")]
     bfr, ben = list(read_lines(base / "base.fr")), list(read_lines(base / "base.en"))
-    links = align([x.split() for x in bfr + fr], [x.split() for x in ben + en])[len(bfr):]
+    links = align([x.split() for x in bfr + fr], [x.split() for x in ben + en])[len(bfr) :]
     out["fr"].write_text("".join(x + "\n" for x in fr), encoding="utf-8")
     out["en"].write_text("".join(x + "\n" for x in en), encoding="utf-8")
     out["lc.en"].write_text("".join(x.lower() + "\n" for x in en), encoding="utf-8")
@@ -111,10 +111,14 @@ def words(path: Path) -> int:
 
 
 def load_seconds(model: Path) -> float:
-    code = ("import time\nfrom moses_recaser.model.recaser import Recaser\nt = time.perf_counter()\n"
-            f"Recaser({str(model)!r})\nprint(time.perf_counter() - t)")
-    times = [float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                  text=True).stdout) for _ in range(3)]
+    code = (
+        "import time\nfrom moses_recaser.model.recaser import Recaser\nt = time.perf_counter()\n"
+        f"Recaser({str(model)!r})\nprint(time.perf_counter() - t)"
+    )
+    times = [
+        float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+        for _ in range(3)
+    ]
     return statistics.median(times)
 
 
@@ -141,9 +145,25 @@ def main() -> int:
     rows = []
     for corpus in args.corpus:
         out = args.work / corpus.name
-        cmd = [str(BIN / "moses-recaser-ems"), "-q", "train", "-dir", str(out), "-corpus", str(corpus / "corpus.en"),
-               "-source-corpus", str(corpus / "corpus.fr"), "-alignment", str(corpus / "corpus.align"),
-               "-config", str(out / "pointer"), "-cores", str(args.cores), "-dev-size", "2000"]
+        cmd = [
+            str(BIN / "moses-recaser-ems"),
+            "-q",
+            "train",
+            "-dir",
+            str(out),
+            "-corpus",
+            str(corpus / "corpus.en"),
+            "-source-corpus",
+            str(corpus / "corpus.fr"),
+            "-alignment",
+            str(corpus / "corpus.align"),
+            "-config",
+            str(out / "pointer"),
+            "-cores",
+            str(args.cores),
+            "-dev-size",
+            "2000",
+        ]
         if args.lmplz:
             cmd += ["-lmplz", args.lmplz]
         if args.mono:
@@ -152,28 +172,59 @@ def main() -> int:
         model = out / "model"
         size = sum(p.stat().st_size for p in model.iterdir()) / 2**20
         recased = args.work / f"recased.{corpus.name}.en"
-        recase_s, recase_mib = run_measured([str(BIN / "moses-recaser"), "-q", "recase", "--model", str(model),
-                                             "--source", str(test["fr"]), "--input", str(test["lc.en"]),
-                                             "--input-alignment", str(test["align"]), "-o", str(recased)])
+        recase_s, recase_mib = run_measured(
+            [
+                str(BIN / "moses-recaser"),
+                "-q",
+                "recase",
+                "--model",
+                str(model),
+                "--source",
+                str(test["fr"]),
+                "--input",
+                str(test["lc.en"]),
+                "--input-alignment",
+                str(test["align"]),
+                "-o",
+                str(recased),
+            ]
+        )
         from moses_recaser.harness.metrics import case_scores_of_files
 
-        row = {"corpus": corpus.name, "words": words(corpus / "corpus.en"), "source_words": words(corpus / "corpus.fr"),
-               "mono_words": words(corpus / "mono.en") if args.mono else 0, "train_s": train_s,
-               "train_peak_mib": train_mib, "model_mib": size, "load_s": load_seconds(model), "recase_s": recase_s,
-               "recase_peak_mib": recase_mib,
-               "precision": case_scores_of_files(str(recased), str(test["en"])).precision}
+        row = {
+            "corpus": corpus.name,
+            "words": words(corpus / "corpus.en"),
+            "source_words": words(corpus / "corpus.fr"),
+            "mono_words": words(corpus / "mono.en") if args.mono else 0,
+            "train_s": train_s,
+            "train_peak_mib": train_mib,
+            "model_mib": size,
+            "load_s": load_seconds(model),
+            "recase_s": recase_s,
+            "recase_peak_mib": recase_mib,
+            "precision": case_scores_of_files(str(recased), str(test["en"])).precision,
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print("\n| target words | source words | train wall s | train peak RSS MiB | model MiB | model load s | "
-          "recase wall s | recase peak RSS MiB | precision % |\n|---|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| target words | source words | train wall s | train peak RSS MiB | model MiB | model load s | "
+        "recase wall s | recase peak RSS MiB | precision % |\n|---|---|---|---|---|---|---|---|---|"
+    )
     for r in rows:
-        print(f"| {r['words']:,} | {r['source_words']:,} | {r['train_s']:.0f} | {r['train_peak_mib']:.0f} | "
-              f"{r['model_mib']:.0f} | {r['load_s']:.2f} | {r['recase_s']:.1f} | {r['recase_peak_mib']:.0f} | "
-              f"{100 * r['precision']:.2f} |")
+        print(
+            f"| {r['words']:,} | {r['source_words']:,} | {r['train_s']:.0f} | {r['train_peak_mib']:.0f} | "
+            f"{r['model_mib']:.0f} | {r['load_s']:.2f} | {r['recase_s']:.1f} | {r['recase_peak_mib']:.0f} | "
+            f"{100 * r['precision']:.2f} |"
+        )
     if len(rows) > 1:
         xs = [r["words"] / 1e6 for r in rows]
-        for key, unit in (("train_s", "s"), ("train_peak_mib", "MiB"), ("model_mib", "MiB"), ("load_s", "s"),
-                          ("recase_peak_mib", "MiB")):
+        for key, unit in (
+            ("train_s", "s"),
+            ("train_peak_mib", "MiB"),
+            ("model_mib", "MiB"),
+            ("load_s", "s"),
+            ("recase_peak_mib", "MiB"),
+        ):
             a, b = fit(xs, [r[key] for r in rows])
             print(f"fit {key}: {a:.1f} {unit} + {b:.2f} {unit} per 1M words")
     if args.json:

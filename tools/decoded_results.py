@@ -43,10 +43,19 @@ TRAIN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "ne
 SETS = {"train": TRAIN, "dev": ["newstest2013"], "test": ["newstest2014"]}
 # cased English news that is neither training, dev nor test data of either pair (all of 2015 and later): the
 # monolingual text a Moses system's LM would also see
-MONO = {"de-en": ["newstest2015", "newstest2016", "newstest2017", "newstest2018", "newstest2019", "newstest2020",
-                  "newstestB2020"],
-        "zh-en": ["newstest2017", "newstest2018", "newstest2019", "newstest2020", "newstest2021", "newstestB2020"],
-        "fr-en": ["newsdiscusstest2015"]}
+MONO = {
+    "de-en": [
+        "newstest2015",
+        "newstest2016",
+        "newstest2017",
+        "newstest2018",
+        "newstest2019",
+        "newstest2020",
+        "newstestB2020",
+    ],
+    "zh-en": ["newstest2017", "newstest2018", "newstest2019", "newstest2020", "newstest2021", "newstestB2020"],
+    "fr-en": ["newsdiscusstest2015"],
+}
 
 
 def log(msg: str) -> None:
@@ -102,8 +111,13 @@ def mono_english(corpora: Path, work: Path) -> Path:
     if out.is_file():
         return out
     news = corpora / "wmt-newstest"
-    held = {x for pair in ("fr-en", "de-en") for name in ("dev", "test") for part in SETS[name]
-            for x in read_lines(news / pair / f"{part}.en")}
+    held = {
+        x
+        for pair in ("fr-en", "de-en")
+        for name in ("dev", "test")
+        for part in SETS[name]
+        for x in read_lines(news / pair / f"{part}.en")
+    }
     raw = [x for pair, parts in MONO.items() for p in parts for x in read_lines(news / pair / f"{p}.en")]
     kept = [x for x in dict.fromkeys(raw) if x.strip() and x not in held]
     log(f"monolingual English: {len(kept):,} lines of {len(raw):,}")
@@ -120,22 +134,57 @@ def moses_system(pair: str, moses: Path, d: Path, cores: int) -> Path:
     lm = d / "lm.bin"
     if not lm.is_file():
         with open(d / f"train.lc.{tgt}", "rb") as inp, open(d / "lm.arpa", "wb") as out:
-            subprocess.run([str(moses / "bin/lmplz"), "-o", "5", "-S", "20%", "-T", str(d),
-                            "--discount_fallback"], stdin=inp, stdout=out, stderr=subprocess.DEVNULL, check=True)
-        subprocess.run([str(moses / "bin/build_binary"), str(d / "lm.arpa"), str(lm)], check=True,
-                       stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [str(moses / "bin/lmplz"), "-o", "5", "-S", "20%", "-T", str(d), "--discount_fallback"],
+                stdin=inp,
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                check=True,
+            )
+        subprocess.run(
+            [str(moses / "bin/build_binary"), str(d / "lm.arpa"), str(lm)], check=True, stdout=subprocess.DEVNULL
+        )
     (d / "model").mkdir(exist_ok=True)
-    os.symlink(d / "train.align", d / "model" / "aligned.grow-diag-final-and") \
-        if not (d / "model" / "aligned.grow-diag-final-and").exists() else None
+    os.symlink(d / "train.align", d / "model" / "aligned.grow-diag-final-and") if not (
+        d / "model" / "aligned.grow-diag-final-and"
+    ).exists() else None
     for lang in (src, tgt):
         link = d / "model" / f"corpus.{lang}"
         if not link.exists():
             os.symlink(d / f"train.lc.{lang}", link)
-    cmd = [str(moses / "scripts/training/train-model.perl"), "-root-dir", str(d), "-model-dir", str(d / "model"),
-           "-corpus", str(d / "model" / "corpus"), "-f", src, "-e", tgt, "-alignment", "grow-diag-final-and",
-           "-alignment-file", str(d / "model" / "aligned"), "-first-step", "4", "-last-step", "9",
-           "-reordering", "msd-bidirectional-fe", "-lm", f"0:5:{lm}:8", "-external-bin-dir", str(moses / "bin"),
-           "-cores", str(cores), "-sort-buffer-size", "1G", "-sort-parallel", str(cores)]
+    cmd = [
+        str(moses / "scripts/training/train-model.perl"),
+        "-root-dir",
+        str(d),
+        "-model-dir",
+        str(d / "model"),
+        "-corpus",
+        str(d / "model" / "corpus"),
+        "-f",
+        src,
+        "-e",
+        tgt,
+        "-alignment",
+        "grow-diag-final-and",
+        "-alignment-file",
+        str(d / "model" / "aligned"),
+        "-first-step",
+        "4",
+        "-last-step",
+        "9",
+        "-reordering",
+        "msd-bidirectional-fe",
+        "-lm",
+        f"0:5:{lm}:8",
+        "-external-bin-dir",
+        str(moses / "bin"),
+        "-cores",
+        str(cores),
+        "-sort-buffer-size",
+        "1G",
+        "-sort-parallel",
+        str(cores),
+    ]
     with open(d / "train-model.log", "w") as out:
         subprocess.run(cmd, check=True, stdout=out, stderr=subprocess.STDOUT)
     return ini
@@ -146,10 +195,27 @@ def decode(moses: Path, ini: Path, d: Path, name: str, src: str, threads: int) -
     if out.is_file() and wa.is_file():
         return out, wa
     log(f"decoding {d.name} {name}")
-    with open(d / f"{name}.lc.{src}", "rb") as inp, open(str(out) + ".tmp", "wb") as fh, \
-            open(d / f"{name}.decode.log", "wb") as err:
-        subprocess.run([str(moses / "bin/moses"), "-f", str(ini), "-t", "-alignment-output-file", str(wa),
-                        "-threads", str(threads)], stdin=inp, stdout=fh, stderr=err, check=True)
+    with (
+        open(d / f"{name}.lc.{src}", "rb") as inp,
+        open(str(out) + ".tmp", "wb") as fh,
+        open(d / f"{name}.decode.log", "wb") as err,
+    ):
+        subprocess.run(
+            [
+                str(moses / "bin/moses"),
+                "-f",
+                str(ini),
+                "-t",
+                "-alignment-output-file",
+                str(wa),
+                "-threads",
+                str(threads),
+            ],
+            stdin=inp,
+            stdout=fh,
+            stderr=err,
+            check=True,
+        )
     os.rename(str(out) + ".tmp", out)
     return out, wa
 
@@ -159,12 +225,21 @@ def cli(tree: Path | None, *args: str) -> None:
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    subprocess.run([sys.executable, "-P", "-c", "from moses_recaser.cli.main import main; raise SystemExit(main())",
-                    "-q", *args], check=True, env=env)
+    subprocess.run(
+        [sys.executable, "-P", "-c", "from moses_recaser.cli.main import main; raise SystemExit(main())", "-q", *args],
+        check=True,
+        env=env,
+    )
 
 
-def recasers(pair: str, d: Path, versions: dict[str, Path | None], dev_out: tuple[Path, Path],
-             test_out: tuple[Path, Path], mono: Path) -> dict[str, Path]:
+def recasers(
+    pair: str,
+    d: Path,
+    versions: dict[str, Path | None],
+    dev_out: tuple[Path, Path],
+    test_out: tuple[Path, Path],
+    mono: Path,
+) -> dict[str, Path]:
     """Train each recaser and recase the test output with it; the recased files by system name."""
     src, tgt = pair.split("-")
     out: dict[str, Path] = {}
@@ -177,13 +252,40 @@ def recasers(pair: str, d: Path, versions: dict[str, Path | None], dev_out: tupl
             log(f"training recaser {name} for {pair}")
             extra = ["--dev-trace", str(dev_out[0]), "--dev-trace-alignment", str(dev_out[1])] if decoded else []
             extra += ["--mono", str(mono)] if with_mono else []
-            cli(tree, "train", "--src", str(d / f"train.tok.{src}"), "--tgt", str(d / f"train.tok.{tgt}"),
-                "--alignment", str(d / "train.align"), "--dev-src", str(d / f"dev.tok.{src}"),
-                "--dev-tgt", str(d / f"dev.tok.{tgt}"), "--dev-alignment", str(d / "dev.align"),
-                "--model", str(model), *extra)
+            cli(
+                tree,
+                "train",
+                "--src",
+                str(d / f"train.tok.{src}"),
+                "--tgt",
+                str(d / f"train.tok.{tgt}"),
+                "--alignment",
+                str(d / "train.align"),
+                "--dev-src",
+                str(d / f"dev.tok.{src}"),
+                "--dev-tgt",
+                str(d / f"dev.tok.{tgt}"),
+                "--dev-alignment",
+                str(d / "dev.align"),
+                "--model",
+                str(model),
+                *extra,
+            )
         if not recased.is_file():
-            cli(tree, "recase", "--model", str(model), "--source", str(d / f"test.tok.{src}"),
-                "--trace", str(test_out[0]), "--alignment", str(test_out[1]), "-o", str(recased))
+            cli(
+                tree,
+                "recase",
+                "--model",
+                str(model),
+                "--source",
+                str(d / f"test.tok.{src}"),
+                "--trace",
+                str(test_out[0]),
+                "--alignment",
+                str(test_out[1]),
+                "-o",
+                str(recased),
+            )
         out[name] = recased
     return out
 
@@ -221,8 +323,13 @@ def score(pair: str, d: Path, hyp: Path) -> dict[str, float]:
             if c is not None:
                 decided += 1
                 correct += w == c
-    return {"bleu": cased.score, "bleu_ci": ci.score, "precision": 100 * correct / max(decided, 1),
-            "decided_words": decided, "words": sum(map(len, hyps))}
+    return {
+        "bleu": cased.score,
+        "bleu_ci": ci.score,
+        "precision": 100 * correct / max(decided, 1),
+        "decided_words": decided,
+        "words": sum(map(len, hyps)),
+    }
 
 
 def table(results: dict) -> str:
@@ -231,8 +338,10 @@ def table(results: dict) -> str:
         bound = res["bound"]
         rows.append(f"| {pair} | case-insensitive bound | {bound:.2f} | | |")
         for name, s in res["systems"].items():
-            rows.append(f"| {pair} | {name} | {s['bleu']:.2f} | {bound - s['bleu']:.2f} | "
-                        f"{s['precision']:.2f} ({s['decided_words']:,}) |")
+            rows.append(
+                f"| {pair} | {name} | {s['bleu']:.2f} | {bound - s['bleu']:.2f} | "
+                f"{s['precision']:.2f} ({s['decided_words']:,}) |"
+            )
     return "\n".join(rows)
 
 
@@ -241,8 +350,13 @@ def main() -> int:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--moses-dir", type=Path, required=True, help="a built Moses (bin/moses, bin/lmplz, scripts/)")
     ap.add_argument("--pair", action="append", choices=["fr-en", "de-en"], help="default: both")
-    ap.add_argument("--version", action="append", default=[], metavar="NAME=TREE",
-                    help="also an older checkout, trained and run with its own defaults")
+    ap.add_argument(
+        "--version",
+        action="append",
+        default=[],
+        metavar="NAME=TREE",
+        help="also an older checkout, trained and run with its own defaults",
+    )
     ap.add_argument("--data-root", type=Path, default=SHARED / "corpora")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
@@ -261,13 +375,18 @@ def main() -> int:
         dev_out = decode(moses, ini, d, "dev", src, args.threads)
         test_out = decode(moses, ini, d, "test", src, args.threads)
         recased = recasers(pair, d, versions, dev_out, test_out, mono_english(args.data_root, args.work.resolve()))
-        systems = {"lowercase (no recasing)": d / "test.output.words",
-                   "trigram": trigram(pair, d, d / "model.after", test_out), **recased}
+        systems = {
+            "lowercase (no recasing)": d / "test.output.words",
+            "trigram": trigram(pair, d, d / "model.after", test_out),
+            **recased,
+        }
         if not systems["lowercase (no recasing)"].is_file():
             from moses_recaser.moses.trace import read_trace
 
-            write_lines(systems["lowercase (no recasing)"],
-                        [" ".join(t.target) for t in read_trace(str(d / f"test.tok.{src}"), str(test_out[0]))])
+            write_lines(
+                systems["lowercase (no recasing)"],
+                [" ".join(t.target) for t in read_trace(str(d / f"test.tok.{src}"), str(test_out[0]))],
+            )
         scored = {name: score(pair, d, path) for name, path in systems.items()}
         results[pair] = {"bound": scored["after"]["bleu_ci"], "systems": scored}
     (args.work / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")

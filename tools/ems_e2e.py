@@ -40,8 +40,12 @@ def build_moses(target: Path) -> Path:
     tarball = next((SHARED / "moses").glob("mosesdecoder-*.tar.xz"))
     print(f"building Moses in {tree} (15-25 minutes)", flush=True)
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(target)], check=True)
-    subprocess.run(["./bjam", f"-j{os.cpu_count() or 2}", "-q", "--with-boost=/usr"], cwd=tree, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["./bjam", f"-j{os.cpu_count() or 2}", "-q", "--with-boost=/usr"],
+        cwd=tree,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return tree
 
 
@@ -62,7 +66,9 @@ def system_config(moses: Path, work: Path, data: Path) -> str:
     from (still truecasing, as config.toy does)."""
     text = (moses / "scripts/ems/example/config.toy").read_text(encoding="utf-8")
     subs = {
-        "working-dir": str(work), "moses-src-dir": str(moses), "external-bin-dir": str(moses / "bin"),
+        "working-dir": str(work),
+        "moses-src-dir": str(moses),
+        "external-bin-dir": str(moses / "bin"),
         "cores": str(os.cpu_count() or 2),
     }
     for key, value in subs.items():
@@ -73,10 +79,12 @@ def system_config(moses: Path, work: Path, data: Path) -> str:
     # EMS's own eflomal step aligns (GIZA++ is not in the Moses source); its settings must not be empty
     text = text.replace("[TRAINING]\n", '[TRAINING]\neflomal-settings = "-m 3"\n', 1)
     # the test set as raw text, scored tokenized and with sacrebleu, cased and case-insensitive
-    evaluation = (f"raw-input = {data}/test.fr\nraw-reference = {data}/test.en\n"
-                  'multi-bleu = "$moses-script-dir/generic/multi-bleu.perl -lc"\n'
-                  "multi-bleu-c = $moses-script-dir/generic/multi-bleu.perl\n"
-                  f'sacre-bleu = "{BIN}/sacrebleu -lc -f text"\nsacre-bleu-c = "{BIN}/sacrebleu -f text"\n')
+    evaluation = (
+        f"raw-input = {data}/test.fr\nraw-reference = {data}/test.en\n"
+        'multi-bleu = "$moses-script-dir/generic/multi-bleu.perl -lc"\n'
+        "multi-bleu-c = $moses-script-dir/generic/multi-bleu.perl\n"
+        f'sacre-bleu = "{BIN}/sacrebleu -lc -f text"\nsacre-bleu-c = "{BIN}/sacrebleu -f text"\n'
+    )
     text = re.sub(r"(?m)^\[EVALUATION:test\]\n(?:(?!\[).*\n)*", "[EVALUATION:test]\n" + evaluation + "\n", text)
     text = re.sub(r"(?m)^(nist-bleu|nist-bleu-c|wrapping-script) = .*$", r"#\g<0>", text)
     return text
@@ -109,14 +117,29 @@ def run(args: argparse.Namespace, exp: Path) -> None:
     ems = str(BIN / "moses-recaser-ems")
     meta, config = args.work / "recaser.meta", args.work / "config.recaser"
     # docs/ems.md, steps 1-3
-    subprocess.run([ems, "meta", "--moses-meta", str(moses / "scripts/ems/experiment.meta"), "-o", str(meta)],
-                   check=True)
+    subprocess.run(
+        [ems, "meta", "--moses-meta", str(moses / "scripts/ems/experiment.meta"), "-o", str(meta)], check=True
+    )
     subprocess.run([ems, "config", "--merge", str(toy), "--stock-set", "-o", str(config)], check=True)
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     with open(args.work / "experiment.log", "w") as log:
-        subprocess.run(["perl", str(moses / "scripts/ems/experiment.perl"), "-config", str(config.resolve()),
-                        "-meta", str(meta.resolve()), "-exec", "-no-graph"], cwd=exp, env=env, check=True, stdout=log,
-                       stderr=subprocess.STDOUT)
+        subprocess.run(
+            [
+                "perl",
+                str(moses / "scripts/ems/experiment.perl"),
+                "-config",
+                str(config.resolve()),
+                "-meta",
+                str(meta.resolve()),
+                "-exec",
+                "-no-graph",
+            ],
+            cwd=exp,
+            env=env,
+            check=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def main() -> int:
@@ -138,8 +161,12 @@ def main() -> int:
     seconds = (steps / "REPORTING_report.1.DONE").stat().st_mtime - (steps / "config.1").stat().st_mtime
     got = scores(exp, ["test", "test-stock"])
     ours, stock = got["test"], got["test-stock"]
-    result = {"seconds": seconds, "steps": len(list((exp / "steps" / "1").glob("*.DONE"))), "scores": got,
-              "report": (exp / "evaluation" / "report.1").read_text(encoding="utf-8")}
+    result = {
+        "seconds": seconds,
+        "steps": len(list((exp / "steps" / "1").glob("*.DONE"))),
+        "scores": got,
+        "report": (exp / "evaluation" / "report.1").read_text(encoding="utf-8"),
+    }
     (args.work / "result.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"EMS run: {result['steps']} steps in {seconds:.0f} s; newstest2014 fr->en, first {args.test_lines} lines")
     print(f"\nEMS's report (evaluation/report.1):\n{result['report']}")
@@ -147,9 +174,11 @@ def main() -> int:
     print(f"| moses-recaser (bilingual) | {ours['multi-bleu-c']:.2f} | {ours['sacre-bleu-c']:.2f} |")
     print(f"| Moses recase.perl (train-recaser.perl) | {stock['multi-bleu-c']:.2f} | {stock['sacre-bleu-c']:.2f} |")
     print(f"| case-insensitive (the bound) | {ours['multi-bleu']:.2f} | {ours['sacre-bleu']:.2f} |")
-    print(f"\ngap to the bound: {ours['multi-bleu'] - ours['multi-bleu-c']:.2f} (tokenized), "
-          f"{ours['sacre-bleu'] - ours['sacre-bleu-c']:.2f} (sacrebleu); over the stock recaser: "
-          f"{ours['multi-bleu-c'] - stock['multi-bleu-c']:.2f}, {ours['sacre-bleu-c'] - stock['sacre-bleu-c']:.2f}")
+    print(
+        f"\ngap to the bound: {ours['multi-bleu'] - ours['multi-bleu-c']:.2f} (tokenized), "
+        f"{ours['sacre-bleu'] - ours['sacre-bleu-c']:.2f} (sacrebleu); over the stock recaser: "
+        f"{ours['multi-bleu-c'] - stock['multi-bleu-c']:.2f}, {ours['sacre-bleu-c'] - stock['sacre-bleu-c']:.2f}"
+    )
     return 0
 
 

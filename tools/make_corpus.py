@@ -41,8 +41,16 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FR_EN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012",
-         "newstest2013", "newsdiscusstest2015"]
+FR_EN = [
+    "news-test2008",
+    "newssyscomb2009",
+    "newstest2009",
+    "newstest2010",
+    "newstest2011",
+    "newstest2012",
+    "newstest2013",
+    "newsdiscusstest2015",
+]
 MULTI30K = ["train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"]
 HEAPS = 0.55
 # the substitution rate (``substitution_rate``): its scale, and the exponent of its fall with the repetition,
@@ -119,7 +127,7 @@ def renaming(rare: list[str], rep: int, ratio: float) -> dict[str, str]:
     n^HEAPS (``ratio``: base types per rare type)."""
     if rep == 0:
         return {}
-    p = min(1.0, ratio * ((rep + 1) ** HEAPS - rep ** HEAPS))
+    p = min(1.0, ratio * ((rep + 1) ** HEAPS - rep**HEAPS))
     rng = random.Random(rep)
     return {w: renamed(w, rep) for w in rare if rng.random() < p}
 
@@ -127,7 +135,7 @@ def renaming(rare: list[str], rep: int, ratio: float) -> dict[str, str]:
 def substitution_rate(rep: int) -> float:
     """The share of eligible English words substituted in repetition ``rep`` (each substitution makes up to
     two new bigrams and three new trigrams, fewer as repetitions repeat each other's)."""
-    return 0.0 if rep == 0 else min(1.0, SUBSTITUTE * ((rep + 1) ** RATE - rep ** RATE))
+    return 0.0 if rep == 0 else min(1.0, SUBSTITUTE * ((rep + 1) ** RATE - rep**RATE))
 
 
 def classes(counts: Counter) -> dict[str, list[str]]:
@@ -141,8 +149,9 @@ def classes(counts: Counter) -> dict[str, list[str]]:
     return out
 
 
-def substituted(line: str, rng: random.Random, p: float, of_class: dict[str, str],
-                members: dict[str, list[str]]) -> str:
+def substituted(
+    line: str, rng: random.Random, p: float, of_class: dict[str, str], members: dict[str, list[str]]
+) -> str:
     """The line with each eligible word replaced, with probability ``p``, by another of its class."""
     words = line.split()
     for k, w in enumerate(words):
@@ -213,9 +222,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--words", type=int, required=True, help="target words of the bitext")
-    ap.add_argument("--ngrams", action="store_true",
-                    help="then print how words, bigrams and trigrams grow in the corpus' English and in the real "
-                         "English it is made from")
+    ap.add_argument(
+        "--ngrams",
+        action="store_true",
+        help="then print how words, bigrams and trigrams grow in the corpus' English and in the real "
+        "English it is made from",
+    )
     ap.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "corpora")
     ap.add_argument("--base", type=Path, help="a directory holding (or to hold) the tokenized, aligned base")
     args = ap.parse_args()
@@ -236,8 +248,12 @@ def main() -> int:
         (base / "mono.en").write_text("".join(x + "\n" for x in mono), encoding="utf-8")
         (base / "base.align").write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
     read = {side: (base / f"base.{side}").read_text(encoding="utf-8").splitlines() for side in ("fr", "en", "align")}
-    write(args.out, {"corpus.fr": read["fr"], "corpus.en": read["en"], "corpus.align": read["align"]},
-          args.words, "corpus.en")
+    write(
+        args.out,
+        {"corpus.fr": read["fr"], "corpus.en": read["en"], "corpus.align": read["align"]},
+        args.words,
+        "corpus.en",
+    )
     mono = (base / "mono.en").read_text(encoding="utf-8").splitlines()
     write(args.out, {"mono.en": mono}, args.words // 5, "mono.en")
     if args.ngrams:

@@ -26,13 +26,21 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
     t0 = time.monotonic()
-    proc = subprocess.run([args.python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
-                           "--hypothesis-show-statistics", *FILES], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [args.python, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *FILES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.monotonic() - t0
     out = proc.stdout
     examples = sum(int(n) for n in re.findall(r"- (\d+) passing, \d+ failing", out))
-    faults = re.findall(r"^PASSED tests/test_faults\.py::test_fault\[(.+)-(none|enospc|eacces|erofs|closed-stdout"
-                        r"|sigterm)\]$", out, re.M)
+    faults = re.findall(
+        r"^PASSED tests/test_faults\.py::test_fault\[(.+)-(none|enospc|eacces|erofs|closed-stdout"
+        r"|sigterm)\]$",
+        out,
+        re.M,
+    )
     injected = [f for f in faults if f[1] != "none"]
     hostile = len(re.findall(r"^PASSED tests/test_model_safety\.py::", out, re.M))
     failed = re.findall(r"^FAILED (\S+)", out, re.M)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Collect runs/<name>/results.json into the README's Results tables (paper Table 4 and Table 3 layout).
 
-    python tools/results_table.py [runs/fr-en runs/en-fr ...] > results.md
+python tools/results_table.py [runs/fr-en runs/en-fr ...] > results.md
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ def main(dirs: list[str]) -> None:
         s = r["full"]["systems"]
         c = r["full"].get("crf_vs_trigram", {})
         cells = [f"{100 * s[n]['precision']:.2f}" if n in s else "–" for n in ORDER]
-        print(f"| {r['name']} | {r['full']['test_words']:,} | " + " | ".join(cells)
-              + f" | {100 * c.get('relative_error_reduction', 0):.1f}%, {c.get('paired_bootstrap_p', 1):.3f} |")
+        print(
+            f"| {r['name']} | {r['full']['test_words']:,} | "
+            + " | ".join(cells)
+            + f" | {100 * c.get('relative_error_reduction', 0):.1f}%, {c.get('paired_bootstrap_p', 1):.3f} |"
+        )
     curves = [r for r in runs if r.get("learning_curve")]
     for r in curves:
         print(f"\nLearning curve, {r['name']} (precision %, test set as above):\n")
@@ -36,18 +39,25 @@ def main(dirs: list[str]) -> None:
     bleus = [r for r in runs if r.get("bleu")]
     if bleus:
         names = list(bleus[0]["bleu"]["mean_gap"])
-        print("\nEnd-to-end, WMT21 system outputs recased from lowercase: mean cased BLEU over systems, and the mean "
-              "gap to the case-insensitive upper bound (lower is better):\n")
+        print(
+            "\nEnd-to-end, WMT21 system outputs recased from lowercase: mean cased BLEU over systems, and the mean "
+            "gap to the case-insensitive upper bound (lower is better):\n"
+        )
         print("| pair | systems | " + " | ".join(f"{n}: BLEU / gap" for n in names) + " |")
         print("|---|---|" + "---|" * len(names))
         for r in bleus:
             b = r["bleu"]
-            print(f"| {b['pair']} | {len(b['systems'])} | "
-                  + " | ".join(f"{b['mean_bleu'][n]:.2f} / {b['mean_gap'][n]:.2f}" for n in names) + " |")
+            print(
+                f"| {b['pair']} | {len(b['systems'])} | "
+                + " | ".join(f"{b['mean_bleu'][n]:.2f} / {b['mean_gap'][n]:.2f}" for n in names)
+                + " |"
+            )
     for r in runs:
         if r.get("wmt21_curve"):
-            print(f"\nWMT21 {r['bleu']['pair']}: mean gap to the case-insensitive upper bound by training size "
-                  f"({r['name']} learning curve, the same aligned outputs):\n")
+            print(
+                f"\nWMT21 {r['bleu']['pair']}: mean gap to the case-insensitive upper bound by training size "
+                f"({r['name']} learning curve, the same aligned outputs):\n"
+            )
             print("| training words (bitext + monolingual) | trigram gap | CRF gap |")
             print("|---|---|---|")
             for p in r["wmt21_curve"]:

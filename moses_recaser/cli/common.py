@@ -22,23 +22,47 @@ log = logging.getLogger("moses_recaser")
 
 def add_trace_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("decoder output format")
-    g.add_argument("--trace-format", choices=sorted(FORMATS), default="trace",
-                   help="what --trace holds: " + "; ".join(f"{f.name}: {f.description}" for f in FORMATS.values()))
-    g.add_argument("--nbest", action="store_const", dest="trace_format", const="nbest",
-                   help="--trace is an n-best list (--trace-format nbest)")
-    g.add_argument("--unknown-prefix", metavar="UNK", default=None,
-                   help="strip this prefix from words the decoder marked unknown (-mark-unknown); off by default")
+    g.add_argument(
+        "--trace-format",
+        choices=sorted(FORMATS),
+        default="trace",
+        help="what --trace holds: " + "; ".join(f"{f.name}: {f.description}" for f in FORMATS.values()),
+    )
+    g.add_argument(
+        "--nbest",
+        action="store_const",
+        dest="trace_format",
+        const="nbest",
+        help="--trace is an n-best list (--trace-format nbest)",
+    )
+    g.add_argument(
+        "--unknown-prefix",
+        metavar="UNK",
+        default=None,
+        help="strip this prefix from words the decoder marked unknown (-mark-unknown); off by default",
+    )
     g.add_argument("--unknown-suffix", metavar="S", default="", help="the -unknown-word-suffix, if one was set")
-    g.add_argument("--factor-delimiter", metavar="D", default="|",
-                   help="output factor delimiter (default '|'); '' keeps words whole")
-    g.add_argument("--xml-input", action="store_true",
-                   help="the decoder input had XML markup (-xml-input inclusive/exclusive/ignore): strip it from "
-                        "the source before counting positions")
+    g.add_argument(
+        "--factor-delimiter",
+        metavar="D",
+        default="|",
+        help="output factor delimiter (default '|'); '' keeps words whole",
+    )
+    g.add_argument(
+        "--xml-input",
+        action="store_true",
+        help="the decoder input had XML markup (-xml-input inclusive/exclusive/ignore): strip it from "
+        "the source before counting positions",
+    )
 
 
 def trace_options(args: argparse.Namespace) -> TraceOptions:
-    return TraceOptions(unknown_prefix=args.unknown_prefix, unknown_suffix=args.unknown_suffix,
-                        factor_delimiter=args.factor_delimiter, xml_input=args.xml_input)
+    return TraceOptions(
+        unknown_prefix=args.unknown_prefix,
+        unknown_suffix=args.unknown_suffix,
+        factor_delimiter=args.factor_delimiter,
+        xml_input=args.xml_input,
+    )
 
 
 def _setup_logging(args: argparse.Namespace, prog: str) -> None:
@@ -80,8 +104,10 @@ def _flush_stdout() -> None:
 def _error(prog: str, message: str) -> None:
     """One line, whatever the message holds (a YAML parser's, say, spans several)."""
     if sys.stderr is not None:
-        print(f"{prog}: error: " + " ".join(part.strip() for part in message.splitlines() if part.strip()),
-              file=sys.stderr)
+        print(
+            f"{prog}: error: " + " ".join(part.strip() for part in message.splitlines() if part.strip()),
+            file=sys.stderr,
+        )
 
 
 def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.ArgumentParser], prog: str) -> int:
@@ -122,8 +148,9 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         return 2
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, with the traceback on request
         log.debug("traceback of the internal error", exc_info=True)
-        _error(prog, f"internal error (a bug; please report it, with the traceback -v prints): "
-                     f"{type(exc).__name__}: {exc}")
+        _error(
+            prog, f"internal error (a bug; please report it, with the traceback -v prints): {type(exc).__name__}: {exc}"
+        )
         return 3
 
 

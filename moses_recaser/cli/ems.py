@@ -32,21 +32,44 @@ def cmd_recase(args: argparse.Namespace) -> int:
     single_threaded_blas()
     from moses_recaser.ems import steps
 
-    steps.recase_step(steps.RecaseStep(infile=args.infile, model=args.model, output=args.output, moses=args.moses,
-                                       lang=args.lang, headline=args.headline, unbuffered=args.unbuffered,
-                                       source=args.source, trace=args.trace, alignment=args.alignment,
-                                       decoder_settings=args.decoder_settings or ""))
+    steps.recase_step(
+        steps.RecaseStep(
+            infile=args.infile,
+            model=args.model,
+            output=args.output,
+            moses=args.moses,
+            lang=args.lang,
+            headline=args.headline,
+            unbuffered=args.unbuffered,
+            source=args.source,
+            trace=args.trace,
+            alignment=args.alignment,
+            decoder_settings=args.decoder_settings or "",
+        )
+    )
     return 0
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.ems import steps
 
-    steps.train_step(steps.TrainStep(dir=args.dir, corpus=args.corpus, config=args.config,
-                                     source_corpus=args.source_corpus, alignment=args.alignment,
-                                     dev_size=args.dev_size, cores=args.cores, lm=args.lm, lm_order=args.lm_order,
-                                     lmplz=args.lmplz, lmplz_options=args.lmplz_options or "",
-                                     feature_set=args.features, mono=args.mono or []))
+    steps.train_step(
+        steps.TrainStep(
+            dir=args.dir,
+            corpus=args.corpus,
+            config=args.config,
+            source_corpus=args.source_corpus,
+            alignment=args.alignment,
+            dev_size=args.dev_size,
+            cores=args.cores,
+            lm=args.lm,
+            lm_order=args.lm_order,
+            lmplz=args.lmplz,
+            lmplz_options=args.lmplz_options or "",
+            feature_set=args.features,
+            mono=args.mono or [],
+        )
+    )
     return 0
 
 
@@ -84,8 +107,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         log.info("%s", note)
     problems = [n for n in notes if n.startswith("problem")]
     if problems:
-        raise RecaserError(f"{len(problems)} problem(s) keep this config from running the recaser (see above)",
-                           args.config)
+        raise RecaserError(
+            f"{len(problems)} problem(s) keep this config from running the recaser (see above)", args.config
+        )
     return 0
 
 
@@ -121,9 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "source", help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
     _flag(p, "trace", help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
     _flag(p, "alignment", help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
-    _flag(p, "decoder-settings", dest="decoder_settings",
-          help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
-               "-alignment file does not exist")
+    _flag(
+        p,
+        "decoder-settings",
+        dest="decoder_settings",
+        help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
+        "-alignment file does not exist",
+    )
     p.add_argument("-o", "--output", default="-", help="output (default stdout, as recase.perl)")
     p.set_defaults(func=cmd_recase, reads=("infile", "source", "trace", "headline"), writes=("output",))
 
@@ -133,16 +161,31 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "config", required=True, help="output: the file later steps receive as -model")
     _flag(p, "source-corpus", dest="source_corpus", help="cased tokenized source corpus, line-parallel")
     _flag(p, "alignment", help="word alignment of source and corpus (EMS: model/aligned.grow-diag-final-and)")
-    _flag(p, "dev-size", dest="dev_size", type=int, default=2000,
-          help="sentence pairs held out from the end of the corpus to train the CRF weights (at most 10%%)")
+    _flag(
+        p,
+        "dev-size",
+        dest="dev_size",
+        type=int,
+        default=2000,
+        help="sentence pairs held out from the end of the corpus to train the CRF weights (at most 10%%)",
+    )
     _flag(p, "cores", type=int, default=1, help="processes that count the corpus (EMS's cores)")
     _flag(p, "lm", help="an existing KenLM model of the cased target")
     _flag(p, "lmplz", help="KenLM's lmplz (EMS: $moses-bin-dir/lmplz): it estimates the cased LM, sorting on disk")
-    _flag(p, "lmplz-options", dest="lmplz_options",
-          help="more options for lmplz (default '-S 1G'; e.g. \"--prune 0 0 1 -S 2G\")")
-    _flag(p, "mono", action="append", metavar="FILE",
-          help="cased tokenized target-language text without a source (e.g. EMS's LM corpus), for the LM and "
-               "the case prior; repeatable")
+    _flag(
+        p,
+        "lmplz-options",
+        dest="lmplz_options",
+        help="more options for lmplz (default '-S 1G'; e.g. \"--prune 0 0 1 -S 2G\")",
+    )
+    _flag(
+        p,
+        "mono",
+        action="append",
+        metavar="FILE",
+        help="cased tokenized target-language text without a source (e.g. EMS's LM corpus), for the LM and "
+        "the case prior; repeatable",
+    )
     _flag(p, "lm-order", dest="lm_order", type=int, default=3)
     _flag(p, "features", default="full", choices=["paper", "full"])
     for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
@@ -154,11 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="the patched meta, for experiment.perl -meta")
     p.set_defaults(func=cmd_meta, reads=("moses_meta",), writes=("output",))
 
-    p = sub.add_parser("config", help="an EMS config switched to the bilingual recaser (lowercasing, [RECASING], "
-                                      "the decoder's -t and word links)")
+    p = sub.add_parser(
+        "config",
+        help="an EMS config switched to the bilingual recaser (lowercasing, [RECASING], "
+        "the decoder's -t and word links)",
+    )
     p.add_argument("--merge", required=True, metavar="CONFIG", help="a working EMS config (e.g. Moses' config.toy)")
-    p.add_argument("--stock-set", action="store_true",
-                   help="also recase the first evaluation set with Moses' recase.perl, for a comparison in one run")
+    p.add_argument(
+        "--stock-set",
+        action="store_true",
+        help="also recase the first evaluation set with Moses' recase.perl, for a comparison in one run",
+    )
     p.add_argument("-o", "--output", required=True, help="the new config, for experiment.perl -config")
     p.set_defaults(func=cmd_config, reads=("merge",), writes=("output",))
 

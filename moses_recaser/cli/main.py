@@ -29,8 +29,10 @@ def cmd_triples(args: argparse.Namespace) -> int:
     if args.target is not None:
         triples = read_aligned_bitext(args.source, args.target, args.alignment)
     else:
-        triples = (r.triple for r in _read(args.trace_format, Inputs(args.trace, args.source, args.alignment,
-                                                                       trace_options(args))))
+        triples = (
+            r.triple
+            for r in _read(args.trace_format, Inputs(args.trace, args.source, args.alignment, trace_options(args)))
+        )
     with atomic_output(args.output) as out:
         n = write_triples(triples, out)
     log.info("wrote %d triples", n)
@@ -85,8 +87,9 @@ def cmd_phrase_align(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import StatsSettings, write_statistics
 
-    settings = StatsSettings(lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize,
-                             alignment=args.alignment)
+    settings = StatsSettings(
+        lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize, alignment=args.alignment
+    )
     say(write_statistics(args.src, args.tgt, args.alignment, settings, args.model))
     return 0
 
@@ -118,10 +121,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.stats is None and (args.src is None or args.tgt is None):
         raise RecaserError("give the training bitext (--src and --tgt) or a statistics model (--stats)")
     settings = TrainSettings(
-        lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize, feature_set=args.features,
-        alignment_mode=args.phrase_features, sigma=args.sigma, max_iter=args.max_iter,
-        max_candidates=args.max_candidates, npa_seed=args.seed, heldout_sentences=args.heldout,
-        sigma_grid=tuple(args.sigma_grid or ()), monolingual=[str(Path(m).resolve()) for m in args.mono or ()],
+        lm_order=args.lm_order,
+        lm=args.lm,
+        symmetrization=args.symmetrize,
+        feature_set=args.features,
+        alignment_mode=args.phrase_features,
+        sigma=args.sigma,
+        max_iter=args.max_iter,
+        max_candidates=args.max_candidates,
+        npa_seed=args.seed,
+        heldout_sentences=args.heldout,
+        sigma_grid=tuple(args.sigma_grid or ()),
+        monolingual=[str(Path(m).resolve()) for m in args.mono or ()],
         npa_lengths=lengths_from_trace(args.lengths_source, args.lengths_trace) if args.lengths_trace else None,
         lmplz_options=args.lmplz_options or "",
     )
@@ -130,11 +141,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise RecaserError("--dev-trace-alignment goes with --dev-trace")
     dev_output = DecoderOutput(args.dev_trace, args.dev_trace_alignment) if args.dev_trace else None
     with tempdir() as work:
-        report = train(args.model, train=bitext, stats_model=args.stats,
-                       dev=Bitext(args.dev_src, args.dev_tgt, args.dev_alignment), settings=settings, work=Path(work),
-                       jobs=args.jobs, lmplz=args.lmplz, dev_output=dev_output)
-    log.info("dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s", 100 * report.gen_oracle, report.iterations,
-             ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
+        report = train(
+            args.model,
+            train=bitext,
+            stats_model=args.stats,
+            dev=Bitext(args.dev_src, args.dev_tgt, args.dev_alignment),
+            settings=settings,
+            work=Path(work),
+            jobs=args.jobs,
+            lmplz=args.lmplz,
+            dev_output=dev_output,
+        )
+    log.info(
+        "dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s",
+        100 * report.gen_oracle,
+        report.iterations,
+        ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
+    )
     say(read_manifest(args.model, verify=False).signature)
     return 0
 
@@ -182,8 +205,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from moses_recaser.harness.metrics import case_scores_of_files
 
     scores = case_scores_of_files(args.hyp, args.ref)
-    say(f"precision {100 * scores.precision:.2f}  cased-word F1 {100 * scores.f1:.2f}  "
-          f"words {scores.words}  errors {scores.words - scores.correct}")
+    say(
+        f"precision {100 * scores.precision:.2f}  cased-word F1 {100 * scores.f1:.2f}  "
+        f"words {scores.words}  errors {scores.words - scores.correct}"
+    )
     if args.confusion:
         say(scores.confusion_table())
     return 0
@@ -230,8 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--order", type=int, required=True, help="n-gram order (lmplz -o)")
     p.add_argument("--text", default="-", help="tokenized corpus, one sentence per line ('-': stdin)")
     p.add_argument("--arpa", required=True, help="output ARPA file ('-': stdout)")
-    p.add_argument("--discount-fallback", action="store_true",
-                   help="when discounts cannot be estimated (tiny corpus), use 0.5 1 1.5 as lmplz --discount_fallback")
+    p.add_argument(
+        "--discount-fallback",
+        action="store_true",
+        help="when discounts cannot be estimated (tiny corpus), use 0.5 1 1.5 as lmplz --discount_fallback",
+    )
     p.set_defaults(func=cmd_lm, reads=("text",), writes=("arpa",))
 
     p = sub.add_parser("align", help="word-align a tokenized bitext with eflomal and symmetrize")
@@ -279,57 +307,109 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="merge shard count files into a model (reduce step; same as 'stats')")
     p.add_argument("shards", nargs="+", help="count files of shards 1..N")
     p.add_argument("--model", required=True, help="output model directory")
-    p.add_argument("--discount-fallback", action=argparse.BooleanOptionalAction, default=True,
-                   help="lmplz's fallback discounts for tiny corpora (default on, as 'stats')")
+    p.add_argument(
+        "--discount-fallback",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="lmplz's fallback discounts for tiny corpora (default on, as 'stats')",
+    )
     p.set_defaults(func=cmd_merge, reads=("shards",), prints=True)
 
     p = sub.add_parser("train", help="train a bilingual recaser: tables and LM from a bitext, CRF weights on dev")
     p.add_argument("--src", help="training source, cased and tokenized")
     p.add_argument("--tgt", help="training target, cased and tokenized")
     p.add_argument("--alignment", help="training word alignment (Pharaoh); else eflomal aligns")
-    p.add_argument("--stats", metavar="DIR",
-                   help="tables and LM from a statistics model ('stats', or 'merge' of shard counts) instead of "
-                        "--src/--tgt")
+    p.add_argument(
+        "--stats",
+        metavar="DIR",
+        help="tables and LM from a statistics model ('stats', or 'merge' of shard counts) instead of --src/--tgt",
+    )
     p.add_argument("--dev-src", required=True)
     p.add_argument("--dev-tgt", required=True, help="cased dev reference")
     p.add_argument("--dev-alignment", help="dev word alignment; else aligned with the training data")
-    p.add_argument("--dev-trace", metavar="TRACE",
-                   help="the decoder's -t output for --dev-src: fit the weights on it, with --dev-tgt's case carried "
-                        "over to the words that match (docs/results.md compares the two fits)")
+    p.add_argument(
+        "--dev-trace",
+        metavar="TRACE",
+        help="the decoder's -t output for --dev-src: fit the weights on it, with --dev-tgt's case carried "
+        "over to the words that match (docs/results.md compares the two fits)",
+    )
     p.add_argument("--dev-trace-alignment", metavar="WA", help="the -alignment-output-file of --dev-trace")
     p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
-    p.add_argument("--mono", action="append", metavar="FILE",
-                   help="cased, tokenized target-language text without a source, for the LM and the case "
-                        "prior (repeatable; e.g. the LM data of the Moses system)")
+    p.add_argument(
+        "--mono",
+        action="append",
+        metavar="FILE",
+        help="cased, tokenized target-language text without a source, for the LM and the case "
+        "prior (repeatable; e.g. the LM data of the Moses system)",
+    )
     p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
     p.add_argument("--lmplz", metavar="BIN", help="KenLM's lmplz estimates the LM (it sorts on disk: large corpora)")
     p.add_argument("--lmplz-options", metavar="OPTIONS", help="more options for lmplz (default '-S 1G')")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="processes that count the training statistics (the model is the same for every N)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes that count the training statistics (the model is the same for every N)",
+    )
     p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
-    p.add_argument("--features", default=DEFAULTS.feature_set, choices=FEATURE_SETS,
-                   help="paper: the paper's features; full: plus source-copy, unseen-form and headline features "
-                        "(default %(default)s)")
-    p.add_argument("--phrase-features", default=DEFAULTS.alignment_mode, choices=["phrase", "links"],
-                   help="for input with phrases and word links: align a word to its whole source phrase (the "
-                        "paper) or to its linked words (default %(default)s)")
-    p.add_argument("--sigma", type=float, default=DEFAULTS.sigma,
-                   help="Gaussian prior (eq. 5; default %(default)s, the paper used 0.5)")
-    p.add_argument("--sigma-grid", type=lambda x: [float(v) for v in x.split(",")], metavar="S1,S2,...",
-                   help="pick sigma from these by 2-fold cross-validation on dev")
+    p.add_argument(
+        "--features",
+        default=DEFAULTS.feature_set,
+        choices=FEATURE_SETS,
+        help="paper: the paper's features; full: plus source-copy, unseen-form and headline features "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--phrase-features",
+        default=DEFAULTS.alignment_mode,
+        choices=["phrase", "links"],
+        help="for input with phrases and word links: align a word to its whole source phrase (the "
+        "paper) or to its linked words (default %(default)s)",
+    )
+    p.add_argument(
+        "--sigma",
+        type=float,
+        default=DEFAULTS.sigma,
+        help="Gaussian prior (eq. 5; default %(default)s, the paper used 0.5)",
+    )
+    p.add_argument(
+        "--sigma-grid",
+        type=lambda x: [float(v) for v in x.split(",")],
+        metavar="S1,S2,...",
+        help="pick sigma from these by 2-fold cross-validation on dev",
+    )
     p.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter)
-    p.add_argument("--max-candidates", type=int, default=DEFAULTS.max_candidates,
-                   help="cap on GEN per word (default %(default)s)")
-    p.add_argument("--heldout", type=int, default=0, metavar="N",
-                   help="also fit weights on N held-out training sentences (features from the other folds)")
+    p.add_argument(
+        "--max-candidates", type=int, default=DEFAULTS.max_candidates, help="cap on GEN per word (default %(default)s)"
+    )
+    p.add_argument(
+        "--heldout",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also fit weights on N held-out training sentences (features from the other folds)",
+    )
     p.add_argument("--lengths-trace", help="a Moses -t output whose source phrase lengths the NPA copies")
     p.add_argument("--lengths-source", help="the input of --lengths-trace")
     p.add_argument("--seed", type=int, default=0, help="naive phrase aligner seed")
     p.add_argument("--model", required=True, help="output model directory")
     p.set_defaults(
         func=cmd_train,
-        reads=("src", "tgt", "alignment", "dev_src", "dev_tgt", "dev_alignment", "dev_trace", "dev_trace_alignment",
-               "lm", "mono", "lengths_trace", "lengths_source"),
+        reads=(
+            "src",
+            "tgt",
+            "alignment",
+            "dev_src",
+            "dev_tgt",
+            "dev_alignment",
+            "dev_trace",
+            "dev_trace_alignment",
+            "lm",
+            "mono",
+            "lengths_trace",
+            "lengths_source",
+        ),
         prints=True,
     )
 
@@ -342,11 +422,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", help="lowercased tokenized text ('-' for stdin)")
     p.add_argument("--input-alignment", help="Pharaoh source-target alignment of --input to --source")
     p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
-    p.add_argument("--phrase-features", choices=["phrase", "links"],
-                   help="for input with phrases and word links, read only these (with the weights fitted for them)")
+    p.add_argument(
+        "--phrase-features",
+        choices=["phrase", "links"],
+        help="for input with phrases and word links, read only these (with the weights fitted for them)",
+    )
     p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
-    p.add_argument("--threads", type=int, default=1, metavar="N",
-                   help="worker processes (output is byte-identical to --threads 1)")
+    p.add_argument(
+        "--threads", type=int, default=1, metavar="N", help="worker processes (output is byte-identical to --threads 1)"
+    )
     p.add_argument("-o", "--output", default="-")
     add_trace_flags(p)
     p.set_defaults(
@@ -364,8 +448,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("experiment", help="run a YAML experiment: precision table, learning curve")
     p.add_argument("config", help="configs/NAME.yaml")
     p.add_argument("--out", help="output directory (default runs/NAME)")
-    p.add_argument("--data-root", help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the "
-                                       "shared corpora beside the project)")
+    p.add_argument(
+        "--data-root",
+        help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the "
+        "shared corpora beside the project)",
+    )
     p.add_argument("--cache", help="stage cache (default runs/cache or MOSES_RECASER_CACHE)")
     p.set_defaults(func=cmd_experiment, reads=("config",), prints=True)
     return parser

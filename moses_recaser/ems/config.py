@@ -112,7 +112,7 @@ class _Editor:
         if p is not None:
             if p.value == value.strip('"'):
                 return
-            old = [MARK + f"was: {x}" for x in self.cfg.lines[p.start:p.end]]
+            old = [MARK + f"was: {x}" for x in self.cfg.lines[p.start : p.end]]
             self.replaced[p.start] = (p.end, [*old, line])
             return
         s = self.cfg.section(section)
@@ -122,7 +122,7 @@ class _Editor:
         self.appended.setdefault(s.end - 1, []).append(line)
 
     def comment_out(self, p: Param, why: str) -> None:
-        self.replaced[p.start] = (p.end, [MARK + why + "\n"] + [f"#{x}" for x in self.cfg.lines[p.start:p.end]])
+        self.replaced[p.start] = (p.end, [MARK + why + "\n"] + [f"#{x}" for x in self.cfg.lines[p.start : p.end]])
 
     def enable(self, section: Section) -> None:
         self.replaced[section.start] = (section.start + 1, [f"[{section.name}]\n"])
@@ -152,8 +152,10 @@ def merge(text: str, ems_command: str, stock_set: bool = False) -> Merged:
     notes: list[str] = []
     for p in [p for p in cfg.params if p.key in TRUECASING]:
         ed.comment_out(p, "truecasing off: the recaser restores case from lowercased output")
-        notes.append(f"[{p.section}] {p.key}: commented out (EMS runs detruecase-output, not a recaser, while "
-                     "output-truecaser is set)")
+        notes.append(
+            f"[{p.section}] {p.key}: commented out (EMS runs detruecase-output, not a recaser, while "
+            "output-truecaser is set)"
+        )
     for key in ("input-lowercaser", "output-lowercaser"):
         if cfg.lookup("GENERAL", key) is None:
             ed.set("GENERAL", key, LOWERCASER, "")
@@ -171,9 +173,11 @@ def merge(text: str, ems_command: str, stock_set: bool = False) -> Merged:
     ed.set("EVALUATION", "recaser", f'"{ems_command} recase"', "moses-recaser: the recaser of every evaluation set")
     ed.set("EVALUATION", "report-segmentation", "yes", "")
     ed.set("EVALUATION", "report-precision-by-coverage", "yes", "")
-    notes.append("[RECASING] recaser-train, recasing-settings; [EVALUATION] recaser, report-segmentation, "
-                 "report-precision-by-coverage: set (the decoder writes -t markers and word links, the recaser "
-                 "reads them)")
+    notes.append(
+        "[RECASING] recaser-train, recasing-settings; [EVALUATION] recaser, report-segmentation, "
+        "report-precision-by-coverage: set (the decoder writes -t markers and word links, the recaser "
+        "reads them)"
+    )
     if stock_set:
         notes += _stock_set(cfg, ed)
     merged = ed.text()
@@ -203,22 +207,28 @@ def check(cfg: Config) -> list[str]:
     """What keeps the config from running moses-recaser, each with what to change."""
     problems = []
     if cfg.lookup("GENERAL", "output-truecaser") is not None:
-        problems.append("problem: output-truecaser is set, so EMS runs detruecase-output and never the recaser: "
-                        "replace input-truecaser, output-truecaser and detruecaser with input-lowercaser and "
-                        "output-lowercaser (moses-recaser-ems config --merge does it)")
+        problems.append(
+            "problem: output-truecaser is set, so EMS runs detruecase-output and never the recaser: "
+            "replace input-truecaser, output-truecaser and detruecaser with input-lowercaser and "
+            "output-lowercaser (moses-recaser-ems config --merge does it)"
+        )
     recasing = cfg.section("RECASING")
     if recasing is None or recasing.ignored:
         problems.append("problem: [RECASING] is missing or IGNORE: EMS trains no recaser")
     if cfg.lookup("EVALUATION", "recaser") is None and not any(cfg.get(s, "recaser") for s in cfg.sets("EVALUATION")):
         problems.append("problem: no evaluation set sets 'recaser': EMS recases nothing")
     if cfg.lookup("RECASING", "recaser-train") is None:
-        problems.append("problem: [RECASING] recaser-train is not set (\"moses-recaser-ems train\")")
+        problems.append('problem: [RECASING] recaser-train is not set ("moses-recaser-ems train")')
     if cfg.lookup("TRAINING", "config") is not None and cfg.lookup("TRAINING", "word-alignment") is None:
-        problems.append("note: [TRAINING] config is given, so EMS aligns nothing for the system, but the recaser's "
-                        "training reads TRAINING:word-alignment: set [TRAINING] word-alignment to the alignment of "
-                        "the run that trained the model (.../model/aligned), else EMS aligns the corpus for the "
-                        "recaser alone")
+        problems.append(
+            "note: [TRAINING] config is given, so EMS aligns nothing for the system, but the recaser's "
+            "training reads TRAINING:word-alignment: set [TRAINING] word-alignment to the alignment of "
+            "the run that trained the model (.../model/aligned), else EMS aligns the corpus for the "
+            "recaser alone"
+        )
     if cfg.lookup("EVALUATION", "report-precision-by-coverage") != "yes":
-        problems.append("note: without report-precision-by-coverage the decoder writes no word links (.wa): the "
-                        "recaser uses its phrase spans only")
+        problems.append(
+            "note: without report-precision-by-coverage the decoder writes no word links (.wa): the "
+            "recaser uses its phrase spans only"
+        )
     return problems

@@ -130,18 +130,29 @@ def _train_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, 
     assert base is not None
     template = re.sub(r"-corpus IN\b", "-corpus IN.$output-extension", base.attrs["template"])
     template = template.replace(" $recasing-settings", "")  # those are moses-recaser's
-    attrs = {**base.attrs, "in": "cased-corpus", "out": "stock-recase-config",
-             "default-name": "recasing/stock-moses.ini", "tmp-name": "recasing/stock-model", "template": template}
+    attrs = {
+        **base.attrs,
+        "in": "cased-corpus",
+        "out": "stock-recase-config",
+        "default-name": "recasing/stock-moses.ini",
+        "tmp-name": "recasing/stock-model",
+        "template": template,
+    }
     attrs.pop("ignore-unless", None)  # needed only when an evaluation set sets stock-recaser
     return attrs
 
 
 def _recase_output_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
     assert base is not None
-    return {"in": f"{base.names('in')[0]} RECASING:stock-recase-config", "out": "recased-output",
-            "default-name": "evaluation/recased-stock", "ignore-unless": "stock-recaser",
-            "ignore-if": "output-truecaser", "rerun-on-change": "stock-recaser",
-            "template": "$stock-recaser -moses $RECASING:decoder -in IN -model IN1 > OUT"}
+    return {
+        "in": f"{base.names('in')[0]} RECASING:stock-recase-config",
+        "out": "recased-output",
+        "default-name": "evaluation/recased-stock",
+        "ignore-unless": "stock-recaser",
+        "ignore-if": "output-truecaser",
+        "rerun-on-change": "stock-recaser",
+        "template": "$stock-recaser -moses $RECASING:decoder -in IN -model IN1 > OUT",
+    }
 
 
 def _remove_markup(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
@@ -151,18 +162,44 @@ def _remove_markup(base: Step | None, ours: Step | None, meta: Meta) -> dict[str
 
 
 PATCHES: tuple[Patch, ...] = (
-    Patch("RECASING", "consolidate-cased", _ours, before="train",
-          note="added: the cased, cleaned bitext, consolidated from [CORPUS] as the truecaser's"),
-    Patch("RECASING", "train", _ours,
-          note="replaced: moses-recaser-ems train on that bitext and TRAINING:word-alignment"),
-    Patch("RECASING", "train-stock", _train_stock, derive_from="train", after="train",
-          note="added: Moses' train-recaser.perl on the same bitext, for a 'stock-recaser' evaluation set"),
-    Patch("EVALUATION", "remove-markup", _remove_markup,
-          note="changed: also run with report-precision-by-coverage, which makes the decoder write -t markers"),
-    Patch("EVALUATION", "recase-output", _recase_output,
-          note="replaced: the recaser also reads the decoder's -t output, the tokenized input and the .wa file"),
-    Patch("EVALUATION", "recase-output-stock", _recase_output_stock, derive_from="recase-output",
-          after="recase-output", note="added: recase.perl, in evaluation sets that set stock-recaser"),
+    Patch(
+        "RECASING",
+        "consolidate-cased",
+        _ours,
+        before="train",
+        note="added: the cased, cleaned bitext, consolidated from [CORPUS] as the truecaser's",
+    ),
+    Patch(
+        "RECASING", "train", _ours, note="replaced: moses-recaser-ems train on that bitext and TRAINING:word-alignment"
+    ),
+    Patch(
+        "RECASING",
+        "train-stock",
+        _train_stock,
+        derive_from="train",
+        after="train",
+        note="added: Moses' train-recaser.perl on the same bitext, for a 'stock-recaser' evaluation set",
+    ),
+    Patch(
+        "EVALUATION",
+        "remove-markup",
+        _remove_markup,
+        note="changed: also run with report-precision-by-coverage, which makes the decoder write -t markers",
+    ),
+    Patch(
+        "EVALUATION",
+        "recase-output",
+        _recase_output,
+        note="replaced: the recaser also reads the decoder's -t output, the tokenized input and the .wa file",
+    ),
+    Patch(
+        "EVALUATION",
+        "recase-output-stock",
+        _recase_output_stock,
+        derive_from="recase-output",
+        after="recase-output",
+        note="added: recase.perl, in evaluation sets that set stock-recaser",
+    ),
 )
 
 
@@ -180,11 +217,17 @@ class Patched:
 def patch_meta(text: str, path: str = "experiment.meta") -> Patched:
     """Moses' meta with the recaser's steps (``PATCHES``); every other line as it was."""
     meta, ours = read_meta(text, path), overlay()
-    missing = [f"[{p.section}] {p.derive_from or p.name}" for p in PATCHES
-               if meta.find(p.section, p.derive_from or p.name) is None and (not p.adds or p.derive_from)]
+    missing = [
+        f"[{p.section}] {p.derive_from or p.name}"
+        for p in PATCHES
+        if meta.find(p.section, p.derive_from or p.name) is None and (not p.adds or p.derive_from)
+    ]
     if missing:
-        raise RecaserError(f"this meta lacks the steps the recaser patches: {', '.join(missing)}; it does not look "
-                           "like a Moses experiment.meta", path)
+        raise RecaserError(
+            f"this meta lacks the steps the recaser patches: {', '.join(missing)}; it does not look "
+            "like a Moses experiment.meta",
+            path,
+        )
     replace: dict[int, tuple[int, str]] = {}  # first line -> (end line, new text)
     insert: dict[int, list[str]] = {}  # line -> blocks to insert before it
     notes = []
@@ -202,9 +245,11 @@ def patch_meta(text: str, path: str = "experiment.meta") -> Patched:
             replace[base.start] = (base.end, block)
         notes.append(f"[{p.section}] {p.name}: {p.note}")
     if not meta.uses_optional_variables():
-        notes.append("this experiment.perl has no optional template variables ($?name, from RELEASE-4.0 on), so an "
-                     "-alignment-output-file in decoder-settings does not reach the recaser: set "
-                     "report-precision-by-coverage instead")
+        notes.append(
+            "this experiment.perl has no optional template variables ($?name, from RELEASE-4.0 on), so an "
+            "-alignment-output-file in decoder-settings does not reach the recaser: set "
+            "report-precision-by-coverage instead"
+        )
     out: list[str] = []
     i = 0
     while i < len(meta.lines):

@@ -12,11 +12,45 @@ from moses_recaser.textio import read_lines
 
 # recase.perl's %ALWAYS_LOWER for -lang en. It is a hash, so its "al-.+" and "el-.+" are looked up as
 # the literal strings, as recase.perl does, not as patterns.
-ALWAYS_LOWER_EN = frozenset({
-    "a", "after", "against", "al-.+", "and", "any", "as", "at", "be", "because", "between", "by", "during",
-    "el-.+", "for", "from", "his", "in", "is", "its", "last", "not", "of", "off", "on", "than", "the", "their",
-    "this", "to", "was", "were", "which", "will", "with",
-})
+ALWAYS_LOWER_EN = frozenset(
+    {
+        "a",
+        "after",
+        "against",
+        "al-.+",
+        "and",
+        "any",
+        "as",
+        "at",
+        "be",
+        "because",
+        "between",
+        "by",
+        "during",
+        "el-.+",
+        "for",
+        "from",
+        "his",
+        "in",
+        "is",
+        "its",
+        "last",
+        "not",
+        "of",
+        "off",
+        "on",
+        "than",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "were",
+        "which",
+        "will",
+        "with",
+    }
+)
 
 
 def headline_flags(sgm: str) -> list[bool]:
@@ -62,8 +96,7 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
     from moses_recaser.errors import RecaserError
 
     try:
-        proc = subprocess.run([moses, "-v", "0", "-f", ini, "-i", infile, "-dl", "0"], check=False,
-                              capture_output=True)
+        proc = subprocess.run([moses, "-v", "0", "-f", ini, "-i", infile, "-dl", "0"], check=False, capture_output=True)
     except OSError as exc:
         raise RecaserError(f"cannot run the Moses decoder given with -moses: {exc.strerror}", moses) from None
     if proc.returncode != 0:

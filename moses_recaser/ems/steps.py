@@ -83,10 +83,12 @@ def _stock_model(step: RecaseStep) -> list[str]:
     """A Moses recasing model (train-recaser.perl's moses.ini, as Moses' unpatched meta trains): recased
     as recase.perl does, with the decoder given by -moses."""
     if not step.moses or not Path(step.moses).is_file():
-        raise RecaserError("-model is a Moses moses.ini (train-recaser.perl's model, as Moses' unpatched meta "
-                           "trains): give the Moses decoder with -moses to recase with it as recase.perl does, or "
-                           "patch the meta (moses-recaser-ems meta) so that EMS trains moses-recaser's model",
-                           step.model)
+        raise RecaserError(
+            "-model is a Moses moses.ini (train-recaser.perl's model, as Moses' unpatched meta "
+            "trains): give the Moses decoder with -moses to recase with it as recase.perl does, or "
+            "patch the meta (moses-recaser-ems meta) so that EMS trains moses-recaser's model",
+            step.model,
+        )
     log.warning("%s is a Moses recasing model: recasing as recase.perl does (no source, no trace)", step.model)
     return recase_with_moses(step.moses, step.model, step.infile, step.lang, step.headline)
 
@@ -97,8 +99,10 @@ def word_alignment(alignment: str | None, decoder_settings: str) -> str | None:
     if alignment is not None and Path(alignment).is_file():
         return alignment
     words = decoder_settings.split()
-    given = next((words[k + 1] for k, w in enumerate(words[:-1]) if w in ("-alignment-output-file",
-                                                                           "--alignment-output-file")), None)
+    given = next(
+        (words[k + 1] for k, w in enumerate(words[:-1]) if w in ("-alignment-output-file", "--alignment-output-file")),
+        None,
+    )
     if given is not None and Path(given).is_file():
         return given
     if alignment is not None or given is not None:
@@ -106,8 +110,9 @@ def word_alignment(alignment: str | None, decoder_settings: str) -> str | None:
     return None
 
 
-def _checked_trace(infile: str, source: str | None, trace: str, alignment: str | None,
-                   options: TraceOptions) -> Iterator[Triple]:
+def _checked_trace(
+    infile: str, source: str | None, trace: str, alignment: str | None, options: TraceOptions
+) -> Iterator[Triple]:
     """Triples from the trace; each must carry the same words as the -in line EMS passes (which keeps the
     trace's markers when EMS skipped remove-markup)."""
     reader = LineReader(infile)
@@ -155,23 +160,38 @@ def train_step(step: TrainStep) -> None:
     from moses_recaser.stats.counting import corpus_lines
 
     if step.source_corpus is None or step.alignment is None:
-        raise RecaserError("moses-recaser-ems train needs -source-corpus and -alignment (the cased source side and "
-                           "EMS's word alignment, which the patched meta passes); without a source, train a "
-                           "monolingual model with 'moses-recaser train'", step.corpus)
+        raise RecaserError(
+            "moses-recaser-ems train needs -source-corpus and -alignment (the cased source side and "
+            "EMS's word alignment, which the patched meta passes); without a source, train a "
+            "monolingual model with 'moses-recaser train'",
+            step.corpus,
+        )
     n = corpus_lines([step.source_corpus, step.corpus, step.alignment])
     if n < 2:
         raise RecaserError("the corpus needs at least 2 lines (training and dev)", step.corpus)
     training, dev = Bitext(step.source_corpus, step.corpus, step.alignment).split(min(step.dev_size, max(n // 10, 1)))
-    settings = TrainSettings(lm_order=step.lm_order, lm=step.lm, feature_set=step.feature_set,
-                             lmplz_options=step.lmplz_options, monolingual=[str(Path(m).resolve()) for m in step.mono])
+    settings = TrainSettings(
+        lm_order=step.lm_order,
+        lm=step.lm,
+        feature_set=step.feature_set,
+        lmplz_options=step.lmplz_options,
+        monolingual=[str(Path(m).resolve()) for m in step.mono],
+    )
     out_dir = Path(step.dir)
     made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     model = out_dir / "model"
     try:
         with work_dir("moses-recaser-ems", out_dir) as work:
-            train(str(model), train=training, dev=dev, settings=settings, work=Path(work), jobs=step.cores,
-                  lmplz=step.lmplz)
+            train(
+                str(model),
+                train=training,
+                dev=dev,
+                settings=settings,
+                work=Path(work),
+                jobs=step.cores,
+                lmplz=step.lmplz,
+            )
         with atomic_output(step.config) as out:
             out.write(POINTER_HEADER)
             out.write(f"model: {model.resolve()}\n")

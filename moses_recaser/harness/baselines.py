@@ -63,8 +63,13 @@ class TrigramRecaser:
         self.manifest = read_manifest(d)
         self.signature = f"trigram|{self.manifest.signature}"
         tables = Tables.load(d)
-        self.extractor = FeatureExtractor(tables, load_model_lm(d, self.manifest), [], "phrase",
-                                          int(self.manifest.settings.get("max_candidates", MAX_CANDIDATES)))
+        self.extractor = FeatureExtractor(
+            tables,
+            load_model_lm(d, self.manifest),
+            [],
+            "phrase",
+            int(self.manifest.settings.get("max_candidates", MAX_CANDIDATES)),
+        )
         self.weights = np.array([1.0])
 
     @gc_paused()
@@ -117,7 +122,11 @@ class CopySourceBaseline:
             for k, w in enumerate(t.source):
                 if k not in pos:
                     forms.setdefault(casing.lower(w), w)
-            out.append([f if (f := forms.get(casing.lower(w))) is not None and casing.is_recasing_of(f, w) else w
-                        for w in toks])
+            out.append(
+                [
+                    f if (f := forms.get(casing.lower(w))) is not None and casing.is_recasing_of(f, w) else w
+                    for w in toks
+                ]
+            )
         check_case_only_all([t.target for t in triples], out)
         return out

@@ -35,9 +35,14 @@ def sacrebleu_scores(hyps: Sequence[str], refs: Sequence[str]) -> dict:
     b = bleu.corpus_score(list(hyps), [list(refs)])
     ci = bleu_ci.corpus_score(list(hyps), [list(refs)])
     c = chrf.corpus_score(list(hyps), [list(refs)])
-    return {"bleu": b.score, "bleu_ci": ci.score, "chrf": c.score,
-            "bleu_signature": str(bleu.get_signature()), "bleu_ci_signature": str(bleu_ci.get_signature()),
-            "chrf_signature": str(chrf.get_signature())}
+    return {
+        "bleu": b.score,
+        "bleu_ci": ci.score,
+        "chrf": c.score,
+        "bleu_signature": str(bleu.get_signature()),
+        "bleu_ci_signature": str(bleu_ci.get_signature()),
+        "chrf_signature": str(chrf.get_signature()),
+    }
 
 
 def wmt21_runs(root: Path, pair: str, systems: Sequence[str] | None = None) -> tuple[Path, Path, list[Path]]:
@@ -53,8 +58,14 @@ def wmt21_runs(root: Path, pair: str, systems: Sequence[str] | None = None) -> t
     return src, ref, hyps
 
 
-def run_bleu(pair: str, root: Path, capitalizers: dict[str, Capitalizer], priors: Path, out: Path,
-             systems: Sequence[str] | None = None) -> dict:
+def run_bleu(
+    pair: str,
+    root: Path,
+    capitalizers: dict[str, Capitalizer],
+    priors: Path,
+    out: Path,
+    systems: Sequence[str] | None = None,
+) -> dict:
     from sacremoses import MosesDetokenizer
 
     from moses_recaser.moses.tokenizer import tokenizer
@@ -80,12 +91,17 @@ def run_bleu(pair: str, root: Path, capitalizers: dict[str, Capitalizer], priors
         for name, cap in capitalizers.items():
             recased = cap.recase_batch(triples)
             text = [detok.detokenize(t) for t in recased]
-            (out / f"{pair}.{system}.{name}.{tgt_lang}").write_text("".join(x + "\n" for x in text),
-                                                                   encoding="utf-8")
+            (out / f"{pair}.{system}.{name}.{tgt_lang}").write_text("".join(x + "\n" for x in text), encoding="utf-8")
             row[name] = sacrebleu_scores(text, refs)
         results["systems"][system] = row
-        log.info("%s %s: native %.2f, crf %.2f, upper bound %.2f", pair, system, row["native"]["bleu"],
-                 row.get("crf", row["native"])["bleu"], row.get("crf", row["native"])["bleu_ci"])
+        log.info(
+            "%s %s: native %.2f, crf %.2f, upper bound %.2f",
+            pair,
+            system,
+            row["native"]["bleu"],
+            row.get("crf", row["native"])["bleu"],
+            row.get("crf", row["native"])["bleu_ci"],
+        )
     names = ["native"] + list(capitalizers)
     results["mean_gap"] = {
         n: statistics.mean(r[n]["bleu_ci"] - r[n]["bleu"] for r in results["systems"].values()) for n in names
@@ -96,15 +112,24 @@ def run_bleu(pair: str, root: Path, capitalizers: dict[str, Capitalizer], priors
 
 def bleu_markdown(results: dict) -> str:
     names = list(results["mean_gap"])
-    lines = [f"## End-to-end BLEU, WMT21 {results['pair']} ({len(results['systems'])} systems)", "",
-             "| system | " + " | ".join(f"{n} BLEU" for n in names) + " | upper bound |",
-             "|---|" + "---|" * (len(names) + 1)]
+    lines = [
+        f"## End-to-end BLEU, WMT21 {results['pair']} ({len(results['systems'])} systems)",
+        "",
+        "| system | " + " | ".join(f"{n} BLEU" for n in names) + " | upper bound |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
     for system, r in results["systems"].items():
         ub = r[names[-1]]["bleu_ci"]
         lines.append(f"| {system} | " + " | ".join(f"{r[n]['bleu']:.2f}" for n in names) + f" | {ub:.2f} |")
-    lines.append("| **mean gap to the upper bound** | " + " | ".join(f"{results['mean_gap'][n]:.2f}" for n in names)
-                 + " | |")
+    lines.append(
+        "| **mean gap to the upper bound** | " + " | ".join(f"{results['mean_gap'][n]:.2f}" for n in names) + " | |"
+    )
     any_row = next(iter(results["systems"].values()))
-    lines += ["", (f"sacrebleu: `{any_row['native']['bleu_signature']}`, case-insensitive "
-                  f"`{any_row['native']['bleu_ci_signature']}`")]
+    lines += [
+        "",
+        (
+            f"sacrebleu: `{any_row['native']['bleu_signature']}`, case-insensitive "
+            f"`{any_row['native']['bleu_ci_signature']}`"
+        ),
+    ]
     return "\n".join(lines) + "\n"

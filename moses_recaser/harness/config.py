@@ -133,8 +133,9 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         node = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise RecaserError(f"not valid YAML: {getattr(exc, 'problem', exc)}", p,
-                           mark.line + 1 if mark is not None else 1) from None
+        raise RecaserError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}", p, mark.line + 1 if mark is not None else 1
+        ) from None
     if node is None:
         raise RecaserError("empty config", p, 1)
     if not isinstance(node, yaml.MappingNode):

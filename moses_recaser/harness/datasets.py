@@ -101,8 +101,9 @@ def _write_stamp(path: Path, digest: str) -> None:
         fh.write(digest + "\n")
 
 
-def newstest_pair(root: Path, pair: str, names: Sequence[str], src: str, tgt: str, cache: Path,
-                  tag: str) -> tuple[Path, Path]:
+def newstest_pair(
+    root: Path, pair: str, names: Sequence[str], src: str, tgt: str, cache: Path, tag: str
+) -> tuple[Path, Path]:
     """Tokenized, concatenated source and target sides of newstest sets of a pair directory."""
     d = root / "wmt-newstest" / pair
     srcs = [tokenized(d / f"{n}.{src}", src, cache) for n in names]

@@ -65,8 +65,9 @@ def _parse_name(name: str) -> tuple[str, int | None, int | None]:
     return m.group(1), int(m.group(2)) if m.group(2) else None, int(m.group(3)) if m.group(3) else None
 
 
-def _side(root: Path, cfg: ExperimentConfig, names: list[str], lang: str, directory: str,
-          cache: Path) -> list[tuple[Path, int | None, int | None]]:
+def _side(
+    root: Path, cfg: ExperimentConfig, names: list[str], lang: str, directory: str, cache: Path
+) -> list[tuple[Path, int | None, int | None]]:
     out = []
     for n in names:
         base, start, end = _parse_name(n)
@@ -88,8 +89,10 @@ def prepare(cfg: ExperimentConfig, root: Path, cache: Path) -> dict[str, tuple[P
         src = _side(root, cfg, names, cfg.source, src_dir, cache)
         tgt = _side(root, cfg, names, cfg.target, tgt_dir, cache)
         tag = f"{cfg.name}.{split}"
-        out[split] = (concatenate(src, cache / "sets" / f"{tag}.{cfg.source}"),
-                      concatenate(tgt, cache / "sets" / f"{tag}.{cfg.target}"))
+        out[split] = (
+            concatenate(src, cache / "sets" / f"{tag}.{cfg.source}"),
+            concatenate(tgt, cache / "sets" / f"{tag}.{cfg.target}"),
+        )
     return out
 
 
@@ -105,8 +108,12 @@ def _check_pivot(root: Path, cfg: ExperimentConfig, names: list[str], src_dir: s
 
 
 def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache: Path) -> dict[str, Path]:
-    key = _key([str(p) for s in files.values() for p in s], [p for s in files.values() for p in s], cfg.symmetrization,
-               cfg.name)
+    key = _key(
+        [str(p) for s in files.values() for p in s],
+        [p for s in files.values() for p in s],
+        cfg.symmetrization,
+        cfg.name,
+    )
     outs = {split: cache / "align" / f"{cfg.name}.{split}.{key}" for split in files}
     priors = cache / "align" / f"{cfg.name}.{key}.priors"
     outs["priors"] = priors
@@ -119,8 +126,7 @@ def align_all(files: dict[str, tuple[Path, Path]], cfg: ExperimentConfig, cache:
     everything = [t for s in sets.values() for t in s]
     t0 = time.perf_counter()
     (cache / "align").mkdir(parents=True, exist_ok=True)
-    links = align([t.source for t in everything], [t.target for t in everything], cfg.symmetrization,
-                  priors_out=priors)
+    links = align([t.source for t in everything], [t.target for t in everything], cfg.symmetrization, priors_out=priors)
     log.info("aligned %d sentence pairs in %.0f s", len(everything), time.perf_counter() - t0)
     pos = 0
     for split, triples in sets.items():
@@ -190,8 +196,10 @@ def monolingual_text(cfg: ExperimentConfig, root: Path, cache: Path, held_out: S
         lines = [x for x in read_lines(path) if len(x.split()) >= 5]
         shared = [k for k, x in enumerate(lines) if x in text]
         if len(shared) > MAX_SHARED * len(lines):
-            raise RecaserError(f"the monolingual text repeats {len(shared)} of the {len(lines)} target lines of "
-                               f"{path.name} (e.g. {lines[shared[0]][:60]!r}); leave that set out")
+            raise RecaserError(
+                f"the monolingual text repeats {len(shared)} of the {len(lines)} target lines of "
+                f"{path.name} (e.g. {lines[shared[0]][:60]!r}); leave that set out"
+            )
     return out
 
 
@@ -206,16 +214,28 @@ def held_out_targets(cfg: ExperimentConfig, root: Path, cache: Path, files: dict
     return out
 
 
-def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tuple[Path, Path, Path],
-                cache: Path, tag: str, mono: Path | None = None) -> Path:
+def train_model(
+    cfg: ExperimentConfig,
+    train: tuple[Path, Path, Path],
+    dev: tuple[Path, Path, Path],
+    cache: Path,
+    tag: str,
+    mono: Path | None = None,
+) -> Path:
     from moses_recaser.model.settings import TrainSettings
     from moses_recaser.model.train import Bitext
     from moses_recaser.model.train import train as train_crf
 
-    settings = TrainSettings(lm_order=cfg.lm_order, symmetrization=cfg.symmetrization, feature_set=cfg.features,
-                             alignment_mode=cfg.phrase_features, sigma=cfg.sigma, heldout_sentences=cfg.heldout,
-                             feature_scaling=cfg.feature_scaling,
-                             monolingual=[str(mono)] if mono is not None else [])
+    settings = TrainSettings(
+        lm_order=cfg.lm_order,
+        symmetrization=cfg.symmetrization,
+        feature_set=cfg.features,
+        alignment_mode=cfg.phrase_features,
+        sigma=cfg.sigma,
+        heldout_sentences=cfg.heldout,
+        feature_scaling=cfg.feature_scaling,
+        monolingual=[str(mono)] if mono is not None else [],
+    )
     from moses_recaser.model.features import FEATURE_REVISION, feature_names
 
     # the feature definitions are code: a change to them must not reuse a cached model
@@ -227,20 +247,34 @@ def train_model(cfg: ExperimentConfig, train: tuple[Path, Path, Path], dev: tupl
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
     with work_dir("moses-recaser-exp") as work:
-        train_crf(str(model), train=Bitext(str(train[0]), str(train[1]), str(train[2])),
-                  dev=Bitext(str(dev[0]), str(dev[1]), str(dev[2])), settings=settings,
-                  work=Path(work))
+        train_crf(
+            str(model),
+            train=Bitext(str(train[0]), str(train[1]), str(train[2])),
+            dev=Bitext(str(dev[0]), str(dev[1]), str(dev[2])),
+            settings=settings,
+            work=Path(work),
+        )
     return model
 
 
-def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], train_target: Sequence[Path],
-             out: Path, tag: str = "") -> dict:
+def evaluate(
+    cfg: ExperimentConfig,
+    model: Path,
+    test: tuple[Path, Path, Path],
+    train_target: Sequence[Path],
+    out: Path,
+    tag: str = "",
+) -> dict:
     triples = [phrase_align_triple(t) for t in read_aligned_bitext(str(test[0]), str(test[1]), str(test[2]))]
     refs = [t.target for t in triples]
     low = [lowered(t) for t in triples]
     headline = [k for k, flags in enumerate(headline_lines(refs)) if all(flags)]
-    results: dict = {"test_sentences": len(refs), "test_words": sum(len(r) for r in refs),
-                     "headline_lines": len(headline), "systems": {}}
+    results: dict = {
+        "test_sentences": len(refs),
+        "test_words": sum(len(r) for r in refs),
+        "headline_lines": len(headline),
+        "systems": {},
+    }
     hyps: dict[str, list[list[str]]] = {}
     for name, system in build_systems(cfg.systems, Trained(model, train_target)).items():
         t0 = time.perf_counter()
@@ -251,8 +285,12 @@ def evaluate(cfg: ExperimentConfig, model: Path, test: tuple[Path, Path, Path], 
         hl = case_scores([hyp[k] for k in headline], [refs[k] for k in headline])
         signature = system.signature
         results["systems"][name] = {
-            "precision": sc.precision, "f1": sc.f1, "headline_precision": hl.precision,
-            "errors": sc.words - sc.correct, "seconds": seconds, "signature": signature,
+            "precision": sc.precision,
+            "f1": sc.f1,
+            "headline_precision": hl.precision,
+            "errors": sc.words - sc.correct,
+            "seconds": seconds,
+            "signature": signature,
             "confusion": sc.confusion.tolist(),
         }
         with atomic_output(out / f"test{tag}.{name}.{cfg.target}") as fh:
@@ -287,9 +325,19 @@ def run_experiment(cfg: ExperimentConfig, out: Path, root: str | None = None, ca
     return results
 
 
-def _evaluate_all(cfg: ExperimentConfig, results: dict[str, Any], files: dict, aligns: dict, tri: dict,
-                  mono: Path | None, target_text: list[Path], model: Path, base: Path, cdir: Path,
-                  out: Path) -> None:
+def _evaluate_all(
+    cfg: ExperimentConfig,
+    results: dict[str, Any],
+    files: dict,
+    aligns: dict,
+    tri: dict,
+    mono: Path | None,
+    target_text: list[Path],
+    model: Path,
+    base: Path,
+    cdir: Path,
+    out: Path,
+) -> None:
     """The test sets recased by every system, the learning curve, and the results files, into ``out``."""
     results["full"] = evaluate(cfg, model, tri["test"], target_text, out)
     curve, curve_models = [], []
@@ -303,15 +351,27 @@ def _evaluate_all(cfg: ExperimentConfig, results: dict[str, Any], files: dict, a
         m = train_model(cfg, sub, tri["dev"], cdir, f"w{words}", sub_mono)
         sub_cfg = ExperimentConfig(**{**asdict(cfg), "systems": ["trigram", "crf"]})
         sub_cfg.splits = cfg.splits
-        r = evaluate(sub_cfg, m, tri["test"], [sub[1]] + ([sub_mono] if sub_mono is not None else []), out,
-                     tag=f".w{words}")
-        curve.append({"words": n_words, "monolingual_words": _words(sub_mono) if sub_mono is not None else 0,
-                      "crf": r["systems"]["crf"]["precision"], "trigram": r["systems"]["trigram"]["precision"]})
+        r = evaluate(
+            sub_cfg, m, tri["test"], [sub[1]] + ([sub_mono] if sub_mono is not None else []), out, tag=f".w{words}"
+        )
+        curve.append(
+            {
+                "words": n_words,
+                "monolingual_words": _words(sub_mono) if sub_mono is not None else 0,
+                "crf": r["systems"]["crf"]["precision"],
+                "trigram": r["systems"]["trigram"]["precision"],
+            }
+        )
         curve_models.append((f".w{words}", m))
     if curve:
-        curve.append({"words": full_words, "monolingual_words": mono_words,
-                      "crf": results["full"]["systems"]["crf"]["precision"],
-                      "trigram": results["full"]["systems"]["trigram"]["precision"]})
+        curve.append(
+            {
+                "words": full_words,
+                "monolingual_words": mono_words,
+                "crf": results["full"]["systems"]["crf"]["precision"],
+                "trigram": results["full"]["systems"]["trigram"]["precision"],
+            }
+        )
         results["learning_curve"] = curve
         plot_curve(curve, out / "learning_curve.png", cfg.name)
     if cfg.wmt21:
@@ -323,9 +383,14 @@ def _evaluate_all(cfg: ExperimentConfig, results: dict[str, Any], files: dict, a
         bleu = run_bleu(cfg.wmt21, base, caps, aligns["priors"], out / "wmt21", cfg.wmt21_systems or None)
         if curve_models:
             results["wmt21_curve"] = _split_curve(bleu, curve, [tag for tag, _ in curve_models])
-            plot_curve(results["wmt21_curve"], out / "wmt21_gap_curve.png", f"{cfg.name}, WMT21 {cfg.wmt21}",
-                       ylabel="mean gap to the case-insensitive BLEU", scale=1.0,
-                       level=("the systems' native casing", bleu["mean_gap"]["native"]))
+            plot_curve(
+                results["wmt21_curve"],
+                out / "wmt21_gap_curve.png",
+                f"{cfg.name}, WMT21 {cfg.wmt21}",
+                ylabel="mean gap to the case-insensitive BLEU",
+                scale=1.0,
+                level=("the systems' native casing", bleu["mean_gap"]["native"]),
+            )
         results["bleu"] = bleu
     with atomic_output(out / "results.json") as fh:
         json.dump(results, fh, indent=1)
@@ -338,8 +403,14 @@ def _split_curve(bleu: dict, curve: list[dict], tags: list[str]) -> list[dict]:
     (the last point: the full model's)."""
     gaps = []
     for point, tag in zip(curve, tags + [""]):
-        gaps.append({"words": point["words"], "monolingual_words": point["monolingual_words"],
-                     "crf": bleu["mean_gap"]["crf" + tag], "trigram": bleu["mean_gap"]["trigram" + tag]})
+        gaps.append(
+            {
+                "words": point["words"],
+                "monolingual_words": point["monolingual_words"],
+                "crf": bleu["mean_gap"]["crf" + tag],
+                "trigram": bleu["mean_gap"]["trigram" + tag],
+            }
+        )
     for name in [s + tag for tag in tags for s in ("crf", "trigram")]:
         for row in bleu["systems"].values():
             row.pop(name)
@@ -350,18 +421,29 @@ def _split_curve(bleu: dict, curve: list[dict], tags: list[str]) -> list[dict]:
 
 def results_markdown(results: dict) -> str:
     full = results["full"]
-    lines = [f"# {results['name']}", "",
-             (f"Test: {full['test_sentences']} sentences, {full['test_words']} words, "
-             f"{full['headline_lines']} title-cased headline lines."), "",
-             "| capitalizer | precision (%) | cased-word F1 (%) | headline precision (%) | errors |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"# {results['name']}",
+        "",
+        (
+            f"Test: {full['test_sentences']} sentences, {full['test_words']} words, "
+            f"{full['headline_lines']} title-cased headline lines."
+        ),
+        "",
+        "| capitalizer | precision (%) | cased-word F1 (%) | headline precision (%) | errors |",
+        "|---|---|---|---|---|",
+    ]
     for name, r in full["systems"].items():
         hl = f"{100 * r['headline_precision']:.2f}" if full["headline_lines"] else "–"
         lines.append(f"| {name} | {100 * r['precision']:.2f} | {100 * r['f1']:.2f} | {hl} | {r['errors']} |")
     if "crf_vs_trigram" in full:
         c = full["crf_vs_trigram"]
-        lines += ["", (f"CRF vs trigram: relative error reduction {100 * c['relative_error_reduction']:.1f}%, "
-                      f"paired bootstrap p = {c['paired_bootstrap_p']:.4f}.")]
+        lines += [
+            "",
+            (
+                f"CRF vs trigram: relative error reduction {100 * c['relative_error_reduction']:.1f}%, "
+                f"paired bootstrap p = {c['paired_bootstrap_p']:.4f}."
+            ),
+        ]
     if results.get("learning_curve"):
         lines += ["", "| training words (bitext + monolingual) | trigram (%) | CRF (%) |", "|---|---|---|"]
         for p in results["learning_curve"]:
@@ -372,8 +454,12 @@ def results_markdown(results: dict) -> str:
 
         lines += ["", bleu_markdown(results["bleu"])]
     if results.get("wmt21_curve"):
-        lines += ["Mean gap to the case-insensitive upper bound by training size (the same aligned outputs):", "",
-                  "| training words (bitext + monolingual) | trigram gap | CRF gap |", "|---|---|---|"]
+        lines += [
+            "Mean gap to the case-insensitive upper bound by training size (the same aligned outputs):",
+            "",
+            "| training words (bitext + monolingual) | trigram gap | CRF gap |",
+            "|---|---|---|",
+        ]
         lines += [f"| {size_label(p)} | {p['trigram']:.2f} | {p['crf']:.2f} |" for p in results["wmt21_curve"]]
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -385,8 +471,14 @@ def size_label(point: dict) -> str:
     return f"{point['words']:,}" + (f" + {mono:,}" if mono else "")
 
 
-def plot_curve(curve: list[dict], path: Path, title: str, ylabel: str = "precision (%)", scale: float = 100.0,
-               level: tuple[str, float] | None = None) -> None:
+def plot_curve(
+    curve: list[dict],
+    path: Path,
+    title: str,
+    ylabel: str = "precision (%)",
+    scale: float = 100.0,
+    level: tuple[str, float] | None = None,
+) -> None:
     """Precision (or gap) against training size, CRF vs trigram; ``level``: a labelled horizontal line."""
     try:
         import matplotlib

@@ -45,8 +45,9 @@ class CaseScores:
     def confusion_table(self) -> str:
         """Rows: reference tag; columns: output tag."""
         head = "ref\\out " + " ".join(f"{n:>7}" for n in TAG_NAMES)
-        rows = [head] + [f"{TAG_NAMES[i]:<7} " + " ".join(f"{int(x):>7}" for x in self.confusion[i])
-                         for i in range(len(Tag))]
+        rows = [head] + [
+            f"{TAG_NAMES[i]:<7} " + " ".join(f"{int(x):>7}" for x in self.confusion[i]) for i in range(len(Tag))
+        ]
         return "\n".join(rows)
 
 

@@ -84,19 +84,37 @@ def _copy(t: Trained) -> Capitalizer:
     return CopySourceBaseline(t.truecaser)
 
 
-SYSTEMS: dict[str, System] = {s.name: s for s in (
-    System("unigram", "each word's most frequent training form, the first word capitalized (paper section 2)",
-           _unigram),
-    System("trigram", "exact Viterbi over GEN with the cased LM alone, then the first word capitalized (Lita et al. "
-           "2003, the paper's strong baseline)", _trigram),
-    System("sacremoses", "sacremoses' MosesTruecaser trained on the target text, then Moses' detruecase rule",
-           lambda t: t.truecaser),
-    System("sacremoses+copy", "sacremoses, then every word equal to a source word not capitalized by its position "
-           "takes that word's case", _copy, reads_source=True),
-    System("crf-monolingual", "the CRF without the source (its monolingual weights)",
-           lambda t: WithoutSource(t.recaser)),
-    System("crf", "the bilingual CRF (this package's recaser)", lambda t: t.recaser, reads_source=True),
-)}
+SYSTEMS: dict[str, System] = {
+    s.name: s
+    for s in (
+        System(
+            "unigram", "each word's most frequent training form, the first word capitalized (paper section 2)", _unigram
+        ),
+        System(
+            "trigram",
+            "exact Viterbi over GEN with the cased LM alone, then the first word capitalized (Lita et al. "
+            "2003, the paper's strong baseline)",
+            _trigram,
+        ),
+        System(
+            "sacremoses",
+            "sacremoses' MosesTruecaser trained on the target text, then Moses' detruecase rule",
+            lambda t: t.truecaser,
+        ),
+        System(
+            "sacremoses+copy",
+            "sacremoses, then every word equal to a source word not capitalized by its position takes that word's case",
+            _copy,
+            reads_source=True,
+        ),
+        System(
+            "crf-monolingual",
+            "the CRF without the source (its monolingual weights)",
+            lambda t: WithoutSource(t.recaser),
+        ),
+        System("crf", "the bilingual CRF (this package's recaser)", lambda t: t.recaser, reads_source=True),
+    )
+}
 
 
 def build(names: Sequence[str], trained: Trained) -> dict[str, Capitalizer]:

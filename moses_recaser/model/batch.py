@@ -59,8 +59,11 @@ def alignment_pairs(triples: Sequence[Triple], layout: Layout, mode: str) -> tup
     with_links = [s for s, u in enumerate(use_links) if u]
     if with_links:
         counts = np.fromiter((len(triples[s].links) for s in with_links), dtype=np.int64)  # type: ignore[arg-type]
-        flat = np.fromiter(chain.from_iterable(chain.from_iterable(triples[s].links) for s in with_links),  # type: ignore[arg-type]
-                           dtype=np.int64, count=2 * int(counts.sum())).reshape(-1, 2)
+        flat = np.fromiter(
+            chain.from_iterable(chain.from_iterable(triples[s].links) for s in with_links),  # type: ignore[arg-type]
+            dtype=np.int64,
+            count=2 * int(counts.sum()),
+        ).reshape(-1, 2)
         sents = np.repeat(np.array(with_links, dtype=np.int64), counts)
         parts_t.append(layout.tgt_start[sents] + flat[:, 1])
         parts_s.append(layout.src_start[sents] + flat[:, 0])

@@ -68,8 +68,14 @@ _SOURCE_FACTS = spec(SourceFacts)
 class Candidates:
     """Registry of candidate strings and of GEN's result per token (both grow as types are met)."""
 
-    def __init__(self, tables: Tables, prior: CasePrior | None, lm_ids: Callable[[list[str]], np.ndarray] | None,
-                 max_candidates: int, lm_vocab: int = -1) -> None:
+    def __init__(
+        self,
+        tables: Tables,
+        prior: CasePrior | None,
+        lm_ids: Callable[[list[str]], np.ndarray] | None,
+        max_candidates: int,
+        lm_vocab: int = -1,
+    ) -> None:
         self.tables = tables
         self.prior = prior
         self.lm_ids = lm_ids
@@ -114,7 +120,7 @@ class Candidates:
         if row < 0:
             return ()
         vocab = self.tables.forms.vocab
-        return [vocab[i] for i in ids[offsets[row]:offsets[row + 1]].tolist()]
+        return [vocab[i] for i in ids[offsets[row] : offsets[row + 1]].tolist()]
 
     def gen_forms(self, tok: str) -> Sequence[str]:
         """The training forms GEN takes: ``seen``, or for an unseen hyphenated word its parts' most frequent
@@ -234,19 +240,28 @@ class Candidates:
         by_lower = self._by_lower
         seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
         F, SF = self.facts(), self.source_facts()
-        save_npz(path, {
-            **self.strings.arrays("strings"), **self._strip.arrays("strip"),
-            **self._plain.arrays("tokens"), "seg.start": self._plain_start, "seg.count": self._plain_count,
-            "gen": self.pool(), "settings": np.array(self._settings()),
-            **{f"facts.{name}": getattr(F, name) for name, _ in _FACTS},
-            **Vocab.of(lows).arrays("seen.tokens"), "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
-            "seen.ids": np.fromiter((i for low in lows for i in by_lower[low]), dtype=np.int64,
-                                    count=int(seen_lens.sum())),
-            **(self.prior.arrays() if self.prior is not None else {}),
-            **self.sources.arrays("src.keys"),
-            **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_FACTS},
-            **(extra or {}),
-        })
+        save_npz(
+            path,
+            {
+                **self.strings.arrays("strings"),
+                **self._strip.arrays("strip"),
+                **self._plain.arrays("tokens"),
+                "seg.start": self._plain_start,
+                "seg.count": self._plain_count,
+                "gen": self.pool(),
+                "settings": np.array(self._settings()),
+                **{f"facts.{name}": getattr(F, name) for name, _ in _FACTS},
+                **Vocab.of(lows).arrays("seen.tokens"),
+                "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
+                "seen.ids": np.fromiter(
+                    (i for low in lows for i in by_lower[low]), dtype=np.int64, count=int(seen_lens.sum())
+                ),
+                **(self.prior.arrays() if self.prior is not None else {}),
+                **self.sources.arrays("src.keys"),
+                **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_FACTS},
+                **(extra or {}),
+            },
+        )
 
     def load(self, z: Mapping[str, np.ndarray]) -> bool:
         """Fill an empty registry from ``save``'s file, opened; False (and nothing taken) when it was made
@@ -275,9 +290,15 @@ class Candidates:
         if i < 0:
             i = self.sources.add(key)
             t = casing.tag(key)
-            self._src_facts.add({"cased": [self.tables.cased.src_vocab.get(key)],
-                                 "lower": [self.tables.lower.src_vocab.get(casing.lower(key))],
-                                 "tag": [int(t)], "has_case": [t is not Tag.AN], "upper": [casing.is_upper_word(key)]})
+            self._src_facts.add(
+                {
+                    "cased": [self.tables.cased.src_vocab.get(key)],
+                    "lower": [self.tables.lower.src_vocab.get(casing.lower(key))],
+                    "tag": [int(t)],
+                    "has_case": [t is not Tag.AN],
+                    "upper": [casing.is_upper_word(key)],
+                }
+            )
         return i
 
     def source_facts(self) -> SourceFacts:

@@ -54,7 +54,7 @@ class Columns:
     def __getitem__(self, name: str) -> np.ndarray:
         if self._pending:
             self._flush()
-        return self._data[name][:self.n]
+        return self._data[name][: self.n]
 
     def take(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Replace the contents with ``arrays`` (one per column, equal lengths)."""
@@ -69,9 +69,9 @@ class Columns:
             col = self._data[name]
             if end > len(col):
                 grown: np.ndarray = np.zeros(max(end, 2 * len(col)), dtype=dtype)
-                grown[:self.n] = col[:self.n]
+                grown[: self.n] = col[: self.n]
                 self._data[name] = col = grown
-            col[self.n:end] = np.array([v for b in pending for v in b[name]], dtype=dtype)
+            col[self.n : end] = np.array([v for b in pending for v in b[name]], dtype=dtype)
         self.n = end
 
 

@@ -74,8 +74,7 @@ def _unknown(x: ConstraintInputs) -> dict[int, str]:
             forms = {x.source[k] for k in where if casing.lower(x.source[k]) == casing.lower(x.target[g])}
             if len(forms) == 1:
                 (form,) = forms
-                fixed = casing.upper_first(form) if x.tgt_positional[g] and casing.tag(form) is casing.Tag.AL \
-                    else form
+                fixed = casing.upper_first(form) if x.tgt_positional[g] and casing.tag(form) is casing.Tag.AL else form
                 if casing.is_recasing_of(fixed, x.target[g]):
                     out[g] = fixed
     return out
@@ -89,10 +88,18 @@ class Constraint:
 
 
 CONSTRAINTS: tuple[Constraint, ...] = (
-    Constraint("all_caps", "the source line is in capitals (no lowercase letter, at least two all-upper words): "
-               "every output word with a letter is all upper", _all_caps),
-    Constraint("unknown", "the decoder marked the word unknown (-mark-unknown) and copied it from the source: "
-               "the source word's form (capitalized at the start of a sentence)", _unknown),
+    Constraint(
+        "all_caps",
+        "the source line is in capitals (no lowercase letter, at least two all-upper words): "
+        "every output word with a letter is all upper",
+        _all_caps,
+    ),
+    Constraint(
+        "unknown",
+        "the decoder marked the word unknown (-mark-unknown) and copied it from the source: "
+        "the source word's form (capitalized at the start of a sentence)",
+        _unknown,
+    ),
 )
 
 

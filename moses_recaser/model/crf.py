@@ -96,13 +96,14 @@ def _dense_sentences(flat: Flat) -> list[_Dense]:
     lm = viterbi.dense(flat.cells, flat.lm, flat.per_pos, flat.n_pos)
     per_pos = flat.per_pos.tolist()
     # each candidate's (position in its sentence, index at its position)
-    P = np.repeat(np.arange(len(flat.per_pos)) - np.repeat(np.cumsum(flat.n_pos) - flat.n_pos, flat.n_pos),
-                  flat.per_pos)
+    P = np.repeat(
+        np.arange(len(flat.per_pos)) - np.repeat(np.cumsum(flat.n_pos) - flat.n_pos, flat.n_pos), flat.per_pos
+    )
     J = np.arange(len(flat.ids)) - np.repeat(np.cumsum(flat.per_pos) - flat.per_pos, flat.per_pos)
     out = []
     c0 = p0 = 0
     for s, n in enumerate(flat.n_pos.tolist()):
-        sizes = per_pos[p0:p0 + n]
+        sizes = per_pos[p0 : p0 + n]
         K = max(sizes, default=1)
         sl = slice(c0, c0 + sum(sizes))
         unary = np.zeros((n, K, flat.unary.shape[1]))
@@ -267,8 +268,14 @@ def fit(
         history.append((len(history) + 1, -float(last["obj"]), float(np.linalg.norm(last["g"]))))
         log.info("iteration %3d  objective %.4f  gradient norm %.4g", *history[-1])
 
-    res = minimize(objective, w0[keep], jac=True, method="L-BFGS-B", callback=callback,
-                   options={"maxiter": max_iter, "gtol": 1e-4, "ftol": 1e-7})
+    res = minimize(
+        objective,
+        w0[keep],
+        jac=True,
+        method="L-BFGS-B",
+        callback=callback,
+        options={"maxiter": max_iter, "gtol": 1e-4, "ftol": 1e-7},
+    )
     w = np.zeros(dim)
     w[keep] = res.x
     return FitResult(weights=w, log=history, converged=bool(res.success), message=str(res.message))

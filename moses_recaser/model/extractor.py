@@ -37,16 +37,42 @@ from moses_recaser.vocab import Vocab
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
 # targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
 # ASCII, equal to its lowercase), unseen but shaped like a name, and ends a sentence
-_TARGET_COLUMNS = [("punct", np.int64), ("letter", bool), ("e_lower", np.int64), ("start", np.int64),
-                   ("count", np.int64), ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool),
-                   ("is_low", bool), ("name", bool), ("end", bool)]
+_TARGET_COLUMNS = [
+    ("punct", np.int64),
+    ("letter", bool),
+    ("e_lower", np.int64),
+    ("start", np.int64),
+    ("count", np.int64),
+    ("low", np.int64),
+    ("strip", np.int64),
+    ("len", np.int64),
+    ("ascii", bool),
+    ("is_low", bool),
+    ("name", bool),
+    ("end", bool),
+]
 # per source type: has a letter, ends a sentence, final punctuation, capitalized, long (> 3 characters),
 # telling case, Candidates.strip_id, source keys (as is, and when capitalized by position), GEN's test's
 # columns as above, hyphenated, has a lowercase letter, and all upper (tag AU)
-_SOURCE_COLUMNS = [("letter", bool), ("end", bool), ("final", bool), ("cap", bool), ("long", bool),
-                   ("telling", bool), ("strip_id", np.int64), ("key", np.int64), ("key_pos", np.int64),
-                   ("low", np.int64), ("strip", np.int64), ("len", np.int64), ("ascii", bool), ("is_low", bool),
-                   ("hyphen", bool), ("has_lower", bool), ("upper", bool)]
+_SOURCE_COLUMNS = [
+    ("letter", bool),
+    ("end", bool),
+    ("final", bool),
+    ("cap", bool),
+    ("long", bool),
+    ("telling", bool),
+    ("strip_id", np.int64),
+    ("key", np.int64),
+    ("key_pos", np.int64),
+    ("low", np.int64),
+    ("strip", np.int64),
+    ("len", np.int64),
+    ("ascii", bool),
+    ("is_low", bool),
+    ("hyphen", bool),
+    ("has_lower", bool),
+    ("upper", bool),
+]
 
 
 @dataclass
@@ -96,10 +122,15 @@ class FeatureExtractor:
         (lowercase) and source (cased), so that recasing meets only unseen types cold."""
         self._target_types.numbers(sorted(self.candidates.forms))
         self._source_types.numbers(list(self.tables.cased.src_vocab))
-        self.candidates.save(path, extra={**self._target_types.arrays("types.target"),
-                                          **self._source_types.arrays("types.source"),
-                                          **self._keys.arrays("types.keys"),
-                                          "types.names": text_array(self.names)})
+        self.candidates.save(
+            path,
+            extra={
+                **self._target_types.arrays("types.target"),
+                **self._source_types.arrays("types.source"),
+                **self._keys.arrays("types.keys"),
+                "types.names": text_array(self.names),
+            },
+        )
 
     def _restore_types(self, z: Mapping[str, np.ndarray]) -> None:
         # the target types' punctuation column holds feature columns: only for the same features
@@ -109,8 +140,7 @@ class FeatureExtractor:
         self._target_types.restore(z, "types.target")
         self._source_types.restore(z, "types.source")
 
-    def flat(self, triples: Sequence[Triple],
-             references: Sequence[Sequence[str | None] | None] | None = None) -> Flat:
+    def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str | None] | None] | None = None) -> Flat:
         """The lattice of many triples at once; with ``references``, the reference's candidate at each
         position (added to GEN where GEN misses it, as training needs)."""
         b = self._batch(triples, references)
@@ -119,16 +149,37 @@ class FeatureExtractor:
         ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
         U = np.zeros((len(ids), len(self.names)))
         if len(ids):
-            fill(U, FeatureInputs(ids, b, self.candidates.facts(), self.candidates.source_facts(), self.tables,
-                                  self.candidates.prior is not None), self.names, self.index)
+            fill(
+                U,
+                FeatureInputs(
+                    ids,
+                    b,
+                    self.candidates.facts(),
+                    self.candidates.source_facts(),
+                    self.tables,
+                    self.candidates.prior is not None,
+                ),
+                self.names,
+                self.index,
+            )
         cells = Cells.of(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
             specials = (self.lm.vocab.get("<s>", self.lm.unk), self.lm.vocab.get("</s>", self.lm.unk))
             split = SplitLM.of(cells, self.lm, self.candidates.facts().lm[ids], specials)
         else:
             split = SplitLM.of(cells, self._kenlm, ids, KenlmContexts.SPECIALS)  # type: ignore[arg-type]
-        return Flat(ids=ids, per_pos=per_pos, n_pos=n_pos, unary=U, cells=cells, lm=split,
-                    bilingual=b.bilingual, gold=b.gold, gen_misses=b.gen_misses, fixed=b.fixed)
+        return Flat(
+            ids=ids,
+            per_pos=per_pos,
+            n_pos=n_pos,
+            unary=U,
+            cells=cells,
+            lm=split,
+            bilingual=b.bilingual,
+            gold=b.gold,
+            gen_misses=b.gen_misses,
+            fixed=b.fixed,
+        )
 
     # --- word types ----------------------------------------------------------------------
     def _describe_target(self, toks: list[str]) -> dict[str, list]:
@@ -149,8 +200,10 @@ class FeatureExtractor:
             "len": list(map(len, low)),
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
-            "name": [named and a and not training(x) and prior.looks_like_a_name(x)  # type: ignore[union-attr]
-                     for x, a in zip(low, letter)],
+            "name": [
+                named and a and not training(x) and prior.looks_like_a_name(x)  # type: ignore[union-attr]
+                for x, a in zip(low, letter)
+            ],
             "end": [t in SENTENCE_END for t in toks],
         }
 
@@ -197,22 +250,31 @@ class FeatureExtractor:
         return word if word in known or low not in known else low
 
     # --- a batch ---------------------------------------------------------------------------
-    def _batch(self, triples: Sequence[Triple],
-               references: Sequence[Sequence[str | None] | None] | None) -> BatchFacts:
+    def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str | None] | None] | None) -> BatchFacts:
         T = self._target_types
         layout = Layout.of([t.target for t in triples], [t.source for t in triples])
         S = len(triples)
         target = list(chain.from_iterable(t.target for t in triples))
         tt = T.numbers(target)
-        b = BatchFacts(layout=layout, start=T["start"][tt], count=T["count"][tt],
-                       first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start),
-                       punct=_of_previous(T["punct"][tt], layout, -1),
-                       after_name=_of_previous(T["name"][tt], layout, False),
-                       e_lower=T["e_lower"][tt], bilingual=layout.n_src > 0, headline=np.zeros(S, dtype=bool),
-                       title=np.zeros(S, dtype=bool), src_keys=np.zeros(0, dtype=np.int64),
-                       part_keys=np.zeros(0, dtype=np.int64), spans=None,
-                       pair_pos=np.zeros(0, dtype=np.int64), pair_src=np.zeros(0, dtype=np.int64),
-                       gold=[None] * S, gen_misses=[0] * S)
+        b = BatchFacts(
+            layout=layout,
+            start=T["start"][tt],
+            count=T["count"][tt],
+            first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start),
+            punct=_of_previous(T["punct"][tt], layout, -1),
+            after_name=_of_previous(T["name"][tt], layout, False),
+            e_lower=T["e_lower"][tt],
+            bilingual=layout.n_src > 0,
+            headline=np.zeros(S, dtype=bool),
+            title=np.zeros(S, dtype=bool),
+            src_keys=np.zeros(0, dtype=np.int64),
+            part_keys=np.zeros(0, dtype=np.int64),
+            spans=None,
+            pair_pos=np.zeros(0, dtype=np.int64),
+            pair_src=np.zeros(0, dtype=np.int64),
+            gold=[None] * S,
+            gen_misses=[0] * S,
+        )
         if b.bilingual.any():
             pairs = self._source_side(b, triples, tt, target)
             if references is None:
@@ -221,15 +283,24 @@ class FeatureExtractor:
             self._gold(b, target, references)
         return b
 
-    def _constrain(self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str],
-                   pairs: Pairs) -> dict[int, str]:
+    def _constrain(
+        self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str], pairs: Pairs
+    ) -> dict[int, str]:
         """Fix the words the constraints fix (GEN: their one form); returns the rule of each."""
         T, Sr, layout = self._target_types, self._source_types, b.layout
-        forms, why = fixed_forms(ConstraintInputs(
-            triples=triples, layout=layout, target=target, source=pairs.source,
-            tgt_positional=positional(T["letter"][tt], T["end"][tt], layout.tgt_start, layout.n_tgt),
-            src_lower=Sr["has_lower"][pairs.st], src_upper=Sr["upper"][pairs.st], pair_pos=pairs.pos,
-            pair_src=pairs.src))
+        forms, why = fixed_forms(
+            ConstraintInputs(
+                triples=triples,
+                layout=layout,
+                target=target,
+                source=pairs.source,
+                tgt_positional=positional(T["letter"][tt], T["end"][tt], layout.tgt_start, layout.n_tgt),
+                src_lower=Sr["has_lower"][pairs.st],
+                src_upper=Sr["upper"][pairs.st],
+                pair_pos=pairs.pos,
+                pair_src=pairs.src,
+            )
+        )
         C = self.candidates
         for g, form in forms.items():
             b.start[g], b.count[g] = C.segment([C.id(form)])
@@ -241,8 +312,11 @@ class FeatureExtractor:
         equal to the lowercase word itself is GEN's first candidate already, and left out."""
         T, Sr = self._target_types, self._source_types
         same_low = T["low"][tk] == Sr["low"][sk]
-        return (T["len"][tk] == Sr["len"][sk]) & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk]) & (
-            same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
+        return (
+            (T["len"][tk] == Sr["len"][sk])
+            & ~(same_low & T["is_low"][tk] & Sr["is_low"][sk])
+            & (same_low | (~(T["ascii"][tk] & Sr["ascii"][sk]) & (T["strip"][tk] == Sr["strip"][sk])))
+        )
 
     def _source_side(self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str]) -> Pairs:
         """The batch's facts from its sources: source keys, headline flags, alignment pairs, and GEN with
@@ -256,11 +330,17 @@ class FeatureExtractor:
         b.src_keys = (layout.src_sent[counts] << 32) + Sr["strip_id"][st[counts]]
         hyphenated = np.flatnonzero(Sr["hyphen"][st])  # few: their parts in Python
         if "src_part" in self.index and len(hyphenated):
-            b.part_keys = np.array([(s << 32) + p for s, k in zip(layout.src_sent[hyphenated].tolist(),
-                                                                   hyphenated.tolist())
-                                    for p in self._parts(source[k])], dtype=np.int64)
-        b.headline, b.title = headline_flags(letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st],
-                                             layout.src_sent, layout.src_start, layout.n_src)
+            b.part_keys = np.array(
+                [
+                    (s << 32) + p
+                    for s, k in zip(layout.src_sent[hyphenated].tolist(), hyphenated.tolist())
+                    for p in self._parts(source[k])
+                ],
+                dtype=np.int64,
+            )
+        b.headline, b.title = headline_flags(
+            letter, Sr["final"][st], Sr["cap"][st], Sr["long"][st], layout.src_sent, layout.src_start, layout.n_src
+        )
         pt, ps = alignment_pairs(triples, layout, self.alignment)
         b.pair_pos = pt
         b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
@@ -275,8 +355,16 @@ class FeatureExtractor:
             b.start[p], b.count[p] = self.candidates.sourced(target[p], tuple(fs))
         return Pairs(source=source, st=st, pos=pt, src=ps)
 
-    def _spans(self, triples: Sequence[Triple], layout: Layout, tt: np.ndarray, st: np.ndarray,
-               forms: dict[int, list[str]], source: list[str], by_position: np.ndarray) -> np.ndarray:
+    def _spans(
+        self,
+        triples: Sequence[Triple],
+        layout: Layout,
+        tt: np.ndarray,
+        st: np.ndarray,
+        forms: dict[int, list[str]],
+        source: list[str],
+        by_position: np.ndarray,
+    ) -> np.ndarray:
         """src_span's form of every word (candidate id, -1: none), adding it to ``forms`` where GEN takes
         it; source_spans runs only on sentences that share a word bigram with their source. A source word
         capitalized by its position (``by_position``) gives its form as the tables know it (``_as_known``):
@@ -291,8 +379,10 @@ class FeatureExtractor:
         if len(self._keys) >= 1 << 21:
             sentences = np.arange(len(triples))  # keys too many to pack: try every sentence
         else:
-            shared = np.intersect1d(bigrams(T["low"][tt], T["letter"][tt], layout.tgt_sent),
-                                    bigrams(Sr["low"][st], Sr["letter"][st], layout.src_sent))
+            shared = np.intersect1d(
+                bigrams(T["low"][tt], T["letter"][tt], layout.tgt_sent),
+                bigrams(Sr["low"][st], Sr["letter"][st], layout.src_sent),
+            )
             sentences = np.unique(shared >> 42)
         g, m = [], []  # (target word, source word) of every span word, in batch order
         for s in sentences.tolist():
@@ -328,7 +418,7 @@ class FeatureExtractor:
                     gold.append(-1)
                     continue
                 g = g0 + i
-                rid, c = C.id(r), pool[b.start[g]:b.start[g] + b.count[g]].tolist()
+                rid, c = C.id(r), pool[b.start[g] : b.start[g] + b.count[g]].tolist()
                 if rid not in c:
                     b.gen_misses[s] += 1
                     if casing.is_recasing_of(r, target[g]):
@@ -360,7 +450,7 @@ def source_spans(source: Sequence[str], target: Sequence[str]) -> list[int]:
             n = 0
             while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
                 n += 1
-            if n < 2 or sum(casing.has_letter(t) for t in tgt[i:i + n]) < 2:
+            if n < 2 or sum(casing.has_letter(t) for t in tgt[i : i + n]) < 2:
                 continue
             for d in range(n):
                 if n > best[i + d]:

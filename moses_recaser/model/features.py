@@ -95,8 +95,9 @@ class FeatureInputs:
     where each stands (``G`` its word in the batch, ``S`` its sentence, ``P`` its position there), the
     batch's facts (``b``) and the tables. Values several features share are computed once."""
 
-    def __init__(self, ids: np.ndarray, b: BatchFacts, facts: Facts, source_facts: SourceFacts, tables: Tables,
-                 has_prior: bool) -> None:
+    def __init__(
+        self, ids: np.ndarray, b: BatchFacts, facts: Facts, source_facts: SourceFacts, tables: Tables, has_prior: bool
+    ) -> None:
         self.ids, self.b, self.tables, self.has_prior = ids, b, tables, has_prior
         self.facts, self.source_facts = facts, source_facts
         self.cand: Any = _Gathered(facts, ids)
@@ -199,50 +200,130 @@ def _punct_columns(punctuation: Sequence[str]) -> list[str]:
 
 
 FEATURES: tuple[Feature, ...] = (
-    Feature("cap_t1", "eq. 7: log sum_k p(E_i | F_k), the cased translation table over the aligned source words",
-            lambda x: x.translation.cap_t1, paper=True, reads=ALIGNMENT),
-    Feature("cap_tag_t1", "eq. 8: log sum_k p(e_i | f_k) p(tag(E_i) | tag(F_k)), lowercase and tag tables",
-            lambda x: x.translation.cap_tag_t1, paper=True, reads=ALIGNMENT),
-    Feature("upper_translation", "E_i is all upper case and so is every cased word of its aligned source words",
-            lambda x: x.translation.upper, paper=True, reads=ALIGNMENT),
-    Feature("initial", "E_i is the sentence's first word with a letter, and it is capitalized",
-            lambda x: x.cand.cap & (x.P == x.b.first[x.S]), paper=True),
-    Feature("punct", "E_i is capitalized and follows the punctuation token P (one column per P seen at least "
-            "twice before a word in training, punct=<other> for the rest)",
-            lambda x: np.where(x.cand.cap, x.b.punct[x.G], -1), paper=True, columns=_punct_columns),
-    Feature("case_prior", "log p(E | lower(E)) from the training target's non-initial counts, smoothed with "
-            "p(tag | shape) of rare training words (prior.CasePrior)", _case_prior(seen=True)),
-    Feature("case_prior:unseen", "the same, for words whose lowercase training never saw: p(tag | shape) alone "
-            "(an unseen 'yunlong' reads like the rare 'Dalong', not like 'long')", _case_prior(seen=False)),
-    Feature("src_identical", "the candidate, which has a cased letter, equals (up to diacritics) a source word "
-            "whose case is not due to its position, or whose case is more than a capital first letter",
-            lambda x: x.src_identical, reads=SOURCE),
-    Feature("src_identical:rare", "the same, for a candidate the case prior finds unlikely (p < 1/2): 'the "
-            "Reason foundation'", lambda x: x.src_identical & (x.cand.prior < RARE_PRIOR), reads=SOURCE),
-    Feature("src_identical:IU", "the same, for a capitalized candidate of a word seen in training: a German "
-            "source capitalizes every noun, so such copies tell less than acronyms and unseen names",
-            lambda x: x.src_identical & (x.cand.tag == int(Tag.IU)) & ~x.cand.oov, reads=SOURCE),
-    Feature("src_part", "the candidate's capitalized first hyphen part equals (up to diacritics) a capitalized "
-            "part of a hyphenated source word ('US' from 'US-Medienberichten')", _src_part, reads=SOURCE),
-    Feature("src_span", "E_i lies in a run of two or more words with a letter that the source repeats verbatim up "
-            "to case, and the candidate is the source's form (copied titles and names)",
-            lambda x: x.b.spans[x.G] == x.ids if x.b.spans is not None else np.zeros(len(x.ids), dtype=bool),
-            reads=SOURCE),
-    Feature("unseen_form", "the candidate has a cased letter and never occurred in the training target",
-            lambda x: x.not_an & x.cand.unseen),
-    Feature("after_name", "the candidate is capitalized and follows a word training never saw whose shape reads "
-            "as a name's ('Yunlong County'); after an unseen word the LM has only unigrams",
-            lambda x: x.cand.cap & x.b.after_name[x.G]),
-    Feature("hl:IU", "the source line looks like a headline (no final punctuation, at most 20 tokens) and the "
-            "candidate is capitalized and longer than 3 letters", _headline("hl", Tag.IU, False), reads=SOURCE),
-    Feature("hl:IU:short", "the same, for a capitalized candidate of at most 3 letters",
-            _headline("hl", Tag.IU, True), reads=SOURCE),
-    Feature("hl:AU", "the source line looks like a headline and the candidate is all upper",
-            _headline("hl", Tag.AU, None), reads=SOURCE),
-    Feature("tc:IU", "the source line is title-cased (most of its longer non-initial words capitalized) and the "
-            "candidate is capitalized and longer than 3 letters", _headline("tc", Tag.IU, False), reads=SOURCE),
-    Feature("tc:IU:short", "the same, for a capitalized candidate of at most 3 letters",
-            _headline("tc", Tag.IU, True), reads=SOURCE),
+    Feature(
+        "cap_t1",
+        "eq. 7: log sum_k p(E_i | F_k), the cased translation table over the aligned source words",
+        lambda x: x.translation.cap_t1,
+        paper=True,
+        reads=ALIGNMENT,
+    ),
+    Feature(
+        "cap_tag_t1",
+        "eq. 8: log sum_k p(e_i | f_k) p(tag(E_i) | tag(F_k)), lowercase and tag tables",
+        lambda x: x.translation.cap_tag_t1,
+        paper=True,
+        reads=ALIGNMENT,
+    ),
+    Feature(
+        "upper_translation",
+        "E_i is all upper case and so is every cased word of its aligned source words",
+        lambda x: x.translation.upper,
+        paper=True,
+        reads=ALIGNMENT,
+    ),
+    Feature(
+        "initial",
+        "E_i is the sentence's first word with a letter, and it is capitalized",
+        lambda x: x.cand.cap & (x.P == x.b.first[x.S]),
+        paper=True,
+    ),
+    Feature(
+        "punct",
+        "E_i is capitalized and follows the punctuation token P (one column per P seen at least "
+        "twice before a word in training, punct=<other> for the rest)",
+        lambda x: np.where(x.cand.cap, x.b.punct[x.G], -1),
+        paper=True,
+        columns=_punct_columns,
+    ),
+    Feature(
+        "case_prior",
+        "log p(E | lower(E)) from the training target's non-initial counts, smoothed with "
+        "p(tag | shape) of rare training words (prior.CasePrior)",
+        _case_prior(seen=True),
+    ),
+    Feature(
+        "case_prior:unseen",
+        "the same, for words whose lowercase training never saw: p(tag | shape) alone "
+        "(an unseen 'yunlong' reads like the rare 'Dalong', not like 'long')",
+        _case_prior(seen=False),
+    ),
+    Feature(
+        "src_identical",
+        "the candidate, which has a cased letter, equals (up to diacritics) a source word "
+        "whose case is not due to its position, or whose case is more than a capital first letter",
+        lambda x: x.src_identical,
+        reads=SOURCE,
+    ),
+    Feature(
+        "src_identical:rare",
+        "the same, for a candidate the case prior finds unlikely (p < 1/2): 'the Reason foundation'",
+        lambda x: x.src_identical & (x.cand.prior < RARE_PRIOR),
+        reads=SOURCE,
+    ),
+    Feature(
+        "src_identical:IU",
+        "the same, for a capitalized candidate of a word seen in training: a German "
+        "source capitalizes every noun, so such copies tell less than acronyms and unseen names",
+        lambda x: x.src_identical & (x.cand.tag == int(Tag.IU)) & ~x.cand.oov,
+        reads=SOURCE,
+    ),
+    Feature(
+        "src_part",
+        "the candidate's capitalized first hyphen part equals (up to diacritics) a capitalized "
+        "part of a hyphenated source word ('US' from 'US-Medienberichten')",
+        _src_part,
+        reads=SOURCE,
+    ),
+    Feature(
+        "src_span",
+        "E_i lies in a run of two or more words with a letter that the source repeats verbatim up "
+        "to case, and the candidate is the source's form (copied titles and names)",
+        lambda x: x.b.spans[x.G] == x.ids if x.b.spans is not None else np.zeros(len(x.ids), dtype=bool),
+        reads=SOURCE,
+    ),
+    Feature(
+        "unseen_form",
+        "the candidate has a cased letter and never occurred in the training target",
+        lambda x: x.not_an & x.cand.unseen,
+    ),
+    Feature(
+        "after_name",
+        "the candidate is capitalized and follows a word training never saw whose shape reads "
+        "as a name's ('Yunlong County'); after an unseen word the LM has only unigrams",
+        lambda x: x.cand.cap & x.b.after_name[x.G],
+    ),
+    Feature(
+        "hl:IU",
+        "the source line looks like a headline (no final punctuation, at most 20 tokens) and the "
+        "candidate is capitalized and longer than 3 letters",
+        _headline("hl", Tag.IU, False),
+        reads=SOURCE,
+    ),
+    Feature(
+        "hl:IU:short",
+        "the same, for a capitalized candidate of at most 3 letters",
+        _headline("hl", Tag.IU, True),
+        reads=SOURCE,
+    ),
+    Feature(
+        "hl:AU",
+        "the source line looks like a headline and the candidate is all upper",
+        _headline("hl", Tag.AU, None),
+        reads=SOURCE,
+    ),
+    Feature(
+        "tc:IU",
+        "the source line is title-cased (most of its longer non-initial words capitalized) and the "
+        "candidate is capitalized and longer than 3 letters",
+        _headline("tc", Tag.IU, False),
+        reads=SOURCE,
+    ),
+    Feature(
+        "tc:IU:short",
+        "the same, for a capitalized candidate of at most 3 letters",
+        _headline("tc", Tag.IU, True),
+        reads=SOURCE,
+    ),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 

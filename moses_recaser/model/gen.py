@@ -35,8 +35,11 @@ def gen(
     if token.isascii() and "&" not in token:  # ASCII case mappings keep length and lowercase
         out = list(dict.fromkeys((low, casing.upper_first(low), low.upper())))
     else:
-        out = [f for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
-               if casing.is_recasing_of(f, token)]
+        out = [
+            f
+            for f in dict.fromkeys((low, casing.upper_first(low), casing.upper_all(low)))
+            if casing.is_recasing_of(f, token)
+        ]
     seen = set(out)
 
     def add(form: str) -> None:

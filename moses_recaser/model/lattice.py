@@ -42,7 +42,7 @@ class Flat:
         chosen = self.ids[np.cumsum(self.per_pos) - self.per_pos + np.concatenate(paths)].tolist()
         out, p0 = [], 0
         for n in self.n_pos.tolist():
-            out.append([strings[i] for i in chosen[p0:p0 + n]])
+            out.append([strings[i] for i in chosen[p0 : p0 + n]])
             p0 += n
         return out
 
@@ -55,7 +55,7 @@ class Flat:
             sentence = []
             for _ in range(n):
                 k = next(sizes)
-                sentence.append([strings[i] for i in ids[c0:c0 + k]])
+                sentence.append([strings[i] for i in ids[c0 : c0 + k]])
                 c0 += k
             out.append(sentence)
         return out

@@ -38,18 +38,37 @@ class Mode:
 
     def view(self, t: Triple) -> Triple:
         """The triple with only what this mode has (dev triples have everything)."""
-        return dataclasses.replace(t, source=t.source if self.source else [],
-                                   phrases=t.phrases if self.phrases else [],
-                                   links=t.links if self.links else None)
+        return dataclasses.replace(
+            t,
+            source=t.source if self.source else [],
+            phrases=t.phrases if self.phrases else [],
+            links=t.links if self.links else None,
+        )
 
 
 MODES: tuple[Mode, ...] = (
-    Mode("both", "phrase segmentation and word links: a -t trace with the decoder's word alignment; the "
-         "model's alignment_mode says which pairs the translation features read", True, True, True),
-    Mode("phrases", "phrase segmentation without word links: a -t trace alone, an n-best list with its "
-         "segmentation", True, True, False),
-    Mode("links", "word links without phrases: --input-alignment, --align, an -alignment-output-file with "
-         "plain output", True, False, True),
+    Mode(
+        "both",
+        "phrase segmentation and word links: a -t trace with the decoder's word alignment; the "
+        "model's alignment_mode says which pairs the translation features read",
+        True,
+        True,
+        True,
+    ),
+    Mode(
+        "phrases",
+        "phrase segmentation without word links: a -t trace alone, an n-best list with its segmentation",
+        True,
+        True,
+        False,
+    ),
+    Mode(
+        "links",
+        "word links without phrases: --input-alignment, --align, an -alignment-output-file with plain output",
+        True,
+        False,
+        True,
+    ),
     Mode("source", "the source without any alignment: --source with --input", True, False, False),
     Mode("mono", "no source: --input alone", False, False, False),
 )
@@ -81,8 +100,10 @@ class Weights:
         return np.stack([self.by_mode[m.name] for m in MODES])
 
     def to_dict(self) -> dict:
-        return {"names": ["lm"] + self.names,
-                "modes": {m.name: [float(x) for x in self.by_mode[m.name]] for m in MODES}}
+        return {
+            "names": ["lm"] + self.names,
+            "modes": {m.name: [float(x) for x in self.by_mode[m.name]] for m in MODES},
+        }
 
     @classmethod
     def from_dict(cls, doc: dict, where: str) -> Weights:

@@ -114,8 +114,12 @@ class CasePrior:
     def arrays(self) -> dict[str, np.ndarray]:
         """The lowercase counts and the shape counts, for ``use``."""
         (lower, lower_counts), shape = self._lower, self._shape
-        return {**lower.arrays("prior.lower"), "prior.lower_counts": lower_counts, "prior.shapes": text_array(shape),
-                "prior.shape_counts": np.array(list(shape.values())).reshape(-1, len(Tag))}
+        return {
+            **lower.arrays("prior.lower"),
+            "prior.lower_counts": lower_counts,
+            "prior.shapes": text_array(shape),
+            "prior.shape_counts": np.array(list(shape.values())).reshape(-1, len(Tag)),
+        }
 
     def use(self, z: Mapping[str, np.ndarray]) -> None:
         """Take ``arrays``' tables instead of working them out."""
@@ -137,8 +141,10 @@ class CasePrior:
             return int(counts[i]) if i >= 0 else 0
 
         def one(form: str, low: str, q: np.ndarray) -> float:
-            return log((count_of(form_vocab, form_counts, form) + beta * float(q[int(tag(form))]))
-                       / (count_of(lows, low_counts, low) + beta))
+            return log(
+                (count_of(form_vocab, form_counts, form) + beta * float(q[int(tag(form))]))
+                / (count_of(lows, low_counts, low) + beta)
+            )
 
         out = []
         low_q, q_low = "", self._base

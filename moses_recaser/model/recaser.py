@@ -83,10 +83,19 @@ class Recaser:
         """Recase one small sentence of every input mode now: arrays edited to fit their checksums but not each
         other fail here, as a damaged model (``ModelSnapshot``), not in the middle of the user's input."""
         words = ["the", "united", "states", "of", ",", "said", "i", "paris", "."]
-        self.recase_batch([Triple(0, [w.capitalize() for w in words], list(words), [(0, 4, 0, 4), (5, 8, 5, 8)],
-                                  [(i, i) for i in range(len(words))]),
-                           Triple(1, [w.upper() for w in words], list(words), links=[(0, 0), (8, 8)]),
-                           Triple(2, [], list(words))])
+        self.recase_batch(
+            [
+                Triple(
+                    0,
+                    [w.capitalize() for w in words],
+                    list(words),
+                    [(0, 4, 0, 4), (5, 8, 5, 8)],
+                    [(i, i) for i in range(len(words))],
+                ),
+                Triple(1, [w.upper() for w in words], list(words), links=[(0, 0), (8, 8)]),
+                Triple(2, [], list(words)),
+            ]
+        )
 
     def _load(self, root: Path) -> None:
         where = str(root / "manifest.yaml")
@@ -95,8 +104,11 @@ class Recaser:
         self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
         self.settings = self.manifest.settings
         if self.settings.get("alignment_mode") not in ("phrase", "links"):
-            raise RecaserError(f"setting alignment_mode is {self.settings.get('alignment_mode')!r}, not phrase or "
-                               "links: the manifest is damaged", where)
+            raise RecaserError(
+                f"setting alignment_mode is {self.settings.get('alignment_mode')!r}, not phrase or "
+                "links: the manifest is damaged",
+                where,
+            )
         max_candidates = self.settings.get("max_candidates", MAX_CANDIDATES)
         if not isinstance(max_candidates, int) or max_candidates < 1:
             raise RecaserError(f"setting max_candidates is {max_candidates!r}: the manifest is damaged", where)
@@ -119,8 +131,9 @@ class Recaser:
         """The eflomal priors of the training alignment, for aligning new text to its source (``--align``)."""
         priors = self.dir / "aligner.priors"
         if not priors.is_file():
-            raise RecaserError("--align needs a model trained with eflomal alignment (it stores aligner.priors)",
-                               str(self.dir))
+            raise RecaserError(
+                "--align needs a model trained with eflomal alignment (it stores aligner.priors)", str(self.dir)
+            )
         return priors
 
     @gc_paused()
@@ -166,8 +179,11 @@ class Recaser:
         padded = [0, 0] + best.tolist() + [0]
 
         def contributions(i: int, k: int) -> dict[str, float]:
-            out = {name: float(w[1 + d] * unary[i, k, d]) for d, name in enumerate(self.weights.names)
-                   if unary[i, k, d] != 0.0}
+            out = {
+                name: float(w[1 + d] * unary[i, k, d])
+                for d, name in enumerate(self.weights.names)
+                if unary[i, k, d] != 0.0
+            }
             out["lm"] = float(w[0] * lm[i, padded[i], padded[i + 1], k])
             return out
 
@@ -197,8 +213,10 @@ def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Seque
         # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
         # final-sigma rule as the end of a token does, so this is the per-token test (an "İ" made
         # from "i̇" changes a length: such sentences take the slow way)
-        if list(map(len, flat_in)) == list(map(len, flat_out)) and \
-                "\n".join(flat_in).lower() == "\n".join(flat_out).lower():
+        if (
+            list(map(len, flat_in)) == list(map(len, flat_out))
+            and "\n".join(flat_in).lower() == "\n".join(flat_out).lower()
+        ):
             return
     for inp, out in zip(inputs, outputs, strict=True):
         check_case_only(inp, out)

@@ -39,8 +39,9 @@ def _worker_recase(chunk: list[Triple]) -> list[list[str]]:
     return _WORKER["recaser"].recase_batch(chunk)
 
 
-def zip_recased(items: Iterable[T], recaser: BatchRecaser, threads: int = 1,
-                triple_of: Callable[[T], Triple] | None = None) -> Iterator[tuple[T, list[str]]]:
+def zip_recased(
+    items: Iterable[T], recaser: BatchRecaser, threads: int = 1, triple_of: Callable[[T], Triple] | None = None
+) -> Iterator[tuple[T, list[str]]]:
     """Pairs (item, recased tokens), streaming in fixed chunks; ``triple_of`` picks the triple out of an
     item. ``threads`` > 1 uses worker processes forked after the model is loaded (they share its pages
     copy-on-write instead of loading it again), with at most 2 chunks per worker in flight (bounded

@@ -71,16 +71,17 @@ def punctuation_vocabulary(triples: Sequence[Triple], min_count: int, counted: d
     return sorted(p for p, n in c.items() if n >= min_count)
 
 
-def reference_lattices(extractor: FeatureExtractor, triples: Sequence[Triple],
-                       references: Sequence[Sequence[str | None]] | None = None) -> tuple[list[Flat], int, int]:
+def reference_lattices(
+    extractor: FeatureExtractor, triples: Sequence[Triple], references: Sequence[Sequence[str | None]] | None = None
+) -> tuple[list[Flat], int, int]:
     """Lattices of lowercased triples with their reference, the triples' own targets unless ``references``
     (chunk by chunk); returns them, the words, and the words whose reference GEN gives."""
     flats: list[Flat] = []
     words = hits = 0
     refs: Sequence[Sequence[str | None]] = references if references is not None else [t.target for t in triples]
     for k in range(0, len(triples), CHUNK):
-        part = triples[k:k + CHUNK]
-        flat = extractor.flat([lowered(t) for t in part], refs[k:k + CHUNK])
+        part = triples[k : k + CHUNK]
+        flat = extractor.flat([lowered(t) for t in part], refs[k : k + CHUNK])
         words += len(flat.per_pos)
         hits += len(flat.per_pos) - sum(flat.gen_misses)
         flats.append(flat)
@@ -124,8 +125,13 @@ def monolingual_digest(paths: Sequence[str]) -> str:
 
 
 def _lm_settings(settings: TrainSettings, lmplz: str | None) -> LMSettings:
-    return LMSettings(order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm,
-                      lmplz=lmplz if settings.lm_estimator == "lmplz" else None, lmplz_options=settings.lmplz_options)
+    return LMSettings(
+        order=settings.lm_order,
+        discount_fallback=settings.discount_fallback,
+        lm=settings.lm,
+        lmplz=lmplz if settings.lm_estimator == "lmplz" else None,
+        lmplz_options=settings.lmplz_options,
+    )
 
 
 @dataclass(frozen=True)
@@ -155,8 +161,9 @@ class Bitext:
         n = corpus_lines([f for f in (self.source, self.target, self.alignment) if f])
         start, end = self.lines or (0, n)
         cut = end - held_out
-        return Bitext(self.source, self.target, self.alignment, (start, cut)), \
-            Bitext(self.source, self.target, self.alignment, (cut, end))
+        return Bitext(self.source, self.target, self.alignment, (start, cut)), Bitext(
+            self.source, self.target, self.alignment, (cut, end)
+        )
 
 
 @dataclass(frozen=True)
@@ -171,20 +178,30 @@ class DecoderOutput:
 
     def triples(self, dev: Bitext, references: Sequence[Triple]) -> tuple[list[Triple], list[list[str | None]]]:
         if dev.lines is not None:
-            raise RecaserError("decoder output for dev needs the whole dev files, not a part of a corpus",
-                               self.trace)
+            raise RecaserError("decoder output for dev needs the whole dev files, not a part of a corpus", self.trace)
         out = list(read_trace(dev.source, self.trace, self.alignment, self.options))
         if len(out) != len(references):
             raise RecaserError(f"{len(out)} decoder output lines for {len(references)} dev sentences", self.trace)
         carried = [carry_case(lowered(t).target, r.target) for t, r in zip(out, references)]
-        log.info("dev from decoder output: %.1f%% of its words carry the reference's case",
-                 100 * sum(w is not None for c in carried for w in c) / max(sum(map(len, carried)), 1))
+        log.info(
+            "dev from decoder output: %.1f%% of its words carry the reference's case",
+            100 * sum(w is not None for c in carried for w in c) / max(sum(map(len, carried)), 1),
+        )
         return out, carried
 
 
-def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, train: Bitext | None = None,
-          stats_model: str | None = None, jobs: int = 1, lmplz: str | None = None,
-          dev_output: DecoderOutput | None = None) -> TrainReport:
+def train(
+    model_dir: str,
+    *,
+    dev: Bitext,
+    settings: TrainSettings,
+    work: Path,
+    train: Bitext | None = None,
+    stats_model: str | None = None,
+    jobs: int = 1,
+    lmplz: str | None = None,
+    dev_output: DecoderOutput | None = None,
+) -> TrainReport:
     """Train a model from a training bitext (tables and LM) and a dev bitext (weights). With
     ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
     of ``train``. ``jobs``: processes that count the training statistics (the model is the same whatever
@@ -200,8 +217,10 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:
-        raise RecaserError("--mono cannot be combined with --stats (the statistics model is final); estimate an "
-                           "LM on the text with lmplz and give it with --lm")
+        raise RecaserError(
+            "--mono cannot be combined with --stats (the statistics model is final); estimate an "
+            "LM on the text with lmplz and give it with --lm"
+        )
     if lmplz is not None:
         settings.lm_estimator = "lmplz"
     if settings.monolingual:
@@ -218,8 +237,12 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
         from moses_recaser.stats.eflomal import align
 
         both = [t for t in train_set] + [t for t in dev_set]
-        links = align([t.source for t in both], [t.target for t in both], settings.symmetrization,
-                      priors_out=work / "aligner.priors")
+        links = align(
+            [t.source for t in both],
+            [t.target for t in both],
+            settings.symmetrization,
+            priors_out=work / "aligner.priors",
+        )
         for t, a in zip(both, links):
             if t.links is None:
                 t.links = a
@@ -232,9 +255,15 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
         tables, lm_path = preloaded
     else:
         assert train is not None
-        corpus = Corpus(triples=train_set, mono=settings.monolingual) if train_set or train.alignment is None else \
-            Corpus(files=(train.source, train.target, train.alignment), lines=train.lines,  # type: ignore[arg-type]
-                   mono=settings.monolingual)
+        corpus = (
+            Corpus(triples=train_set, mono=settings.monolingual)
+            if train_set or train.alignment is None
+            else Corpus(
+                files=(train.source, train.target, train.alignment),
+                lines=train.lines,  # type: ignore[arg-type]
+                mono=settings.monolingual,
+            )
+        )
         tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs)
     files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     report.seconds["statistics"] = time.perf_counter() - t0
@@ -255,8 +284,10 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     if settings.sigma_grid:
         # two contiguous halves of dev, so that a document stays within one
         half, view = len(dev_triples) // 2, BY_NAME["both"].view
-        halves = [reference_lattices(extractor, [view(t) for t in dev_triples[:half]], dev_refs[:half])[0],
-                  reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0]]
+        halves = [
+            reference_lattices(extractor, [view(t) for t in dev_triples[:half]], dev_refs[:half])[0],
+            reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0],
+        ]
         cv_scale = feature_scale(halves[0] + halves[1]) if settings.feature_scaling else None
         settings.sigma = select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale)
     report.seconds["lattices"] = time.perf_counter() - t0
@@ -271,8 +302,9 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
         if settings.feature_scaling and scale is None:  # the first mode (both) reads every feature
             scale = feature_scale(flats)
         log.info("training the %s weights (%s; sigma %g)", mode.name, mode.doc.split(":")[0], settings.sigma)
-        result = fit(make_batches(flats), len(names), settings.sigma, settings.max_iter, mask=mask_of(mode, names),
-                     scale=scale)
+        result = fit(
+            make_batches(flats), len(names), settings.sigma, settings.max_iter, mask=mask_of(mode, names), scale=scale
+        )
         warn_unconverged(result, f"the {mode.name} weights")
         by_mode[mode.name] = result.weights
         if mode.name == "both":
@@ -280,8 +312,7 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
             report.gen_oracle = hits / words if words else 0.0
             report.iterations, report.objective = len(result.log), result.log[-1][1] if result.log else 0.0
             fit_log = result.log
-            log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words,
-                     100 * report.gen_oracle)
+            log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
     report.seconds["crf"] = time.perf_counter() - t0
 
     weights = Weights(names=names, by_mode=by_mode)
@@ -311,8 +342,13 @@ def train(model_dir: str, *, dev: Bitext, settings: TrainSettings, work: Path, t
     return report
 
 
-def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequence[float], max_iter: int,
-                 scale: np.ndarray | None = None) -> float:
+def select_sigma(
+    halves: Sequence[Sequence[Flat]],
+    n_features: int,
+    grid: Sequence[float],
+    max_iter: int,
+    scale: np.ndarray | None = None,
+) -> float:
     """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy: weights fitted on one half
     of the dev lattices decode the other."""
     batches = [make_batches(h) for h in halves]
@@ -337,8 +373,9 @@ def select_sigma(halves: Sequence[Sequence[Flat]], n_features: int, grid: Sequen
     return best[1]
 
 
-def _heldout_extractors(train_set: Sequence[Triple], settings: TrainSettings, names: list[str],
-                        work: Path, lmplz: str | None) -> list[tuple[FeatureExtractor, list[Triple]]]:
+def _heldout_extractors(
+    train_set: Sequence[Triple], settings: TrainSettings, names: list[str], work: Path, lmplz: str | None
+) -> list[tuple[FeatureExtractor, list[Triple]]]:
     """Held-out training sentences (phrase-aligned as dev is) in folds, each with an extractor over the other
     folds' statistics."""
     rng = np.random.default_rng(settings.npa_seed)
@@ -354,8 +391,9 @@ def _heldout_extractors(train_set: Sequence[Triple], settings: TrainSettings, na
         log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
         corpus = Corpus(triples=rest, mono=settings.monolingual)
         tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, f"fold{f}", quiet=True)
-        extractor = FeatureExtractor(tables, query_lm(lm_path, work), names, settings.alignment_mode,
-                                     settings.max_candidates)
+        extractor = FeatureExtractor(
+            tables, query_lm(lm_path, work), names, settings.alignment_mode, settings.max_candidates
+        )
         out.append((extractor, held))
     return out
 

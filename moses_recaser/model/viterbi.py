@@ -32,8 +32,11 @@ BOS, EOS = -1, -2  # word numbers of <s> and </s> (others: flat candidate number
 
 
 class ContextLM(Protocol):
-    def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        ...  # log10 p(c | b); where context: bo(b c) and whether a trigram extends "b c"
+    def pairs(
+        self, b: np.ndarray, c: np.ndarray, context: np.ndarray
+    ) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray
+    ]: ...  # log10 p(c | b); where context: bo(b c) and whether a trigram extends "b c"
 
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray: ...
 
@@ -96,9 +99,25 @@ class Cells:
         prev_sp = slot_of[np.maximum(step, 0), sp_sent[sp]]  # row t holds step t - 1
         prev_run = np.where(step >= 0, run[slot_start[prev_sp]] + x, -1) if len(sp) else run
         region = np.searchsorted(step, np.arange(-1, T + 2))
-        return cls(sent=sp_sent[sp], step=step, x=x, y=y, wx=wx, wy=wy, run=run, run_start=run_start, prev_run=prev_run,
-                   region=region, run_region=np.searchsorted(run_start, region), active=active, order=order,
-                   slot_start=slot_start, slot_kx=kx, slot_ky=ky, slot_of=slot_of)
+        return cls(
+            sent=sp_sent[sp],
+            step=step,
+            x=x,
+            y=y,
+            wx=wx,
+            wy=wy,
+            run=run,
+            run_start=run_start,
+            prev_run=prev_run,
+            region=region,
+            run_region=np.searchsorted(run_start, region),
+            active=active,
+            order=order,
+            slot_start=slot_start,
+            slot_kx=kx,
+            slot_ky=ky,
+            slot_of=slot_of,
+        )
 
 
 @dataclass
@@ -205,7 +224,7 @@ def dense(cells: Cells, lm: SplitLM, per_pos: np.ndarray, n_pos: np.ndarray) -> 
     buf[index(s, cells.step[rep], a, cells.x[rep], cells.y[rep])] = lm.bo[prev] + lm.bigram[rep]
     d = lm.dst
     buf[index(cells.sent[d], cells.step[d], cells.x[lm.src], cells.x[d], cells.y[d])] = lm.value
-    return [buf[off[k]:off[k] + size[k]].reshape(int(n_pos[k]) + 1, *(int(K[k]),) * 3) for k in range(S)]
+    return [buf[off[k] : off[k] + size[k]].reshape(int(n_pos[k]) + 1, *(int(K[k]),) * 3) for k in range(S)]
 
 
 def _paths(cells: Cells, delta: np.ndarray, back: np.ndarray, n_pos: np.ndarray) -> list[np.ndarray]:
@@ -230,5 +249,5 @@ def _paths(cells: Cells, delta: np.ndarray, back: np.ndarray, n_pos: np.ndarray)
     out: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * S
     for j, s in enumerate(order.tolist()):
         n = int(n_pos[s])
-        out[s] = chosen[1:n + 1, j]
+        out[s] = chosen[1 : n + 1, j]
     return out

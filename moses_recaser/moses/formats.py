@@ -86,11 +86,22 @@ def _text(inp: Inputs) -> Iterator[Record]:
     return (Record(t) for t in read_aligned_bitext(inp.source, inp.path, inp.alignment))
 
 
-FORMATS: dict[str, InputFormat] = {f.name: f for f in (
-    InputFormat("trace", "Moses 1-best output: plain, -t, -tt or -print-alignment-info lines "
-                "(with -alignment-output-file as the alignment)", _trace),
-    InputFormat("nbest", "a Moses n-best list, recased in place (its own segmentation or alignment fields)",
-                _nbest, takes_alignment=False),
-    InputFormat("jsonl", "(F, e, A) triples, one JSON object a line", _jsonl, takes_alignment=False),
-    InputFormat("text", "tokenized text, one sentence a line (with a Pharaoh alignment to the source)", _text),
-)}
+FORMATS: dict[str, InputFormat] = {
+    f.name: f
+    for f in (
+        InputFormat(
+            "trace",
+            "Moses 1-best output: plain, -t, -tt or -print-alignment-info lines "
+            "(with -alignment-output-file as the alignment)",
+            _trace,
+        ),
+        InputFormat(
+            "nbest",
+            "a Moses n-best list, recased in place (its own segmentation or alignment fields)",
+            _nbest,
+            takes_alignment=False,
+        ),
+        InputFormat("jsonl", "(F, e, A) triples, one JSON object a line", _jsonl, takes_alignment=False),
+        InputFormat("text", "tokenized text, one sentence a line (with a Pharaoh alignment to the source)", _text),
+    )
+}

@@ -65,16 +65,21 @@ class TraceLine:
 
     def triple(self, ident: int, source: list[str], links: list[Link] | None = None) -> Triple:
         """The sentence as a checked triple (``links``: from an alignment file, else the line's own)."""
-        triple = Triple(id=ident, source=source, target=self.tokens, phrases=self.phrases,
-                        links=links if links is not None else self.links, unknown=self.unknown,
-                        factors=self.factors, passthrough=self.passthrough)
+        triple = Triple(
+            id=ident,
+            source=source,
+            target=self.tokens,
+            phrases=self.phrases,
+            links=links if links is not None else self.links,
+            unknown=self.unknown,
+            factors=self.factors,
+            passthrough=self.passthrough,
+        )
         triple.validate()
         return triple
 
 
-def _split_word(
-    word: str, start: int, opts: TraceOptions
-) -> tuple[str, str, bool, tuple[int, int]]:
+def _split_word(word: str, start: int, opts: TraceOptions) -> tuple[str, str, bool, tuple[int, int]]:
     """Split an output word into (factor 0, extra factors, is_unknown, span of factor 0)."""
     extra = ""
     surface = word

@@ -57,9 +57,19 @@ class ArrayLM:
         self.unk = max(self.vocab.get("<unk>"), 0)
 
     @classmethod
-    def of_ngrams(cls, vocab: Vocab, *, uni_lp: np.ndarray, uni_bo: np.ndarray, bi_keys: np.ndarray,
-                  bi_lp: np.ndarray, bi_bo: np.ndarray, tri_keys: np.ndarray, tri_lp: np.ndarray,
-                  order: int) -> ArrayLM:
+    def of_ngrams(
+        cls,
+        vocab: Vocab,
+        *,
+        uni_lp: np.ndarray,
+        uni_bo: np.ndarray,
+        bi_keys: np.ndarray,
+        bi_lp: np.ndarray,
+        bi_bo: np.ndarray,
+        tri_keys: np.ndarray,
+        tri_lp: np.ndarray,
+        order: int,
+    ) -> ArrayLM:
         """The model of its n-grams' arrays, keys in any order: packs the keys and puts each array in their
         order."""
         bigrams, bi_order = KeySet.pack(bi_keys)
@@ -68,9 +78,18 @@ class ArrayLM:
         if len(trigrams) and len(bigrams):
             pos, found = bigrams.find(np.unique(tri_keys // len(vocab)))
             extended[pos[found]] = True
-        return cls(vocab=vocab, uni_lp=uni_lp, uni_bo=uni_bo, bigrams=bigrams, bi_lp=bi_lp[bi_order],
-                   bi_bo=bi_bo[bi_order], bi_extended=extended, trigrams=trigrams, tri_lp=tri_lp[tri_order],
-                   order=order)
+        return cls(
+            vocab=vocab,
+            uni_lp=uni_lp,
+            uni_bo=uni_bo,
+            bigrams=bigrams,
+            bi_lp=bi_lp[bi_order],
+            bi_bo=bi_bo[bi_order],
+            bi_extended=extended,
+            trigrams=trigrams,
+            tri_lp=tri_lp[tri_order],
+            order=order,
+        )
 
     @property
     def V(self) -> int:
@@ -94,9 +113,11 @@ class ArrayLM:
         if not len(self.bigrams):
             return self.uni_bo[b] + self.uni_lp[c], np.zeros(len(b)), found
         known = found & context
-        return (np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]),
-                np.where(known, self.bi_bo[pos], 0.0),
-                known & self.bi_extended[pos])
+        return (
+            np.where(found, self.bi_lp[pos], self.uni_bo[b] + self.uni_lp[c]),
+            np.where(known, self.bi_bo[pos], 0.0),
+            known & self.bi_extended[pos],
+        )
 
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
         """log10 p(a b c) where the trigram is listed, else ``fallback`` (backoff(a b) + log10 p(c | b))."""
@@ -105,10 +126,21 @@ class ArrayLM:
         return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        save_npz(path, {"uni_lp": self.uni_lp, "uni_bo": self.uni_bo, "bi_lp": self.bi_lp, "bi_bo": self.bi_bo,
-                        "bi_extended": self.bi_extended, "tri_lp": self.tri_lp, "order": np.array(self.order),
-                        **self.vocab.arrays("vocab"), **self.bigrams.arrays("bigrams"),
-                        **self.trigrams.arrays("trigrams")})
+        save_npz(
+            path,
+            {
+                "uni_lp": self.uni_lp,
+                "uni_bo": self.uni_bo,
+                "bi_lp": self.bi_lp,
+                "bi_bo": self.bi_bo,
+                "bi_extended": self.bi_extended,
+                "tri_lp": self.tri_lp,
+                "order": np.array(self.order),
+                **self.vocab.arrays("vocab"),
+                **self.bigrams.arrays("bigrams"),
+                **self.trigrams.arrays("trigrams"),
+            },
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
@@ -118,9 +150,18 @@ class ArrayLM:
         check_shapes("bigrams", {"bi_lp": z["bi_lp"], "bi_bo": z["bi_bo"]}, "f", len(bigrams))
         check_shapes("bigrams", {"bi_extended": z["bi_extended"]}, "b", len(bigrams))
         check_shapes("trigrams", {"tri_lp": z["tri_lp"]}, "f", len(trigrams))
-        return cls(vocab=vocab, uni_lp=z["uni_lp"], uni_bo=z["uni_bo"], bigrams=bigrams, bi_lp=z["bi_lp"],
-                   bi_bo=z["bi_bo"], bi_extended=z["bi_extended"], trigrams=trigrams, tri_lp=z["tri_lp"],
-                   order=int(z["order"]))
+        return cls(
+            vocab=vocab,
+            uni_lp=z["uni_lp"],
+            uni_bo=z["uni_bo"],
+            bigrams=bigrams,
+            bi_lp=z["bi_lp"],
+            bi_bo=z["bi_bo"],
+            bi_extended=z["bi_extended"],
+            trigrams=trigrams,
+            tri_lp=z["tri_lp"],
+            order=int(z["order"]),
+        )
 
     @classmethod
     def from_arpa(cls, path: str | os.PathLike[str], block: int = 200_000) -> ArrayLM:
@@ -149,8 +190,13 @@ class ArrayLM:
                 if order == 2 and "<unk>" not in ids:  # lmplz writes <unk>; other tools may not
                     ids["<unk>"] = len(vocab)
                     vocab.append("<unk>")
-                    sections[1].append((np.array([-100.0], dtype=np.float32), np.zeros(1, dtype=np.int64),
-                                        np.zeros(1, dtype=np.float32)))
+                    sections[1].append(
+                        (
+                            np.array([-100.0], dtype=np.float32),
+                            np.zeros(1, dtype=np.int64),
+                            np.zeros(1, dtype=np.float32),
+                        )
+                    )
                 continue
             if 1 <= order <= 3:
                 pending.append(line)
@@ -162,8 +208,9 @@ class ArrayLM:
         if "<unk>" not in ids:
             ids["<unk>"] = len(vocab)
             vocab.append("<unk>")
-            sections[1].append((np.array([-100.0], dtype=np.float32), np.zeros(1, dtype=np.int64),
-                                np.zeros(1, dtype=np.float32)))
+            sections[1].append(
+                (np.array([-100.0], dtype=np.float32), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.float32))
+            )
         if max_order > 3:
             warn_order(max_order, str(path))
         if len(vocab) > MAX_VOCAB:
@@ -181,13 +228,22 @@ class ArrayLM:
 
         bi_keys, bi_lp, bi_bo = keyed(2)
         tri_keys, tri_lp, _ = keyed(3)
-        return cls.of_ngrams(Vocab.of(vocab), uni_lp=np.concatenate([s[0] for s in sections[1]]),
-                             uni_bo=np.concatenate([s[2] for s in sections[1]]), bi_keys=bi_keys, bi_lp=bi_lp,
-                             bi_bo=bi_bo, tri_keys=tri_keys, tri_lp=tri_lp, order=min(max_order, 3))
+        return cls.of_ngrams(
+            Vocab.of(vocab),
+            uni_lp=np.concatenate([s[0] for s in sections[1]]),
+            uni_bo=np.concatenate([s[2] for s in sections[1]]),
+            bi_keys=bi_keys,
+            bi_lp=bi_lp,
+            bi_bo=bi_bo,
+            tri_keys=tri_keys,
+            tri_lp=tri_lp,
+            order=min(max_order, 3),
+        )
 
 
-def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, int],
-                 reader: LineReader) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parse_block(
+    lines: list[str], order: int, vocab: list[str], ids: dict[str, int], reader: LineReader
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Log10 probabilities, word ids (N, order) and backoffs of a block of n-gram lines; unigrams add their
     words to the vocabulary."""
     lp, bo, words = [], [], []
@@ -200,8 +256,9 @@ def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, 
             lp.append(float(parts[0]))
             bo.append(float(parts[2]) if len(parts) > 2 and parts[2] else 0.0)
         except ValueError:
-            raise RecaserError("not an ARPA n-gram line (expected log10-prob TAB words [TAB backoff])", reader.name,
-                               first + k) from None
+            raise RecaserError(
+                "not an ARPA n-gram line (expected log10-prob TAB words [TAB backoff])", reader.name, first + k
+            ) from None
         gram = parts[1].split(" ")
         if len(gram) != order:
             raise RecaserError(f"a {len(gram)}-gram in the {order}-gram section", reader.name, first + k)
@@ -219,9 +276,13 @@ def _parse_block(lines: list[str], order: int, vocab: list[str], ids: dict[str, 
 
 def warn_order(order: int, where: str) -> None:
     """Say plainly what is used of an LM of more than three orders."""
-    log.warning("%s: a %d-gram LM; the CRF's LM feature conditions on the two previous words (its lattice is "
-                "second order, as the paper's), so recasing uses the LM's orders 1-3 (its trigram probabilities "
-                "and backoffs); higher orders change nothing", where, order)
+    log.warning(
+        "%s: a %d-gram LM; the CRF's LM feature conditions on the two previous words (its lattice is "
+        "second order, as the paper's), so recasing uses the LM's orders 1-3 (its trigram probabilities "
+        "and backoffs); higher orders change nothing",
+        where,
+        order,
+    )
 
 
 class KenlmContexts:
@@ -273,7 +334,8 @@ class KenlmContexts:
                 self._cache.clear()
                 self._states.clear()
             v = self._cache[(a, b, c)] = self.model.BaseScore(  # type: ignore[attr-defined]
-                self._state(a, b), self._word(c), kenlm.State())
+                self._state(a, b), self._word(c), kenlm.State()
+            )
         return v
 
     def pairs(self, b: np.ndarray, c: np.ndarray, context: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -285,5 +347,6 @@ class KenlmContexts:
 
     def trigram_scores(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, fallback: np.ndarray) -> np.ndarray:
         score = self._score
-        return np.fromiter((score(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())),
-                           dtype=np.float64, count=len(a))
+        return np.fromiter(
+            (score(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())), dtype=np.float64, count=len(a)
+        )

@@ -81,16 +81,29 @@ class LMSettings:
     lmplz_options: str = ""
 
 
-def statistics(corpus: Corpus, lm: LMSettings, work: Path, tag: str = "all", jobs: int = 1,
-               quiet: bool = False) -> tuple[Tables, Path, Counts]:
+def statistics(
+    corpus: Corpus, lm: LMSettings, work: Path, tag: str = "all", jobs: int = 1, quiet: bool = False
+) -> tuple[Tables, Path, Counts]:
     """The tables and the LM of a corpus, counted in ``jobs`` processes."""
     t0 = time.perf_counter()
     order = 0 if lm.lm is not None or lm.lmplz is not None else lm.order  # n-grams counted only to estimate here
-    counts = count_corpus(list(corpus.files) if corpus.files else None, corpus.mono, order, jobs, corpus.lines,
-                          corpus.triples, work, quiet)
+    counts = count_corpus(
+        list(corpus.files) if corpus.files else None,
+        corpus.mono,
+        order,
+        jobs,
+        corpus.lines,
+        corpus.triples,
+        work,
+        quiet,
+    )
     tables = Tables.from_counts(counts)
-    log.info("counted %d sentences, %d target tokens in %.1f s", counts.sentences, counts.target_tokens,
-             time.perf_counter() - t0)
+    log.info(
+        "counted %d sentences, %d target tokens in %.1f s",
+        counts.sentences,
+        counts.target_tokens,
+        time.perf_counter() - t0,
+    )
     if lm.lm is not None:
         if not Path(lm.lm).is_file():
             raise RecaserError("LM file not found", lm.lm)
@@ -111,12 +124,23 @@ def estimate_lm(counts: Counts, arpa: str, discount_fallback: bool = False) -> N
     model = estimate(counts.ngram_counts(), discount_fallback)
     with atomic_output(arpa) as out:
         write_arpa(model, out)
-    log.info("estimated a %d-gram modified Kneser-Ney LM in %.1f s (discounts %s)", counts.order,
-             time.perf_counter() - t0, ", ".join("/".join(f"{d:.3f}" for d in ds) for ds in model.discounts))
+    log.info(
+        "estimated a %d-gram modified Kneser-Ney LM in %.1f s (discounts %s)",
+        counts.order,
+        time.perf_counter() - t0,
+        ", ".join("/".join(f"{d:.3f}" for d in ds) for ds in model.discounts),
+    )
 
 
-def run_lmplz(lmplz: str, sentences: Iterable[list[str]], order: int, arpa: str, work: Path,
-              options: str = "", discount_fallback: bool = False) -> None:
+def run_lmplz(
+    lmplz: str,
+    sentences: Iterable[list[str]],
+    order: int,
+    arpa: str,
+    work: Path,
+    options: str = "",
+    discount_fallback: bool = False,
+) -> None:
     """KenLM's lmplz on tokenized sentences (fed to its standard input): the ARPA file. lmplz sorts on disk
     (``-T``, the work directory) in the memory ``-S`` gives it (1G unless ``options`` say otherwise)."""
     args = shlex.split(options)
@@ -149,8 +173,9 @@ def run_lmplz(lmplz: str, sentences: Iterable[list[str]], order: int, arpa: str,
     log.info("estimated a %d-gram LM with lmplz in %.1f s", order, time.perf_counter() - t0)
 
 
-def build_statistics(source: str, target: str, alignment: str | None, settings: StatsSettings,
-                     workdir: str | os.PathLike[str]) -> tuple[Tables, dict[str, str], Counts]:
+def build_statistics(
+    source: str, target: str, alignment: str | None, settings: StatsSettings, workdir: str | os.PathLike[str]
+) -> tuple[Tables, dict[str, str], Counts]:
     """Tables and LM of a bitext (aligned with eflomal when no alignment is given); the tables, the files to
     copy into the model and the counts."""
     work = Path(workdir)
@@ -195,7 +220,12 @@ def write_statistics(source: str, target: str, alignment: str | None, settings: 
     model_target(model)
     with tempdir() as work:
         tables, files, counts = build_statistics(source, target, alignment, settings, work)
-        write_model(model, settings=vars(settings), signature=version_signature(settings), writers=[tables.save],
-                    copy_files=files, extra={"corpus": {"sentences": counts.sentences,
-                                                        "target_tokens": counts.target_tokens}})
+        write_model(
+            model,
+            settings=vars(settings),
+            signature=version_signature(settings),
+            writers=[tables.save],
+            copy_files=files,
+            extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}},
+        )
     return version_signature(settings)

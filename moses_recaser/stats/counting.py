@@ -48,6 +48,7 @@ _COMPACT_AT = 1 << 23
 
 # --- accumulating integer keys ----------------------------------------------------------------
 
+
 class KeyCounts:
     """Counts of int64 keys, added a chunk at a time; compacted (sorted, summed) when the pending chunks
     outgrow the compacted ones, so memory stays within a small multiple of the distinct keys."""
@@ -127,6 +128,7 @@ class GramCounts:
 
 # --- growing per-type columns ------------------------------------------------------------------
 
+
 class Vocabulary:
     """Word -> id in order of first appearance, with per-type facts computed once (``describe``)."""
 
@@ -151,15 +153,16 @@ class Vocabulary:
             for name, col in self.columns.items():
                 if len(self.words) > len(col):
                     grown = np.zeros(max(len(self.words), 2 * len(col)), dtype=col.dtype)
-                    grown[:len(col)] = col
+                    grown[: len(col)] = col
                     self.columns[name] = col = grown
-                col[start:len(self.words)] = facts[name]
-            ids[missing] = np.fromiter(map(self.ids.__getitem__, (tokens[i] for i in missing.tolist())),
-                                       dtype=np.int64, count=len(missing))
+                col[start : len(self.words)] = facts[name]
+            ids[missing] = np.fromiter(
+                map(self.ids.__getitem__, (tokens[i] for i in missing.tolist())), dtype=np.int64, count=len(missing)
+            )
         return ids
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self.columns[name][:len(self.words)]
+        return self.columns[name][: len(self.words)]
 
 
 class Lowercase:
@@ -178,6 +181,7 @@ class Lowercase:
 
 # --- the counter ---------------------------------------------------------------------------
 
+
 def check_lm_order(order: int) -> None:
     """An n-gram order KenLM reads: 1 to MAX_ORDER (a larger one would count without bound)."""
     if not 1 <= order <= MAX_ORDER:
@@ -193,10 +197,13 @@ class Counter:
             check_lm_order(order)
         self.order = order
         self.tgt_lower, self.src_lower = Lowercase(), Lowercase()
-        self.target = Vocabulary(self._describe_target, [("lower", np.int64), ("letter", bool), ("punct", bool),
-                                                         ("end", bool), ("tag", np.int64)])
-        self.source = Vocabulary(self._describe_source, [("lower", np.int64), ("letter", bool), ("end", bool),
-                                                         ("tag", np.int64)])
+        self.target = Vocabulary(
+            self._describe_target,
+            [("lower", np.int64), ("letter", bool), ("punct", bool), ("end", bool), ("tag", np.int64)],
+        )
+        self.source = Vocabulary(
+            self._describe_source, [("lower", np.int64), ("letter", bool), ("end", bool), ("tag", np.int64)]
+        )
         self.forms = np.zeros(0, dtype=np.int64)
         self.initial = np.zeros(0, dtype=np.int64)
         self.punct = np.zeros(0, dtype=np.int64)
@@ -209,16 +216,25 @@ class Counter:
         for w in words:
             if w in (BOS, EOS, UNK):
                 raise RecaserError(f"the corpus contains the reserved token {w!r}")
-        return {"lower": [self.tgt_lower.id(w) for w in words], "letter": [casing.has_letter(w) for w in words],
-                "punct": [casing.is_punctuation(w) for w in words], "end": [w in SENTENCE_END for w in words],
-                "tag": [int(casing.tag(w)) for w in words]}
+        return {
+            "lower": [self.tgt_lower.id(w) for w in words],
+            "letter": [casing.has_letter(w) for w in words],
+            "punct": [casing.is_punctuation(w) for w in words],
+            "end": [w in SENTENCE_END for w in words],
+            "tag": [int(casing.tag(w)) for w in words],
+        }
 
     def _describe_source(self, words: list[str]) -> dict[str, list]:
-        return {"lower": [self.src_lower.id(w) for w in words], "letter": [casing.has_letter(w) for w in words],
-                "end": [w in SENTENCE_END for w in words], "tag": [int(casing.tag(w)) for w in words]}
+        return {
+            "lower": [self.src_lower.id(w) for w in words],
+            "letter": [casing.has_letter(w) for w in words],
+            "end": [w in SENTENCE_END for w in words],
+            "tag": [int(casing.tag(w)) for w in words],
+        }
 
-    def add(self, targets: Sequence[list[str]], sources: Sequence[list[str]] | None = None,
-            links: Links | None = None) -> None:
+    def add(
+        self, targets: Sequence[list[str]], sources: Sequence[list[str]] | None = None, links: Links | None = None
+    ) -> None:
         """Sentences of target tokens, and for a bitext their source tokens and word links."""
         n_tgt = np.fromiter(map(len, targets), dtype=np.int64, count=len(targets))
         tgt_start = np.cumsum(n_tgt) - n_tgt
@@ -252,8 +268,9 @@ class Counter:
             end = np.flatnonzero((depth >= k) & (stream != 1))  # an n-gram ends at every word and </s>
             self.ngrams[k - 1].add(np.stack([stream[end - (k - 1 - j)] for j in range(k)], axis=1))
 
-    def _count_links(self, tt: np.ndarray, tgt_start: np.ndarray, n_tgt: np.ndarray,
-                     sources: Sequence[list[str]], links: Links) -> None:
+    def _count_links(
+        self, tt: np.ndarray, tgt_start: np.ndarray, n_tgt: np.ndarray, sources: Sequence[list[str]], links: Links
+    ) -> None:
         n_src = np.fromiter(map(len, sources), dtype=np.int64, count=len(sources))
         src_start = np.cumsum(n_src) - n_src
         st = self.source.numbers(list(chain.from_iterable(sources)))
@@ -267,19 +284,28 @@ class Counter:
         self.lower_pairs.add((S["lower"][fs] << 32) | T["lower"][es])
         case = ~src_pos[s_flat] & ~tgt_pos[t_flat]  # case due to position says nothing of the word
         self.cased_pairs.add((fs[case] << 32) | es[case])
-        self.tags += np.bincount(S["tag"][fs[case]] * N_TAGS + T["tag"][es[case]],
-                                 minlength=N_TAGS * N_TAGS).reshape(N_TAGS, N_TAGS)
+        self.tags += np.bincount(S["tag"][fs[case]] * N_TAGS + T["tag"][es[case]], minlength=N_TAGS * N_TAGS).reshape(
+            N_TAGS, N_TAGS
+        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything counted, for a shard file (``merge`` reads it)."""
         V = len(self.target)
-        out = {"format": np.array(FORMAT), "order": np.array(self.order),
-               "target.words": text_array(self.target.words), "target.lower": self.target["lower"],
-               "source.words": text_array(self.source.words), "source.lower": self.source["lower"],
-               "tgt_lower.words": text_array(self.tgt_lower.words), "src_lower.words": text_array(self.src_lower.words),
-               "forms": _plus(self.forms, np.zeros(V, np.int64)), "initial": _plus(self.initial, np.zeros(V, np.int64)),
-               "punct": _plus(self.punct, np.zeros(V, np.int64)), "tags": self.tags,
-               "totals": np.array([self.sentences, self.target_tokens], dtype=np.int64)}
+        out = {
+            "format": np.array(FORMAT),
+            "order": np.array(self.order),
+            "target.words": text_array(self.target.words),
+            "target.lower": self.target["lower"],
+            "source.words": text_array(self.source.words),
+            "source.lower": self.source["lower"],
+            "tgt_lower.words": text_array(self.tgt_lower.words),
+            "src_lower.words": text_array(self.src_lower.words),
+            "forms": _plus(self.forms, np.zeros(V, np.int64)),
+            "initial": _plus(self.initial, np.zeros(V, np.int64)),
+            "punct": _plus(self.punct, np.zeros(V, np.int64)),
+            "tags": self.tags,
+            "totals": np.array([self.sentences, self.target_tokens], dtype=np.int64),
+        }
         for name, kc in (("lower_pairs", self.lower_pairs), ("cased_pairs", self.cased_pairs)):
             out[f"{name}.keys"], out[f"{name}.counts"] = kc.compact()
         for k, gc in enumerate(self.ngrams, 1):
@@ -292,7 +318,7 @@ def _plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if len(a) < len(b):
         a, b = b, a
     out = a.copy()
-    out[:len(b)] += b
+    out[: len(b)] += b
     return out
 
 
@@ -306,11 +332,13 @@ class Links:
     where: Callable[[int], tuple[str, int]] = field(default=lambda s: ("", 0))  # file and line of sentence s
 
     @classmethod
-    def of(cls, per_sentence: Sequence[Sequence[tuple[int, int]]], where: Callable[[int], tuple[str, int]] | None
-           = None) -> Links:
+    def of(
+        cls, per_sentence: Sequence[Sequence[tuple[int, int]]], where: Callable[[int], tuple[str, int]] | None = None
+    ) -> Links:
         n = np.fromiter(map(len, per_sentence), dtype=np.int64, count=len(per_sentence))
-        flat = np.fromiter(chain.from_iterable(chain.from_iterable(per_sentence)), dtype=np.int64,
-                           count=2 * int(n.sum())).reshape(-1, 2)
+        flat = np.fromiter(
+            chain.from_iterable(chain.from_iterable(per_sentence)), dtype=np.int64, count=2 * int(n.sum())
+        ).reshape(-1, 2)
         return cls(np.repeat(np.arange(len(per_sentence)), n), flat[:, 0], flat[:, 1], where or (lambda s: ("", 0)))
 
     def check(self, n_src: np.ndarray, n_tgt: np.ndarray) -> None:
@@ -319,11 +347,16 @@ class Links:
             k = int(bad[0])
             s = int(self.sentence[k])
             path, line = self.where(s)
-            raise RecaserError(f"alignment link {self.src[k]}-{self.tgt[k]} is outside the sentence "
-                               f"({n_src[s]} source, {n_tgt[s]} target tokens)", path or None, line)
+            raise RecaserError(
+                f"alignment link {self.src[k]}-{self.tgt[k]} is outside the sentence "
+                f"({n_src[s]} source, {n_tgt[s]} target tokens)",
+                path or None,
+                line,
+            )
 
 
 # --- reading a corpus in pieces ------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Piece:
@@ -384,8 +417,11 @@ def corpus_lines(files: Sequence[str]) -> int:
     if len(set(counts)) > 1:
         short = min(range(len(files)), key=lambda k: counts[k])
         long = max(range(len(files)), key=lambda k: counts[k])
-        raise RecaserError(f"line-count mismatch: {files[short]} has only {counts[short]} lines, {files[long]} "
-                           "has more", files[long], counts[short] + 1)
+        raise RecaserError(
+            f"line-count mismatch: {files[short]} has only {counts[short]} lines, {files[long]} has more",
+            files[long],
+            counts[short] + 1,
+        )
     return counts[0]
 
 
@@ -400,8 +436,10 @@ def pieces(files: Sequence[str], jobs: int, lines: tuple[int, int] | None = None
     n = end - start
     bounds = sorted({start + n * i // jobs for i in range(jobs + 1)})
     offsets = [line_offsets(f, bounds[:-1])[1] for f in files]
-    return [Piece(tuple(files), tuple(o[i] for o in offsets), bounds[i], bounds[i + 1] - bounds[i])
-            for i in range(len(bounds) - 1)]
+    return [
+        Piece(tuple(files), tuple(o[i] for o in offsets), bounds[i], bounds[i + 1] - bounds[i])
+        for i in range(len(bounds) - 1)
+    ]
 
 
 def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple[int, str]]:
@@ -471,6 +509,7 @@ def count_piece(piece: Piece, order: int, progress: Callable[[int], None] | None
 
 # --- shards in parallel, and the merge --------------------------------------------------------
 
+
 @dataclass
 class Counts:
     """The merged counts: vocabularies (target forms in order of first appearance, as the LM's), and arrays
@@ -502,9 +541,16 @@ class Counts:
         return sorted(w for w, c in zip(self.forms, self.punct.tolist()) if c and c >= min_count)
 
 
-def count_corpus(bitext: Sequence[str] | None = None, mono: Sequence[str] = (), order: int = 3, jobs: int = 1,
-                 lines: tuple[int, int] | None = None, triples: Iterable[Triple] | None = None,
-                 work: Path | None = None, quiet: bool = False) -> Counts:
+def count_corpus(
+    bitext: Sequence[str] | None = None,
+    mono: Sequence[str] = (),
+    order: int = 3,
+    jobs: int = 1,
+    lines: tuple[int, int] | None = None,
+    triples: Iterable[Triple] | None = None,
+    work: Path | None = None,
+    quiet: bool = False,
+) -> Counts:
     """The counts of a word-aligned bitext (files: source, target, alignment; lines [start, end) of them) or of
     word-aligned ``triples`` in memory, and of target-language text (``mono`` files, empty lines left out),
     counted in ``jobs`` processes; the same counts whatever ``jobs`` is."""
@@ -556,8 +602,9 @@ class _progress:
     def __enter__(self) -> Callable[[int], None]:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=self.total, unit=" lines", unit_scale=True, desc="counting", disable=self.quiet,
-                        leave=False)
+        self.bar = tqdm(
+            total=self.total, unit=" lines", unit_scale=True, desc="counting", disable=self.quiet, leave=False
+        )
         if self.done is not None:
             self._thread = threading.Thread(target=self._poll, daemon=True)
             self._thread.start()
@@ -615,11 +662,22 @@ def merge(shards: Iterable[dict[str, np.ndarray]], order: int) -> Counts:
         tokens += int(z["totals"][1])
     V = len(forms.words)
     ngrams = [g.rows() for g in grams]
-    return Counts(order=order, forms=forms.words, form_count=_plus(form_count, np.zeros(V, np.int64)),
-                  initial=_plus(initial, np.zeros(V, np.int64)), punct=_plus(punct, np.zeros(V, np.int64)),
-                  source=source.words, tgt_lower=tgt_lower.words, src_lower=src_lower.words,
-                  lower_pairs=lower.compact(), cased_pairs=cased.compact(), tags=tags, ngrams=ngrams,
-                  sentences=sentences, target_tokens=tokens)
+    return Counts(
+        order=order,
+        forms=forms.words,
+        form_count=_plus(form_count, np.zeros(V, np.int64)),
+        initial=_plus(initial, np.zeros(V, np.int64)),
+        punct=_plus(punct, np.zeros(V, np.int64)),
+        source=source.words,
+        tgt_lower=tgt_lower.words,
+        src_lower=src_lower.words,
+        lower_pairs=lower.compact(),
+        cased_pairs=cased.compact(),
+        tags=tags,
+        ngrams=ngrams,
+        sentences=sentences,
+        target_tokens=tokens,
+    )
 
 
 class _Union:

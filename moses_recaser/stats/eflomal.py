@@ -84,13 +84,18 @@ def align(
     return out
 
 
-def aligned_bitext(source: str, target: str, method: str = "grow-diag-final-and",
-                   priors: str | os.PathLike[str] | None = None,
-                   priors_out: str | os.PathLike[str] | None = None) -> list[Triple]:
+def aligned_bitext(
+    source: str,
+    target: str,
+    method: str = "grow-diag-final-and",
+    priors: str | os.PathLike[str] | None = None,
+    priors_out: str | os.PathLike[str] | None = None,
+) -> list[Triple]:
     """The sentence pairs of two tokenized files, with the links ``align`` gives them."""
     triples = list(read_aligned_bitext(source, target))
-    links = align([t.source for t in triples], [t.target for t in triples], method, priors=priors,
-                  priors_out=priors_out)
+    links = align(
+        [t.source for t in triples], [t.target for t in triples], method, priors=priors, priors_out=priors_out
+    )
     for t, a in zip(triples, links):
         t.links = a
     return triples

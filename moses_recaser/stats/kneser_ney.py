@@ -85,7 +85,6 @@ class NGramCounts:
             out.suffix.append(suffix)
         return out
 
-
     def words(self, n: int, idx: np.ndarray) -> np.ndarray:
         """The word ids (shape len(idx) x n) of order-n n-grams with the given table indices."""
         cols = []

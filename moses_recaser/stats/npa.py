@@ -111,9 +111,7 @@ def phrase_align(
     return [(p[0], p[1], p[2], p[3]) for p in phrases]
 
 
-def phrase_align_triple(
-    triple: Triple, lengths: Mapping[int, float] | None = None, seed: int = 0
-) -> Triple:
+def phrase_align_triple(triple: Triple, lengths: Mapping[int, float] | None = None, seed: int = 0) -> Triple:
     """The triple with phrases from its word links (links kept)."""
     if triple.links is None:
         raise RecaserError("the naive phrase aligner needs word links")
@@ -146,6 +144,7 @@ def lengths_from_trace(source: str | None, trace: str) -> dict[int, float]:
     if source is None:
         raise RecaserError("--lengths-trace needs --lengths-source (the input the decoder translated)")
     lengths = length_distribution(read_trace(source, trace))
-    logging.getLogger(__name__).info("source phrase lengths from the trace: %s",
-                                     " ".join(f"{k}:{v:.3f}" for k, v in lengths.items()))
+    logging.getLogger(__name__).info(
+        "source phrase lengths from the trace: %s", " ".join(f"{k}:{v:.3f}" for k, v in lengths.items())
+    )
     return lengths

@@ -74,7 +74,12 @@ def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool =
     with tempdir() as work:
         arpa = Path(work) / "lm.arpa"
         estimate_lm(counts, str(arpa), settings.discount_fallback)
-        write_model(model, settings=vars(settings), signature=version_signature(settings),
-                    writers=[Tables.from_counts(counts).save], copy_files={"lm.arpa": str(arpa)},
-                    extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}})
+        write_model(
+            model,
+            settings=vars(settings),
+            signature=version_signature(settings),
+            writers=[Tables.from_counts(counts).save],
+            copy_files={"lm.arpa": str(arpa)},
+            extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}},
+        )
     return version_signature(settings)

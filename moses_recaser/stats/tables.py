@@ -59,8 +59,9 @@ class TranslationTable:
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
 
     @classmethod
-    def from_pairs(cls, src_words: Sequence[str], tgt_words: Sequence[str], keys: np.ndarray,
-                   counts: np.ndarray) -> TranslationTable:
+    def from_pairs(
+        cls, src_words: Sequence[str], tgt_words: Sequence[str], keys: np.ndarray, counts: np.ndarray
+    ) -> TranslationTable:
         """The table of linked pair counts: ``keys`` (source word << 32 | target word, ids into ``src_words``,
         ``tgt_words``), each word numbered in the table by its place in the sorted vocabulary of linked words."""
         f, e = keys >> 32, keys & 0xFFFFFFFF
