@@ -1,8 +1,45 @@
-"""moses-recaser: bilingual CRF recasing of machine-translation output (Wang, Knight & Marcu 2006)."""
+"""moses-recaser: bilingual CRF recasing of machine-translation output (Wang, Knight & Marcu 2006).
+
+    >>> from moses_recaser import Recaser
+    >>> r = Recaser.load("model/")                                      # doctest: +SKIP
+    >>> r.recase("the united states .", source="les États-Unis .", alignment="0-0 1-1 1-2 2-3")  # doctest: +SKIP
+    'the United States .'
+
+``Recaser`` and ``train`` load numpy and the model code when first used, so that ``import moses_recaser``
+stays cheap (and the command line can set up BLAS threads before numpy loads).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.triples import Triple
 
 __version__ = "0.1.0"
 
-__all__ = ["RecaserError", "Triple", "__version__"]
+if TYPE_CHECKING:
+    from moses_recaser.api import Recaser, train
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.moses.trace import TraceOptions
+
+__all__ = ["Recaser", "RecaserError", "TraceOptions", "TrainSettings", "Triple", "__version__", "train"]
+
+_LAZY = {
+    "Recaser": "moses_recaser.api",
+    "train": "moses_recaser.api",
+    "TrainSettings": "moses_recaser.model.settings",
+    "TraceOptions": "moses_recaser.moses.trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'moses_recaser' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

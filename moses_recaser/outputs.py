@@ -32,7 +32,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
 
@@ -117,7 +117,7 @@ class _Guarded(io.FileIO):
         super().__init__(fd, "wb", closefd=closefd)
         self.shown = shown
 
-    def write(self, b) -> int:  # type: ignore[no-untyped-def,override]
+    def write(self, b: Any) -> int:
         try:
             return super().write(b)
         except BrokenPipeError:

@@ -21,7 +21,7 @@ for l in fr en; do
   sed -n '1951,2100p' all.$l > test.$l
 done
 python3 -c "import sys; sys.stdout.write(open('test.en', encoding='utf-8').read().lower())" > test.lc.en
-moses-recaser -q train --src train.fr --tgt train.en --dev-src dev.fr --dev-tgt dev.en --model model
+moses-recaser -q train --source train.fr --target train.en --dev-source dev.fr --dev-target dev.en -o model
 
 echo "== 3. recase the lowercased test set"
 moses-recaser -q recase --model model --source test.fr --input test.lc.en --align -o test.bilingual.en

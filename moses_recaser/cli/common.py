@@ -9,8 +9,10 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from moses_recaser import __version__
+from moses_recaser.cli.options import check_required
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.formats import FORMATS
 from moses_recaser.moses.trace import TraceOptions
@@ -65,6 +67,50 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
     )
 
 
+def _verbosity(p: argparse.ArgumentParser, default: Any) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", default=default, help="only errors on stderr, no progress")
+    p.add_argument("-v", "--verbose", action="store_true", default=default, help="debug logging")
+
+
+def command_parser(
+    prog: str,
+    description: str,
+    commands: Sequence[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]],
+) -> argparse.ArgumentParser:
+    """A console command's parser: one subparser a row of ``commands`` (name, help, the function that adds its
+    flags, the function that runs it). ``-q`` and ``-v`` go before or after the subcommand."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _verbosity(parser, False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, help_text, add_flags, func in commands:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_flags(p)
+        _verbosity(p, argparse.SUPPRESS)  # after the subcommand too, without undoing one given before it
+        p.set_defaults(func=func, subparser=p)
+    return parser
+
+
+def long_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every ``--name`` option of the parser and its subcommands."""
+    found: set[str] = set()
+    for action in parser._actions:  # argparse keeps no public list of them
+        found.update(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= long_options(sub)
+    return found
+
+
+def single_dash_long(argv: Sequence[str], known: set[str]) -> list[str]:
+    """``-name`` read as ``--name`` where that is an option, as Moses' Perl scripts (Getopt::Long) read it:
+    ``recase -model M`` works as EMS users type it. (argparse would read ``-model`` as ``-m odel``.)"""
+    return [
+        "-" + a if len(a) > 2 and a[0] == "-" and a[1] != "-" and "-" + a.split("=", 1)[0] in known else a for a in argv
+    ]
+
+
 def _setup_logging(args: argparse.Namespace, prog: str) -> None:
     level = logging.ERROR if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format=f"{prog}: %(message)s", stream=sys.stderr)
@@ -115,7 +161,8 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     a bad setting or a fault of the system (a full disk, a read-only or unreadable file, memory), 3 for a bug
     (-v adds its traceback), 130 for an interruption."""
     parser = parser_factory()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
+    check_required(args.subparser, args)
     _setup_logging(args, prog)
     # SIGTERM behaves like Ctrl-C, so atomic outputs are cleaned up the same way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -19,11 +19,33 @@ import logging
 import sys
 from pathlib import Path
 
-from moses_recaser.cli.common import main_of
+from moses_recaser.cli.common import command_parser, main_of
+from moses_recaser.cli.options import add
 from moses_recaser.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
 log = logging.getLogger("moses_recaser")
+
+
+def add_recase(p: argparse.ArgumentParser) -> None:
+    _flag(p, "in", dest="infile", required=True, help="recaser input (lowercased or truecased, markup removed)")
+    add(p, "model", ems=True, required=True, help="model directory, or the -config file of 'train'")
+    _flag(p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)")
+    _flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
+    _flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
+    p.add_argument("-b", "--unbuffered", action="store_true", help="flush output (recase.perl -b)")
+    add(p, "source", ems=True, help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
+    _flag(p, "trace", help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
+    add(p, "alignment", ems=True, help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
+    _flag(
+        p,
+        "decoder-settings",
+        dest="decoder_settings",
+        help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
+        "-alignment file does not exist",
+    )
+    add(p, "output", default="-", help="output (default stdout, as recase.perl)")
+    p.set_defaults(reads=("infile", "source", "trace", "headline"), writes=("output",))
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
@@ -50,6 +72,22 @@ def cmd_recase(args: argparse.Namespace) -> int:
     return 0
 
 
+TRAIN_SETTINGS = ("lm", "lm_order", "lmplz", "lmplz_options", "feature_set", "monolingual", "jobs", "dev_size")
+
+
+def add_train(p: argparse.ArgumentParser) -> None:
+    _flag(p, "dir", required=True, help="working directory (EMS: OUT.model)")
+    _flag(p, "corpus", required=True, help="cased tokenized target corpus")
+    _flag(p, "config", required=True, help="output: the file later steps receive as -model")
+    _flag(p, "source-corpus", dest="source_corpus", help="cased tokenized source corpus, line-parallel")
+    add(p, "alignment", ems=True, help="word alignment of source and corpus (EMS: model/aligned.grow-diag-final-and)")
+    for name in TRAIN_SETTINGS:
+        add(p, name, ems=True)
+    for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
+        _flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
+    p.set_defaults(reads=("corpus", "source_corpus", "alignment", "lm", "monolingual"), writes=("config",))
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.ems import steps
 
@@ -60,14 +98,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             config=args.config,
             source_corpus=args.source_corpus,
             alignment=args.alignment,
-            dev_size=args.dev_size,
-            cores=args.cores,
-            lm=args.lm,
-            lm_order=args.lm_order,
-            lmplz=args.lmplz,
-            lmplz_options=args.lmplz_options or "",
-            feature_set=args.features,
-            mono=args.mono or [],
+            settings={name: getattr(args, name) for name in TRAIN_SETTINGS},
         )
     )
     return 0
@@ -128,93 +159,44 @@ def _flag(p: argparse.ArgumentParser, name: str, **kw) -> None:  # type: ignore[
     p.add_argument(f"-{name}", f"--{name}", **kw)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="moses-recaser commands for Moses EMS")
-    parser.add_argument("-q", "--quiet", action="store_true")
-    parser.add_argument("-v", "--verbose", action="store_true")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
-    p = sub.add_parser("recase", help="recase.perl-compatible recasing (monolingual or with -source/-trace)")
-    _flag(p, "in", dest="infile", required=True, help="recaser input (lowercased, markup removed)")
-    _flag(p, "model", required=True, help="model directory, or the -config file of 'train'")
-    _flag(p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)")
-    _flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
-    _flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
-    p.add_argument("-b", "--unbuffered", action="store_true", help="flush output (recase.perl -b)")
-    _flag(p, "source", help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
-    _flag(p, "trace", help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
-    _flag(p, "alignment", help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
-    _flag(
-        p,
-        "decoder-settings",
-        dest="decoder_settings",
-        help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
-        "-alignment file does not exist",
-    )
-    p.add_argument("-o", "--output", default="-", help="output (default stdout, as recase.perl)")
-    p.set_defaults(func=cmd_recase, reads=("infile", "source", "trace", "headline"), writes=("output",))
-
-    p = sub.add_parser("train", help="train-recaser.perl-compatible training step")
-    _flag(p, "dir", required=True, help="working directory (EMS: OUT.model)")
-    _flag(p, "corpus", required=True, help="cased tokenized target corpus")
-    _flag(p, "config", required=True, help="output: the file later steps receive as -model")
-    _flag(p, "source-corpus", dest="source_corpus", help="cased tokenized source corpus, line-parallel")
-    _flag(p, "alignment", help="word alignment of source and corpus (EMS: model/aligned.grow-diag-final-and)")
-    _flag(
-        p,
-        "dev-size",
-        dest="dev_size",
-        type=int,
-        default=2000,
-        help="sentence pairs held out from the end of the corpus to train the CRF weights (at most 10%%)",
-    )
-    _flag(p, "cores", type=int, default=1, help="processes that count the corpus (EMS's cores)")
-    _flag(p, "lm", help="an existing KenLM model of the cased target")
-    _flag(p, "lmplz", help="KenLM's lmplz (EMS: $moses-bin-dir/lmplz): it estimates the cased LM, sorting on disk")
-    _flag(
-        p,
-        "lmplz-options",
-        dest="lmplz_options",
-        help="more options for lmplz (default '-S 1G'; e.g. \"--prune 0 0 1 -S 2G\")",
-    )
-    _flag(
-        p,
-        "mono",
-        action="append",
-        metavar="FILE",
-        help="cased tokenized target-language text without a source (e.g. EMS's LM corpus), for the LM and "
-        "the case prior; repeatable",
-    )
-    _flag(p, "lm-order", dest="lm_order", type=int, default=3)
-    _flag(p, "features", default="full", choices=["paper", "full"])
-    for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
-        _flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
-    p.set_defaults(func=cmd_train, reads=("corpus", "source_corpus", "alignment", "lm", "mono"), writes=("config",))
-
-    p = sub.add_parser("meta", help="patch Moses' experiment.meta with the bilingual recaser's steps")
+def add_meta(p: argparse.ArgumentParser) -> None:
     p.add_argument("--moses-meta", required=True, help="$MOSES/scripts/ems/experiment.meta")
-    p.add_argument("-o", "--output", required=True, help="the patched meta, for experiment.perl -meta")
-    p.set_defaults(func=cmd_meta, reads=("moses_meta",), writes=("output",))
+    add(p, "output", required=True, help="the patched meta, for experiment.perl -meta")
+    p.set_defaults(reads=("moses_meta",), writes=("output",))
 
-    p = sub.add_parser(
-        "config",
-        help="an EMS config switched to the bilingual recaser (lowercasing, [RECASING], "
-        "the decoder's -t and word links)",
-    )
+
+def add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", required=True, metavar="CONFIG", help="a working EMS config (e.g. Moses' config.toy)")
     p.add_argument(
         "--stock-set",
         action="store_true",
         help="also recase the first evaluation set with Moses' recase.perl, for a comparison in one run",
     )
-    p.add_argument("-o", "--output", required=True, help="the new config, for experiment.perl -config")
-    p.set_defaults(func=cmd_config, reads=("merge",), writes=("output",))
+    add(p, "output", required=True, help="the new config, for experiment.perl -config")
+    p.set_defaults(reads=("merge",), writes=("output",))
 
-    p = sub.add_parser("check", help="what keeps an EMS config from running the recaser, and what to change")
+
+def add_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="an EMS config")
-    p.set_defaults(func=cmd_check, reads=("config",))
-    return parser
+    p.set_defaults(reads=("config",))
+
+
+COMMANDS = (
+    ("recase", "recase.perl-compatible recasing (monolingual or with -source/-trace)", add_recase, cmd_recase),
+    ("train", "train-recaser.perl-compatible training step", add_train, cmd_train),
+    ("meta", "patch Moses' experiment.meta with the bilingual recaser's steps", add_meta, cmd_meta),
+    (
+        "config",
+        "an EMS config switched to the bilingual recaser (lowercasing, [RECASING], the decoder's -t and word links)",
+        add_config,
+        cmd_config,
+    ),
+    ("check", "what keeps an EMS config from running the recaser, and what to change", add_check, cmd_check),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return command_parser(PROG, "moses-recaser commands for Moses EMS", COMMANDS)
 
 
 main = main_of(build_parser, PROG)

@@ -1,23 +1,53 @@
-"""``moses-recaser SUBCOMMAND ...``: flags mapped onto library calls, nothing more."""
+"""``moses-recaser SUBCOMMAND ...``: flags mapped onto library calls, nothing more.
+
+Each subcommand is a pair: ``add_NAME`` declares its flags (settings by their one name, ``cli.options``) and
+``cmd_NAME`` calls the library. ``COMMANDS`` lists them in the order ``--help`` shows.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from moses_recaser import __version__
-from moses_recaser.cli.common import add_trace_flags, main_of, say, trace_options
+from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, say, trace_options
+from moses_recaser.cli.options import add
 from moses_recaser.errors import RecaserError
-from moses_recaser.model.settings import FEATURE_SETS, TrainSettings
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
 from moses_recaser.outputs import atomic_output
-from moses_recaser.stats.symal import SYMMETRIZATIONS
+
+if TYPE_CHECKING:
+    from moses_recaser.api import Recaser
 
 PROG = "moses-recaser"
-DEFAULTS = TrainSettings()
 log = logging.getLogger("moses_recaser")
+
+
+def _read(name: str, inputs: Inputs) -> Iterator[Record]:
+    fmt = FORMATS[name]
+    if inputs.alignment is not None and not fmt.takes_alignment:
+        raise RecaserError(f"an alignment file does not go with --trace-format {name} ({fmt.description})")
+    return fmt.read(inputs)
+
+
+def _only_with(args: argparse.Namespace, given: str, needs: str, what: str) -> None:
+    """A file given without the one it goes with is an error, never silently unused."""
+    if getattr(args, given.lstrip("-").replace("-", "_")) is not None and getattr(args, needs) is None:
+        raise RecaserError(f"{given} {what}")
+
+
+# triples ---------------------------------------------------------------------------------------------------
+def add_triples(p: argparse.ArgumentParser) -> None:
+    add(p, "source", required=True, help="cased, tokenized source the decoder translated")
+    p.add_argument("--trace", metavar="FILE", help="decoder output (-t/-tt/-print-alignment-info), '-' for stdin")
+    add(p, "target", help="instead of --trace: the plain target side of a word-aligned bitext")
+    add(p, "alignment", help="the decoder's -alignment-output-file, or the Pharaoh file of --target")
+    add(p, "output", default="-", help="triples as JSON Lines (default stdout)")
+    add_trace_flags(p)
+    p.set_defaults(reads=("source", "trace", "target", "alignment"), writes=("output",))
 
 
 def cmd_triples(args: argparse.Namespace) -> int:
@@ -29,21 +59,21 @@ def cmd_triples(args: argparse.Namespace) -> int:
     if args.target is not None:
         triples = read_aligned_bitext(args.source, args.target, args.alignment)
     else:
-        triples = (
-            r.triple
-            for r in _read(args.trace_format, Inputs(args.trace, args.source, args.alignment, trace_options(args)))
-        )
+        inputs = Inputs(args.trace, args.source, args.alignment, trace_options(args))
+        triples = (r.triple for r in _read(args.trace_format, inputs))
     with atomic_output(args.output) as out:
         n = write_triples(triples, out)
     log.info("wrote %d triples", n)
     return 0
 
 
-def _read(name: str, inputs: Inputs):  # type: ignore[no-untyped-def]
-    fmt = FORMATS[name]
-    if inputs.alignment is not None and not fmt.takes_alignment:
-        raise RecaserError(f"an alignment file does not go with --trace-format {name} ({fmt.description})")
-    return fmt.read(inputs)
+# tokenize --------------------------------------------------------------------------------------------------
+def add_tokenize(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-l", "--lang", required=True, help="language code, e.g. en, fr, de, zh")
+    add(p, "input", default="-", help="raw text (default stdin)")
+    add(p, "output", default="-", help="tokenized text (default stdout)")
+    p.add_argument("-a", "--aggressive-dash-splits", action="store_true", help="as tokenizer.perl -a")
+    p.set_defaults(reads=("input",), writes=("output",))
 
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
@@ -53,45 +83,124 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     return 0
 
 
+# lm --------------------------------------------------------------------------------------------------------
+def add_lm(p: argparse.ArgumentParser) -> None:
+    add(p, "input", default="-", old=["--text"], help="tokenized corpus, one sentence a line (default stdin)")
+    add(p, "output", required=True, help="the ARPA file ('-': stdout)")
+    add(p, "lm_order")
+    add(p, "discount_fallback")
+    # the old output flag, apart: with it, an old "-o ORDER" would now name the output
+    p.add_argument("--arpa", help=argparse.SUPPRESS)
+    p.set_defaults(reads=("input",), writes=("output",))
+
+
 def cmd_lm(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import estimate_lm, lm_from_text
     from moses_recaser.stats.counting import count_text
 
-    estimate_lm(count_text(lm_from_text(args.text), args.order), args.arpa, args.discount_fallback)
+    if args.arpa is not None:
+        raise RecaserError(
+            f"'lm --arpa FILE -o ORDER' is now 'lm -o FILE --lm-order ORDER' (-o is the output in every "
+            f"subcommand): write -o {args.arpa} --lm-order {args.output if args.output.isdigit() else 'N'}"
+        )
+    estimate_lm(count_text(lm_from_text(args.input), args.lm_order), args.output, args.discount_fallback)
     return 0
+
+
+# align, phrase-align ---------------------------------------------------------------------------------------
+def add_align(p: argparse.ArgumentParser) -> None:
+    add(p, "source", required=True)
+    add(p, "target", required=True)
+    add(p, "output", required=True, help="the Pharaoh i-j alignment")
+    add(p, "symmetrization")
+    p.add_argument("--priors", metavar="FILE", help="eflomal priors to align with (from --priors-out)")
+    p.add_argument("--priors-out", metavar="FILE", help="write eflomal priors computed from this alignment")
+    p.set_defaults(reads=("source", "target", "priors"), writes=("output", "priors_out"))
 
 
 def cmd_align(args: argparse.Namespace) -> int:
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.stats.eflomal import aligned_bitext
 
-    triples = aligned_bitext(args.src, args.tgt, args.symmetrize, priors=args.priors, priors_out=args.priors_out)
+    triples = aligned_bitext(
+        args.source, args.target, args.symmetrization, priors=args.priors, priors_out=args.priors_out
+    )
     with atomic_output(args.output) as out:
         for t in triples:
             out.write(format_links(t.links or []) + "\n")
     return 0
 
 
+def add_npa_lengths(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lengths-trace", metavar="FILE", help="a Moses -t output whose source phrase lengths the NPA copies"
+    )
+    p.add_argument("--lengths-source", metavar="FILE", help="the input of --lengths-trace")
+
+
+def npa_lengths(args: argparse.Namespace) -> dict[int, float] | None:
+    from moses_recaser.stats.npa import lengths_from_trace
+
+    if (args.lengths_trace is None) != (args.lengths_source is None):
+        raise RecaserError("--lengths-trace and --lengths-source go together (a -t output and its input)")
+    return lengths_from_trace(args.lengths_source, args.lengths_trace) if args.lengths_trace else None
+
+
+def add_phrase_align(p: argparse.ArgumentParser) -> None:
+    add(p, "source", required=True)
+    add(p, "target", required=True)
+    add(p, "alignment", required=True, help="Pharaoh i-j word alignment of the two")
+    add_npa_lengths(p)
+    add(p, "npa_seed")
+    add(p, "output", default="-", help="triples as JSON Lines (default stdout)")
+    p.set_defaults(reads=("source", "target", "alignment", "lengths_trace", "lengths_source"), writes=("output",))
+
+
 def cmd_phrase_align(args: argparse.Namespace) -> int:
     from moses_recaser.moses.bitext import read_aligned_bitext
-    from moses_recaser.stats.npa import lengths_from_trace, phrase_align_triple
+    from moses_recaser.stats.npa import phrase_align_triple
     from moses_recaser.triples import write_triples
 
-    lengths = lengths_from_trace(args.lengths_source, args.lengths_trace) if args.lengths_trace else None
-    triples = read_aligned_bitext(args.src, args.tgt, args.alignment)
+    lengths = npa_lengths(args)
+    triples = read_aligned_bitext(args.source, args.target, args.alignment)
     with atomic_output(args.output) as out:
-        write_triples((phrase_align_triple(t, lengths, args.seed) for t in triples), out)
+        write_triples((phrase_align_triple(t, lengths, args.npa_seed) for t in triples), out)
     return 0
+
+
+# stats, count, merge ---------------------------------------------------------------------------------------
+MODEL_OUT = "the model directory to write (an existing model there is replaced; anything else is refused)"
+
+
+def add_stats(p: argparse.ArgumentParser) -> None:
+    add(p, "source", required=True)
+    add(p, "target", required=True)
+    add(p, "alignment", help="Pharaoh i-j (e.g. EMS model/aligned.grow-diag-final-and); else eflomal aligns")
+    add(p, "symmetrization")
+    add(p, "lm")
+    add(p, "lm_order")
+    add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
+    p.set_defaults(reads=("source", "target", "alignment", "lm"), prints=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import StatsSettings, write_statistics
 
     settings = StatsSettings(
-        lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrize, alignment=args.alignment
+        lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrization, alignment=args.alignment
     )
-    say(write_statistics(args.src, args.tgt, args.alignment, settings, args.model))
+    say(write_statistics(args.source, args.target, args.alignment, settings, args.output))
     return 0
+
+
+def add_count(p: argparse.ArgumentParser) -> None:
+    add(p, "source", required=True)
+    add(p, "target", required=True)
+    add(p, "alignment", required=True)
+    p.add_argument("--shard", required=True, metavar="i/N", help="the i-th of N contiguous line blocks")
+    add(p, "lm_order")
+    add(p, "output", required=True, help="the shard's count file (.npz)")
+    p.set_defaults(reads=("source", "target", "alignment"), writes=("output",))
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -99,77 +208,157 @@ def cmd_count(args: argparse.Namespace) -> int:
 
     i, n = parse_shard(args.shard)
     with atomic_output(args.output, binary=True) as out:
-        count_shard(args.src, args.tgt, args.alignment, i, n, args.lm_order, out)
+        count_shard(args.source, args.target, args.alignment, i, n, args.lm_order, out)
     return 0
+
+
+def add_merge(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shards", nargs="+", help="count files of shards 1..N")
+    add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
+    add(p, "discount_fallback")
+    p.set_defaults(reads=("shards",), prints=True)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from moses_recaser.stats.shards import merge_into_model
 
-    say(merge_into_model(args.shards, args.model, args.discount_fallback))
+    say(merge_into_model(args.shards, args.output, args.discount_fallback))
     return 0
+
+
+# train -----------------------------------------------------------------------------------------------------
+TRAIN_SETTINGS = (
+    "lm_order",
+    "symmetrization",
+    "feature_set",
+    "sigma",
+    "sigma_grid",
+    "feature_scaling",
+    "max_iter",
+    "max_candidates",
+    "heldout_sentences",
+    "npa_seed",
+    "lm",
+    "lmplz_options",
+    "monolingual",
+)
+
+
+def add_train(p: argparse.ArgumentParser) -> None:
+    add(p, "source", help="training source, cased and tokenized")
+    add(p, "target", help="training target, cased and tokenized")
+    add(p, "alignment", help="training word alignment (Pharaoh); else eflomal aligns it")
+    p.add_argument(
+        "--stats",
+        metavar="DIR",
+        help="tables and LM from a statistics model ('stats', or 'merge' of shard counts) instead of a bitext",
+    )
+    add(p, "dev_source")
+    add(p, "dev_target")
+    add(p, "dev_alignment")
+    add(p, "dev_size")
+    p.add_argument(
+        "--dev-trace",
+        metavar="FILE",
+        help="the decoder's -t output of --dev-source: fit the weights on it, with --dev-target's case carried "
+        "over to the words that match (docs/results.md compares the two fits)",
+    )
+    p.add_argument("--dev-trace-alignment", metavar="FILE", help="the -alignment-output-file of --dev-trace")
+    for name in TRAIN_SETTINGS:
+        add(p, name)
+    add(p, "alignment_mode")
+    add(p, "lmplz")
+    add_npa_lengths(p)
+    add(p, "jobs", help="processes that count the training statistics (the model is the same for every N)")
+    add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
+    p.set_defaults(
+        reads=(
+            "source",
+            "target",
+            "alignment",
+            "dev_source",
+            "dev_target",
+            "dev_alignment",
+            "dev_trace",
+            "dev_trace_alignment",
+            "lm",
+            "monolingual",
+            "lengths_trace",
+            "lengths_source",
+        ),  # fmt: skip
+        prints=True,
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from moses_recaser.model.train import Bitext, DecoderOutput, train
+    from moses_recaser.api import train
     from moses_recaser.modeldir import read_manifest
-    from moses_recaser.stats.build import tempdir
-    from moses_recaser.stats.npa import lengths_from_trace
 
-    if args.stats is not None and (args.src or args.tgt or args.alignment or args.lm):
-        raise RecaserError("--stats replaces --src, --tgt, --alignment and --lm; give one or the other")
-    if args.stats is None and (args.src is None or args.tgt is None):
-        raise RecaserError("give the training bitext (--src and --tgt) or a statistics model (--stats)")
-    settings = TrainSettings(
-        lm_order=args.lm_order,
-        lm=args.lm,
-        symmetrization=args.symmetrize,
-        feature_set=args.features,
-        alignment_mode=args.phrase_features,
-        sigma=args.sigma,
-        max_iter=args.max_iter,
-        max_candidates=args.max_candidates,
-        npa_seed=args.seed,
-        heldout_sentences=args.heldout,
-        sigma_grid=tuple(args.sigma_grid or ()),
-        monolingual=[str(Path(m).resolve()) for m in args.mono or ()],
-        npa_lengths=lengths_from_trace(args.lengths_source, args.lengths_trace) if args.lengths_trace else None,
-        lmplz_options=args.lmplz_options or "",
+    values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode")}
+    values["sigma_grid"] = tuple(values["sigma_grid"] or ())
+    values["monolingual"] = values["monolingual"] or []
+    values["lmplz_options"] = values["lmplz_options"] or ""
+    model = train(
+        args.source,
+        args.target,
+        args.output,
+        alignment=args.alignment,
+        stats=args.stats,
+        dev_source=args.dev_source,
+        dev_target=args.dev_target,
+        dev_alignment=args.dev_alignment,
+        dev_size=args.dev_size,
+        dev_trace=args.dev_trace,
+        dev_trace_alignment=args.dev_trace_alignment,
+        jobs=args.jobs,
+        lmplz=args.lmplz,
+        npa_lengths=npa_lengths(args),
+        **values,
     )
-    bitext = Bitext(args.src, args.tgt, args.alignment) if args.stats is None else None
-    if args.dev_trace_alignment and not args.dev_trace:
-        raise RecaserError("--dev-trace-alignment goes with --dev-trace")
-    dev_output = DecoderOutput(args.dev_trace, args.dev_trace_alignment) if args.dev_trace else None
-    with tempdir() as work:
-        report = train(
-            args.model,
-            train=bitext,
-            stats_model=args.stats,
-            dev=Bitext(args.dev_src, args.dev_tgt, args.dev_alignment),
-            settings=settings,
-            work=Path(work),
-            jobs=args.jobs,
-            lmplz=args.lmplz,
-            dev_output=dev_output,
-        )
-    log.info(
-        "dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s",
-        100 * report.gen_oracle,
-        report.iterations,
-        ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
-    )
-    say(read_manifest(args.model, verify=False).signature)
+    say(read_manifest(model, verify=False).signature)
     return 0
 
 
-def _records(args: argparse.Namespace, recaser) -> object:  # type: ignore[no-untyped-def]
-    """The input as records, from whichever input flag was given."""
+# recase ----------------------------------------------------------------------------------------------------
+def add_recase(p: argparse.ArgumentParser) -> None:
+    add(p, "model", required=True, help="the model directory ('train' wrote it)")
+    add(p, "source", help="cased, tokenized source (as the decoder saw it); without it: monolingual")
+    p.add_argument("--trace", metavar="FILE", help="decoder output (plain, -t, -tt, alignment info), '-' for stdin")
+    p.add_argument("--triples", metavar="FILE", help="(F, e, A) JSON Lines: the source and links come with them")
+    add(p, "input", help="tokenized text, lowercased or not ('-' for stdin)")
+    add(
+        p,
+        "alignment",
+        help="word links of the decoder's output (--trace) or of --input to --source: Pharaoh i-j, such as "
+        "the decoder's -alignment-output-file",
+    )
+    p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
+    add(
+        p,
+        "alignment_mode",
+        default=None,
+        help="for input with phrases and word links, read only these (with their weights); default: both",
+    )
+    p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
+    add(p, "jobs")
+    add(p, "output", default="-", help="recased output (default stdout)")
+    add_trace_flags(p)
+    p.set_defaults(reads=("source", "trace", "alignment", "triples", "input"), writes=("output",))
+
+
+def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
+    """The input as records, from whichever input flag was given; a file that would go unused is an error."""
     given = [x for x in (args.trace, args.triples, args.input) if x is not None]
     if len(given) != 1:
         raise RecaserError("give exactly one input: --trace, --triples or --input (see --help)")
+    if args.triples is not None and (args.source is not None or args.alignment is not None):
+        raise RecaserError("--triples carry their own source and links: --source and --alignment do not go with them")
+    _only_with(args, "--alignment", "source", "links the output to its source: give --source too")
     if args.align:
         if args.input is None or args.source is None:
             raise RecaserError("--align aligns --input to --source: give both")
+        if args.alignment is not None:
+            raise RecaserError("--align computes the links that --alignment gives: give one or the other")
         from moses_recaser.stats.eflomal import aligned_bitext
 
         return (Record(t) for t in aligned_bitext(args.source, args.input, priors=recaser.aligner_priors()))
@@ -177,41 +366,60 @@ def _records(args: argparse.Namespace, recaser) -> object:  # type: ignore[no-un
         return _read(args.trace_format, Inputs(args.trace, args.source, args.alignment, trace_options(args)))
     if args.triples is not None:
         return _read("jsonl", Inputs(args.triples))
-    return _read("text", Inputs(args.input, args.source, args.input_alignment))
+    return _read("text", Inputs(args.input, args.source, args.alignment))
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
-    from moses_recaser.model.streaming import single_threaded_blas, zip_recased
+    from moses_recaser.model.streaming import single_threaded_blas
 
     single_threaded_blas()
-    from moses_recaser.model.recaser import Recaser
+    from moses_recaser.api import Recaser
 
-    recaser = Recaser(args.model, prefer=args.phrase_features)
+    recaser = Recaser.load(args.model, alignment_mode=args.alignment_mode)
     records = _records(args, recaser)
     with atomic_output(args.output) as out:
         if args.explain:
-            for r in records:  # type: ignore[attr-defined]
+            for r in records:
                 for row in recaser.explain(r.triple):
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 out.write("\n")
             return 0
-        for r, tokens in zip_recased(records, recaser, args.threads, triple_of=lambda r: r.triple):  # type: ignore[arg-type]
-            out.write(r.line(tokens) + "\n")
+        for line in recaser.recase_records(records, jobs=args.jobs):
+            out.write(line + "\n")
     log.info("signature: %s", recaser.signature)
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from moses_recaser.harness.metrics import case_scores_of_files
+# eval ------------------------------------------------------------------------------------------------------
+def add_eval(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hyp", required=True, metavar="FILE", help="recased output, tokenized")
+    p.add_argument("--ref", required=True, metavar="FILE", help="cased reference, tokenized the same way")
+    p.add_argument("--confusion", action="store_true", help="print the per-tag confusion table")
+    p.set_defaults(reads=("hyp", "ref"), prints=True)
 
-    scores = case_scores_of_files(args.hyp, args.ref)
-    say(
-        f"precision {100 * scores.precision:.2f}  cased-word F1 {100 * scores.f1:.2f}  "
-        f"words {scores.words}  errors {scores.words - scores.correct}"
-    )
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from moses_recaser.harness.metrics import evaluate_files
+
+    result = evaluate_files(args.hyp, args.ref)
+    say(result.line())
+    say(f"signature: {result.signature}")
     if args.confusion:
-        say(scores.confusion_table())
+        say(result.case.confusion_table())
     return 0
+
+
+# experiment ------------------------------------------------------------------------------------------------
+def add_experiment(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="configs/NAME.yaml")
+    add(p, "output", old=["--out"], metavar="DIR", help="the run's directory (default runs/NAME)")
+    p.add_argument(
+        "--data-root",
+        help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the shared corpora beside the "
+        "project)",
+    )
+    p.add_argument("--cache", help="stage cache (default runs/cache or MOSES_RECASER_CACHE)")
+    p.set_defaults(reads=("config",), prints=True)
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -219,243 +427,32 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from moses_recaser.harness.experiment import results_markdown, run_experiment
 
     cfg = load_config(args.config)
-    results = run_experiment(cfg, Path(args.out or Path("runs") / cfg.name), args.data_root, args.cache)
+    results = run_experiment(cfg, Path(args.output or Path("runs") / cfg.name), args.data_root, args.cache)
     say(results_markdown(results))
     return 0
 
 
+Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+COMMANDS: tuple[Command, ...] = (
+    ("train", "train a recaser: tables and LM from a bitext, CRF weights on dev", add_train, cmd_train),
+    ("recase", "recase MT output (lowercased, truecased or cased)", add_recase, cmd_recase),
+    ("eval", "capitalization precision, cased-word F1 and BLEU of a recased file", add_eval, cmd_eval),
+    ("triples", "a decoder trace (or a word-aligned bitext) as (F, e, A) JSON Lines", add_triples, cmd_triples),
+    ("tokenize", "Moses tokenization (sacremoses, escaping on; jieba for zh)", add_tokenize, cmd_tokenize),
+    ("lm", "an interpolated modified Kneser-Ney LM, as lmplz estimates it", add_lm, cmd_lm),
+    ("align", "word-align a tokenized bitext with eflomal and symmetrize", add_align, cmd_align),
+    ("phrase-align", "the naive phrase aligner: word-aligned bitext -> triples", add_phrase_align, cmd_phrase_align),
+    ("stats", "tables and cased LM of a word-aligned bitext, as a model directory", add_stats, cmd_stats),
+    ("count", "count one shard of a word-aligned bitext (map step; see 'merge')", add_count, cmd_count),
+    ("merge", "merge shard count files into a model (reduce step; as 'stats')", add_merge, cmd_merge),
+    ("experiment", "run a YAML experiment: precision table, learning curve", add_experiment, cmd_experiment),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Bilingual recasing of machine-translation output (Wang, Knight & Marcu, NAACL 2006).",
+    return command_parser(
+        PROG, "Bilingual recasing of machine-translation output (Wang, Knight & Marcu, NAACL 2006).", COMMANDS
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr, no progress bars")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
-    p = sub.add_parser("triples", help="turn a decoder trace (or a word-aligned bitext) into (F, e, A) JSON Lines")
-    p.add_argument("--source", required=True, metavar="SRC", help="cased, tokenized source the decoder translated")
-    p.add_argument("--trace", metavar="OUT", help="decoder output with -t/-tt/-print-alignment-info, or '-' for stdin")
-    p.add_argument("--target", metavar="TGT", help="instead of --trace: plain target side of a word-aligned bitext")
-    p.add_argument("--alignment", metavar="WA", help="-alignment-output-file, or Pharaoh i-j file for --target")
-    p.add_argument("-o", "--output", metavar="FILE.jsonl", default="-", help="output (default stdout)")
-    add_trace_flags(p)
-    p.set_defaults(func=cmd_triples, reads=("source", "trace", "target", "alignment"), writes=("output",))
-
-    p = sub.add_parser("tokenize", help="Moses tokenization (sacremoses, escaping on; jieba for zh)")
-    p.add_argument("-l", "--lang", required=True, help="language code, e.g. en, fr, de, zh")
-    p.add_argument("-i", "--input", default="-", help="raw text (default stdin)")
-    p.add_argument("-o", "--output", default="-", help="tokenized text (default stdout)")
-    p.add_argument("-a", "--aggressive-dash-splits", action="store_true", help="as tokenizer.perl -a")
-    p.set_defaults(func=cmd_tokenize, reads=("input",), writes=("output",))
-
-    p = sub.add_parser("lm", help="estimate an interpolated modified Kneser-Ney LM, as lmplz does")
-    p.add_argument("-o", "--order", type=int, required=True, help="n-gram order (lmplz -o)")
-    p.add_argument("--text", default="-", help="tokenized corpus, one sentence per line ('-': stdin)")
-    p.add_argument("--arpa", required=True, help="output ARPA file ('-': stdout)")
-    p.add_argument(
-        "--discount-fallback",
-        action="store_true",
-        help="when discounts cannot be estimated (tiny corpus), use 0.5 1 1.5 as lmplz --discount_fallback",
-    )
-    p.set_defaults(func=cmd_lm, reads=("text",), writes=("arpa",))
-
-    p = sub.add_parser("align", help="word-align a tokenized bitext with eflomal and symmetrize")
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
-    p.add_argument("-o", "--output", required=True, help="Pharaoh i-j alignment file")
-    p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
-    p.add_argument("--priors", help="eflomal priors to align with (from --priors-out or eflomal-makepriors)")
-    p.add_argument("--priors-out", help="write eflomal priors computed from this alignment")
-    p.set_defaults(func=cmd_align, reads=("src", "tgt", "priors"), writes=("output", "priors_out"))
-
-    p = sub.add_parser("phrase-align", help="naive phrase aligner: word-aligned bitext -> phrase-aligned triples")
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
-    p.add_argument("--alignment", required=True, help="Pharaoh i-j file")
-    p.add_argument("--lengths-trace", help="a Moses -t output to take source phrase lengths from")
-    p.add_argument("--lengths-source", help="the input of --lengths-trace")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--output", default="-", help="triples JSON Lines (default stdout)")
-    p.set_defaults(
-        func=cmd_phrase_align,
-        reads=("src", "tgt", "alignment", "lengths_trace", "lengths_source"),
-        writes=("output",),
-    )
-
-    p = sub.add_parser("stats", help="tables and cased LM from a cased word-aligned bitext, into a model directory")
-    p.add_argument("--src", required=True, help="cased, tokenized source side")
-    p.add_argument("--tgt", required=True, help="cased, tokenized target side")
-    p.add_argument("--alignment", help="Pharaoh i-j (e.g. EMS model/aligned.grow-diag-final-and); else eflomal")
-    p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
-    p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
-    p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
-    p.add_argument("--model", required=True, help="output model directory")
-    p.set_defaults(func=cmd_stats, reads=("src", "tgt", "alignment", "lm"), prints=True)
-
-    p = sub.add_parser("count", help="count one shard of a word-aligned bitext (map step; see 'merge')")
-    p.add_argument("--src", required=True)
-    p.add_argument("--tgt", required=True)
-    p.add_argument("--alignment", required=True)
-    p.add_argument("--shard", required=True, metavar="i/N", help="the i-th of N contiguous line blocks")
-    p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
-    p.add_argument("-o", "--output", required=True, help="shard count file (.npz)")
-    p.set_defaults(func=cmd_count, reads=("src", "tgt", "alignment"), writes=("output",))
-
-    p = sub.add_parser("merge", help="merge shard count files into a model (reduce step; same as 'stats')")
-    p.add_argument("shards", nargs="+", help="count files of shards 1..N")
-    p.add_argument("--model", required=True, help="output model directory")
-    p.add_argument(
-        "--discount-fallback",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="lmplz's fallback discounts for tiny corpora (default on, as 'stats')",
-    )
-    p.set_defaults(func=cmd_merge, reads=("shards",), prints=True)
-
-    p = sub.add_parser("train", help="train a bilingual recaser: tables and LM from a bitext, CRF weights on dev")
-    p.add_argument("--src", help="training source, cased and tokenized")
-    p.add_argument("--tgt", help="training target, cased and tokenized")
-    p.add_argument("--alignment", help="training word alignment (Pharaoh); else eflomal aligns")
-    p.add_argument(
-        "--stats",
-        metavar="DIR",
-        help="tables and LM from a statistics model ('stats', or 'merge' of shard counts) instead of --src/--tgt",
-    )
-    p.add_argument("--dev-src", required=True)
-    p.add_argument("--dev-tgt", required=True, help="cased dev reference")
-    p.add_argument("--dev-alignment", help="dev word alignment; else aligned with the training data")
-    p.add_argument(
-        "--dev-trace",
-        metavar="TRACE",
-        help="the decoder's -t output for --dev-src: fit the weights on it, with --dev-tgt's case carried "
-        "over to the words that match (docs/results.md compares the two fits)",
-    )
-    p.add_argument("--dev-trace-alignment", metavar="WA", help="the -alignment-output-file of --dev-trace")
-    p.add_argument("--lm", help="an existing KenLM model (ARPA or binary) instead of estimating one")
-    p.add_argument(
-        "--mono",
-        action="append",
-        metavar="FILE",
-        help="cased, tokenized target-language text without a source, for the LM and the case "
-        "prior (repeatable; e.g. the LM data of the Moses system)",
-    )
-    p.add_argument("--lm-order", type=int, default=DEFAULTS.lm_order)
-    p.add_argument("--lmplz", metavar="BIN", help="KenLM's lmplz estimates the LM (it sorts on disk: large corpora)")
-    p.add_argument("--lmplz-options", metavar="OPTIONS", help="more options for lmplz (default '-S 1G')")
-    p.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="processes that count the training statistics (the model is the same for every N)",
-    )
-    p.add_argument("--symmetrize", default="grow-diag-final-and", choices=SYMMETRIZATIONS)
-    p.add_argument(
-        "--features",
-        default=DEFAULTS.feature_set,
-        choices=FEATURE_SETS,
-        help="paper: the paper's features; full: plus source-copy, unseen-form and headline features "
-        "(default %(default)s)",
-    )
-    p.add_argument(
-        "--phrase-features",
-        default=DEFAULTS.alignment_mode,
-        choices=["phrase", "links"],
-        help="for input with phrases and word links: align a word to its whole source phrase (the "
-        "paper) or to its linked words (default %(default)s)",
-    )
-    p.add_argument(
-        "--sigma",
-        type=float,
-        default=DEFAULTS.sigma,
-        help="Gaussian prior (eq. 5; default %(default)s, the paper used 0.5)",
-    )
-    p.add_argument(
-        "--sigma-grid",
-        type=lambda x: [float(v) for v in x.split(",")],
-        metavar="S1,S2,...",
-        help="pick sigma from these by 2-fold cross-validation on dev",
-    )
-    p.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter)
-    p.add_argument(
-        "--max-candidates", type=int, default=DEFAULTS.max_candidates, help="cap on GEN per word (default %(default)s)"
-    )
-    p.add_argument(
-        "--heldout",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also fit weights on N held-out training sentences (features from the other folds)",
-    )
-    p.add_argument("--lengths-trace", help="a Moses -t output whose source phrase lengths the NPA copies")
-    p.add_argument("--lengths-source", help="the input of --lengths-trace")
-    p.add_argument("--seed", type=int, default=0, help="naive phrase aligner seed")
-    p.add_argument("--model", required=True, help="output model directory")
-    p.set_defaults(
-        func=cmd_train,
-        reads=(
-            "src",
-            "tgt",
-            "alignment",
-            "dev_src",
-            "dev_tgt",
-            "dev_alignment",
-            "dev_trace",
-            "dev_trace_alignment",
-            "lm",
-            "mono",
-            "lengths_trace",
-            "lengths_source",
-        ),
-        prints=True,
-    )
-
-    p = sub.add_parser("recase", help="recase lowercased MT output")
-    p.add_argument("--model", required=True)
-    p.add_argument("--source", help="cased, tokenized source (as the decoder saw it); without it: monolingual")
-    p.add_argument("--trace", help="decoder output (plain, -t, -tt, alignment info), '-' for stdin")
-    p.add_argument("--alignment", help="-alignment-output-file of the decoder, with --trace")
-    p.add_argument("--triples", help="(F, e, A) JSON Lines")
-    p.add_argument("--input", help="lowercased tokenized text ('-' for stdin)")
-    p.add_argument("--input-alignment", help="Pharaoh source-target alignment of --input to --source")
-    p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
-    p.add_argument(
-        "--phrase-features",
-        choices=["phrase", "links"],
-        help="for input with phrases and word links, read only these (with the weights fitted for them)",
-    )
-    p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
-    p.add_argument(
-        "--threads", type=int, default=1, metavar="N", help="worker processes (output is byte-identical to --threads 1)"
-    )
-    p.add_argument("-o", "--output", default="-")
-    add_trace_flags(p)
-    p.set_defaults(
-        func=cmd_recase,
-        reads=("source", "trace", "alignment", "triples", "input", "input_alignment"),
-        writes=("output",),
-    )
-
-    p = sub.add_parser("eval", help="capitalization precision and cased-word F1 of a recased file")
-    p.add_argument("--hyp", required=True, help="recased output, tokenized")
-    p.add_argument("--ref", required=True, help="cased reference, tokenized the same way")
-    p.add_argument("--confusion", action="store_true", help="print the per-tag confusion table")
-    p.set_defaults(func=cmd_eval, reads=("hyp", "ref"), prints=True)
-
-    p = sub.add_parser("experiment", help="run a YAML experiment: precision table, learning curve")
-    p.add_argument("config", help="configs/NAME.yaml")
-    p.add_argument("--out", help="output directory (default runs/NAME)")
-    p.add_argument(
-        "--data-root",
-        help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the "
-        "shared corpora beside the project)",
-    )
-    p.add_argument("--cache", help="stage cache (default runs/cache or MOSES_RECASER_CACHE)")
-    p.set_defaults(func=cmd_experiment, reads=("config",), prints=True)
-    return parser
 
 
 main = main_of(build_parser, PROG)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from moses_recaser.ems.lines import join_config, logical_lines
+from moses_recaser.model.settings import DEV_SIZE
 
 # experiment.perl's read_config
 _SECTION = re.compile(r"^\[(.+)\]")
@@ -167,7 +168,7 @@ def merge(text: str, ems_command: str, stock_set: bool = False) -> Merged:
     ed.set("RECASING", "recaser-train", f'"{ems_command} train"', "moses-recaser: the recaser's training step")
     if "-dev-size" not in (cfg.lookup("RECASING", "recasing-settings") or ""):  # not ours yet
         cores = " -cores $cores" if cfg.lookup("GENERAL", "cores") else ""
-        ed.set("RECASING", "recasing-settings", f'"-dev-size 2000{cores}"', "")
+        ed.set("RECASING", "recasing-settings", f'"-dev-size {DEV_SIZE}{cores}"', "")
     if cfg.lookup("RECASING", "decoder") is None:
         ed.set("RECASING", "decoder", "$moses-bin-dir/moses", "")
     ed.set("EVALUATION", "recaser", f'"{ems_command} recase"', "moses-recaser: the recaser of every evaluation set")

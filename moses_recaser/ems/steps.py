@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from moses_recaser import casing
 from moses_recaser.ems.recase_perl import headline_flags, is_moses_ini, recase_with_moses, title_case
@@ -18,7 +19,7 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace
-from moses_recaser.outputs import atomic_output, work_dir
+from moses_recaser.outputs import atomic_output
 from moses_recaser.textio import LineReader, read_lines, split_tokens
 from moses_recaser.triples import Triple
 
@@ -51,6 +52,8 @@ def recase_step(step: RecaseStep) -> None:
     all: recase.perl prints to stdout, and a failed step must leave nothing behind."""
     if (step.source is None) != (step.trace is None):
         raise RecaserError("-source and -trace go together (the cased decoder input and its -t output)")
+    if step.alignment is not None and step.trace is None:
+        raise RecaserError("-alignment links the -trace to its -source: give those too")
     if is_moses_ini(step.model):
         lines = _stock_model(step)
     else:
@@ -134,30 +137,23 @@ def _checked_trace(
 
 @dataclass
 class TrainStep:
-    """train-recaser.perl's EMS flags (``dir``, ``corpus``, ``config``) and the bilingual recaser's."""
+    """train-recaser.perl's EMS flags (``dir``, ``corpus``, ``config``), the bilingual recaser's files, and
+    ``settings``: keywords of the library's ``train`` by their one name (``jobs``, ``dev_size``, ``lm_order``,
+    ``monolingual`` ...); what is not given takes the library's default."""
 
     dir: str
     corpus: str
     config: str
     source_corpus: str | None = None
     alignment: str | None = None
-    dev_size: int = 2000
-    cores: int = 1
-    lm: str | None = None
-    lm_order: int = 3
-    lmplz: str | None = None
-    lmplz_options: str = ""
-    feature_set: str = "full"
-    mono: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def train_step(step: TrainStep) -> None:
     """Train on the corpus but its last ``dev_size`` sentence pairs (at most 10%), which train the CRF weights;
-    the corpus is read where it is, line by line, its statistics counted in ``cores`` processes. Then write
+    the corpus is read where it is, line by line, its statistics counted in ``jobs`` processes. Then write
     ``config``: the pointer to the model that later steps receive as -model."""
-    from moses_recaser.model.settings import TrainSettings
-    from moses_recaser.model.train import Bitext, train
-    from moses_recaser.stats.counting import corpus_lines
+    from moses_recaser.api import train
 
     if step.source_corpus is None or step.alignment is None:
         raise RecaserError(
@@ -166,32 +162,13 @@ def train_step(step: TrainStep) -> None:
             "monolingual model with 'moses-recaser train'",
             step.corpus,
         )
-    n = corpus_lines([step.source_corpus, step.corpus, step.alignment])
-    if n < 2:
-        raise RecaserError("the corpus needs at least 2 lines (training and dev)", step.corpus)
-    training, dev = Bitext(step.source_corpus, step.corpus, step.alignment).split(min(step.dev_size, max(n // 10, 1)))
-    settings = TrainSettings(
-        lm_order=step.lm_order,
-        lm=step.lm,
-        feature_set=step.feature_set,
-        lmplz_options=step.lmplz_options,
-        monolingual=[str(Path(m).resolve()) for m in step.mono],
-    )
+    given = {k: v for k, v in step.settings.items() if v is not None}
     out_dir = Path(step.dir)
     made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     model = out_dir / "model"
     try:
-        with work_dir("moses-recaser-ems", out_dir) as work:
-            train(
-                str(model),
-                train=training,
-                dev=dev,
-                settings=settings,
-                work=Path(work),
-                jobs=step.cores,
-                lmplz=step.lmplz,
-            )
+        train(step.source_corpus, step.corpus, model, alignment=step.alignment, work=out_dir, **given)
         with atomic_output(step.config) as out:
             out.write(POINTER_HEADER)
             out.write(f"model: {model.resolve()}\n")

@@ -51,11 +51,13 @@ class CaseScores:
         return "\n".join(rows)
 
 
-def case_scores(hyps: Iterable[Sequence[str]], refs: Iterable[Sequence[str]]) -> CaseScores:
+def case_scores(hyps: Iterable[Sequence[str]], refs: Iterable[Sequence[str]], where: str | None = None) -> CaseScores:
+    """Scores of recased sentences against their references (token lists that differ in case only; an error
+    names ``where`` and the line where they do not)."""
     s = CaseScores()
     for k, (h, r) in enumerate(zip(hyps, refs, strict=True), 1):
         if len(h) != len(r) or any(casing.lower(a) != casing.lower(b) for a, b in zip(h, r)):
-            raise RecaserError(f"sentence {k}: output and reference differ in more than case")
+            raise RecaserError(_differ(h, r) if where else f"sentence {k}: {_differ(h, r)}", where, k)
         c = 0
         for a, b in zip(h, r):
             c += a == b
@@ -85,10 +87,60 @@ def paired_bootstrap_precision(a: CaseScores, b: CaseScores, samples: int = 1000
     return (worse + 1) / (samples + 1)
 
 
+def _differ(h: Sequence[str], r: Sequence[str]) -> str:
+    """What differs in more than case, and the likely cause."""
+    k = next((i for i, (a, b) in enumerate(zip(h, r)) if casing.lower(a) != casing.lower(b)), min(len(h), len(r)))
+    got, want = (h[k] if k < len(h) else "(end)"), (r[k] if k < len(r) else "(end)")
+    return (
+        f"output and reference differ in more than case at word {k + 1} ({got!r} against {want!r}): "
+        "both must be the same tokenized text (is the reference detokenized, or tokenized otherwise?)"
+    )
+
+
 def case_scores_of_files(hyp: str, ref: str) -> CaseScores:
     """``case_scores`` of a recased file against its cased reference, both tokenized the same way."""
-    hyps = [split_tokens(x) for x in read_lines(hyp)]
-    refs = [split_tokens(x) for x in read_lines(ref)]
-    if len(hyps) != len(refs):
-        raise RecaserError(f"line-count mismatch: {len(hyps)} output lines, {len(refs)} reference lines", hyp)
-    return case_scores(hyps, refs)
+    return evaluate_files(hyp, ref, bleu=False).case
+
+
+@dataclass
+class Evaluation:
+    """``eval``'s result: the case scores, tokenized BLEU (cased and not; None when not asked for) and the
+    signature of every setting behind them."""
+
+    case: CaseScores
+    bleu: float | None
+    bleu_ci: float | None
+    signature: str
+
+    def line(self) -> str:
+        s = self.case
+        text = (
+            f"precision {100 * s.precision:.2f}  cased-word F1 {100 * s.f1:.2f}  words {s.words}  "
+            f"errors {s.words - s.correct}"
+        )
+        if self.bleu is not None:
+            text += f"  BLEU {self.bleu:.2f}  case-insensitive BLEU {self.bleu_ci:.2f}"
+        return text
+
+
+def evaluate_files(hyp: str, ref: str, *, bleu: bool = True) -> Evaluation:
+    """Precision, cased-word F1 and tokenized BLEU (sacrebleu, ``tokenize="none"``: the files are tokenized,
+    as multi-bleu.perl scores them) of a recased file against its cased reference."""
+    from moses_recaser.signature import signature
+
+    hyp_lines, ref_lines = list(read_lines(hyp)), list(read_lines(ref))
+    if len(hyp_lines) != len(ref_lines):
+        raise RecaserError(
+            f"line-count mismatch: {len(hyp_lines)} output lines, {len(ref_lines)} reference lines ({ref})", hyp
+        )
+    scores = case_scores(map(split_tokens, hyp_lines), map(split_tokens, ref_lines), where=hyp)
+    if not bleu:
+        return Evaluation(scores, None, None, signature(("eval", "precision+f1")))
+    import sacrebleu
+
+    # force: tokenized text is what this BLEU scores (sacrebleu would warn about it)
+    cased = sacrebleu.BLEU(tokenize="none", force=True)
+    lowered = sacrebleu.BLEU(tokenize="none", force=True, lowercase=True)
+    b = cased.corpus_score(hyp_lines, [ref_lines]).score
+    ci = lowered.corpus_score(hyp_lines, [ref_lines]).score
+    return Evaluation(scores, b, ci, signature(("eval", "precision+f1+bleu"), ("bleu", str(cased.get_signature()))))

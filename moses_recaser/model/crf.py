@@ -262,20 +262,32 @@ def fit(
         last.update(x=x.copy(), obj=obj, g=g[keep])
         return obj, g[keep]
 
+    from tqdm import tqdm
+
+    # a bar on a terminal (tqdm's disable=None: none when stderr is not one), the lines themselves with -v
+    bar = tqdm(
+        total=max_iter, desc="L-BFGS", unit=" it", leave=False, disable=None if log.isEnabledFor(logging.INFO) else True
+    )
+
     def callback(x: np.ndarray) -> None:
         if "x" not in last or not np.array_equal(last["x"], x):
             objective(x)
         history.append((len(history) + 1, -float(last["obj"]), float(np.linalg.norm(last["g"]))))
-        log.info("iteration %3d  objective %.4f  gradient norm %.4g", *history[-1])
+        log.debug("iteration %3d  objective %.4f  gradient norm %.4g", *history[-1])
+        bar.update()
+        bar.set_postfix_str(f"objective {history[-1][1]:.4f}", refresh=False)
 
-    res = minimize(
-        objective,
-        w0[keep],
-        jac=True,
-        method="L-BFGS-B",
-        callback=callback,
-        options={"maxiter": max_iter, "gtol": 1e-4, "ftol": 1e-7},
-    )
+    with bar:
+        res = minimize(
+            objective,
+            w0[keep],
+            jac=True,
+            method="L-BFGS-B",
+            callback=callback,
+            options={"maxiter": max_iter, "gtol": 1e-4, "ftol": 1e-7},
+        )
+    if history:
+        log.info("L-BFGS: %d iterations, objective %.4f, gradient norm %.4g", *history[-1])
     w = np.zeros(dim)
     w[keep] = res.x
     return FitResult(weights=w, log=history, converged=bool(res.success), message=str(res.message))

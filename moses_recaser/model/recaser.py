@@ -1,4 +1,8 @@
-"""A trained recaser: model directory -> (triple -> recased tokens), by exact Viterbi.
+"""A trained recaser: model directory -> (sentence -> recased sentence), by exact Viterbi.
+
+``Recaser`` is the package's front door for recasing (``from moses_recaser import Recaser``): ``load`` a
+model once, then ``recase`` a line, ``recase_lines`` a stream of them, or ``recase_triples`` records that are
+already parsed. The command line is built on the same calls, so both give the same output.
 
 Each sentence is scored with the weights of its input mode (``modes``: with or without its source,
 phrases, word links), so a missing source or alignment never fails and never meets weights fitted for
@@ -8,10 +12,12 @@ what it lacks. Output tokens differ from the input in case only.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, zip_longest
 from pathlib import Path
+from typing import Union
 
 import numpy as np
 
@@ -22,11 +28,13 @@ from moses_recaser.model.crf import make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import MODES, Weights, mode_of
-from moses_recaser.model.streaming import CHUNK
+from moses_recaser.model.streaming import zip_recased
 from moses_recaser.modeldir import Manifest, ModelSnapshot, read_manifest, verify_files
-from moses_recaser.sentences import chunks
+from moses_recaser.moses.formats import FORMATS, Line, Record
+from moses_recaser.moses.pharaoh import format_links
+from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Triple, lowered
+from moses_recaser.triples import Link, Triple, lowered
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +68,31 @@ def lm_file(model_dir: Path, manifest: Manifest) -> Path:
 
 
 MODE_ROW = {m.name: k for k, m in enumerate(MODES)}
+# a word alignment: a Pharaoh line ("0-0 1-2") or (source, target) index pairs
+Alignment = Union[str, Sequence[tuple[int, int]]]
+# what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
+LINE_FORMATS = tuple(name for name, f in FORMATS.items() if f.read_line is not None)
 
 
 class Recaser:
-    """Load once, recase many triples."""
+    """A trained model, loaded once (its arrays memory-mapped), that recases many sentences.
 
-    def __init__(self, model_dir: str | os.PathLike[str], *, prefer: str | None = None) -> None:
-        """``prefer`` ("phrase" or "links"): for input with both, read only that (its mode's weights)."""
+    >>> r = Recaser.load("model/")                                             # doctest: +SKIP
+    >>> r.recase("the united states .", source="les États-Unis .", alignment="0-0 1-1 1-2 2-3")  # doctest: +SKIP
+    'the United States .'
+
+    Output differs from the input in case only. Errors (a bad model, a malformed line) are ``RecaserError``.
+    """
+
+    def __init__(self, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> None:
+        """``alignment_mode`` ("phrase" or "links"): for input with both, read only that (its mode's
+        weights); None reads both. ``Recaser.load`` is the same call."""
         from moses_recaser.modeldir import resolve_model
 
+        if alignment_mode not in (None, "phrase", "links"):
+            raise RecaserError(f"alignment_mode is {alignment_mode!r}; choose phrase or links")
         self.dir = resolve_model(model_dir)
-        self.prefer = prefer
+        self.prefer = alignment_mode
         with ModelSnapshot(self.dir) as snap:
             self.manifest = read_manifest(snap.root, verify=False)
             # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
@@ -123,9 +145,86 @@ class Recaser:
             candidates_file=root / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
         )
 
+    @classmethod
+    def load(cls, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> Recaser:
+        """The model in ``model_dir`` (a directory that ``train`` wrote, or the pointer file of
+        ``moses-recaser-ems train``), checked against its checksums and memory-mapped."""
+        return cls(model_dir, alignment_mode=alignment_mode)
+
     @property
     def signature(self) -> str:
+        """Every setting the model was trained with, and a hash of its weights (as ``train`` prints it)."""
         return self.manifest.signature
+
+    def recase(
+        self,
+        hyp: str,
+        source: str | None = None,
+        alignment: Alignment | None = None,
+        *,
+        format: str = "text",
+        trace_options: TraceOptions | None = None,
+    ) -> str:
+        """One sentence recased: ``hyp`` tokenized (``format="text"``) or a Moses 1-best output line with its
+        ``|s-e|`` markers (``format="trace"``: plain, ``-t``, ``-tt``, ``-print-alignment-info``; markers are
+        read, not returned). ``source`` is the cased, tokenized line the decoder translated (None:
+        monolingual); ``alignment`` its word links to ``hyp``, Pharaoh ``"0-0 1-1"`` or index pairs."""
+        return next(
+            self.recase_lines(
+                [hyp],
+                None if source is None else [source],
+                None if alignment is None else [alignment],
+                format=format,
+                trace_options=trace_options,
+            )
+        )
+
+    def recase_lines(
+        self,
+        hyps: Iterable[str],
+        sources: Iterable[str] | None = None,
+        alignments: Iterable[Alignment] | None = None,
+        *,
+        format: str = "text",
+        trace_options: TraceOptions | None = None,
+        jobs: int = 1,
+    ) -> Iterator[str]:
+        """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 256 is
+        recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
+        a line is dropped; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
+        fmt = FORMATS.get(format)
+        if fmt is None or fmt.read_line is None:
+            raise RecaserError(f"format is {format!r}; choose one of {', '.join(LINE_FORMATS)}")
+        if alignments is not None and sources is None:
+            raise RecaserError("an alignment links the hypothesis to its source: give the source too")
+        read_line, options = fmt.read_line, trace_options or TraceOptions()
+
+        def records() -> Iterator[Record]:
+            rows = zip_longest(hyps, sources or (), alignments or (), fillvalue=None)
+            for k, (hyp, src, links) in enumerate(rows):
+                if hyp is None or (sources is not None and src is None) or (alignments is not None and links is None):
+                    raise RecaserError("the streams differ in length", "hyps", k + 1)
+                line = Line(
+                    _one_line(hyp, "hyps", k),
+                    None if src is None else _one_line(src, "sources", k),
+                    None if links is None else _pharaoh(links, k),
+                    options,
+                    ("hyps", "sources", "alignments"),
+                    k + 1,
+                )
+                yield read_line(k, line)
+
+        return self.recase_records(records(), jobs=jobs)
+
+    def recase_records(self, records: Iterable[Record], *, jobs: int = 1) -> Iterator[str]:
+        """The output line of each record (``moses.formats``: what a reader made of its input), in order."""
+        for record, tokens in zip_recased(records, self, jobs, triple_of=lambda r: r.triple):
+            yield record.line(tokens)
+
+    def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
+        """The recased target tokens of each triple, in order."""
+        for _, tokens in zip_recased(triples, self, jobs):
+            yield tokens
 
     def aligner_priors(self) -> Path:
         """The eflomal priors of the training alignment, for aligning new text to its source (``--align``)."""
@@ -160,10 +259,6 @@ class Recaser:
             views.append(mode.view(lowered(t)))
             modes.append(MODE_ROW[mode.name])
         return views, np.array(modes, dtype=np.int64)
-
-    def recase(self, triples: Iterable[Triple], chunk: int = CHUNK) -> Iterator[list[str]]:
-        for part in chunks(triples, chunk):
-            yield from self.recase_batch(part)
 
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
@@ -204,6 +299,28 @@ class Recaser:
                 row["fixed_by"] = flat.fixed[i]  # a constraint's name (constraints.CONSTRAINTS)
             rows.append(row)
         return rows
+
+
+def _one_line(text: str, stream: str, k: int) -> str:
+    """A line as given, less one trailing newline; a line break inside it is an error (it would change the
+    output's line structure)."""
+    if not isinstance(text, str):
+        raise RecaserError(f"a line must be a str, got {type(text).__name__}", stream, k + 1)
+    text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    if "\n" in text or "\r" in text:
+        raise RecaserError("a line break inside the line", stream, k + 1)
+    return text
+
+
+def _pharaoh(links: Alignment, k: int) -> str:
+    """A Pharaoh line of ``links`` (already one, or index pairs)."""
+    if isinstance(links, str):
+        return _one_line(links, "alignments", k)
+    try:
+        pairs: list[Link] = [(operator.index(i), operator.index(j)) for i, j in links]
+    except (TypeError, ValueError):
+        raise RecaserError("an alignment is a Pharaoh string or (source, target) index pairs", "alignments", k + 1)
+    return format_links(pairs)
 
 
 def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:

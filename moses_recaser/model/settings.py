@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.signature import signature
 
 # the paper's features, or the paper's and this package's (features.FEATURES rows marked paper=True)
 FEATURE_SETS = ("paper", "full")
+# sentence pairs held out from the end of the training bitext to fit the weights, when no dev set is given
+DEV_SIZE = 2000
 
 
 @dataclass
@@ -64,23 +66,22 @@ class TrainSettings:
     def signature(self, weights: Any = None) -> str:
         """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""
         lm = f"file:{Path(self.lm).name}" if self.lm else f"{self.lm_estimator}{self.lm_order}"
+        align = self.alignment_source + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else "")
         parts = [
-            f"moses-recaser:{__version__}",
-            f"lm:{lm}",
-            f"align:{self.alignment_source}"
-            + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else ""),
-            f"feat:{self.feature_set}",
-            f"a:{self.alignment_mode}",
-            f"sigma:{self.sigma:g}" + ("/scaled" if self.feature_scaling else ""),
-            f"gen:{self.max_candidates}",
-            f"npa:{self.npa_seed}",
+            ("lm", lm),
+            ("align", align),
+            ("feat", self.feature_set),
+            ("a", self.alignment_mode),
+            ("sigma", f"{self.sigma:g}" + ("/scaled" if self.feature_scaling else "")),
+            ("gen", str(self.max_candidates)),
+            ("npa", str(self.npa_seed)),
         ]
         if self.heldout_sentences:
-            parts.append(f"heldout:{self.heldout_sentences}x{self.heldout_folds}")
+            parts.append(("heldout", f"{self.heldout_sentences}x{self.heldout_folds}"))
         if self.monolingual_digest:
-            parts.append(f"mono:{self.monolingual_digest[:8]}")
+            parts.append(("mono", self.monolingual_digest[:8]))
         if self.dev_decoded:
-            parts.append("dev:decoded")
+            parts.append(("dev", "decoded"))
         if weights is not None:
-            parts.append("w:" + hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8])
-        return "|".join(parts)
+            parts.append(("w", hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8]))
+        return signature(*parts)

@@ -260,7 +260,7 @@ def train(
             if train_set or train.alignment is None
             else Corpus(
                 files=(train.source, train.target, train.alignment),
-                lines=train.lines,  # type: ignore[arg-type]
+                lines=train.lines,
                 mono=settings.monolingual,
             )
         )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from moses_recaser.moses.bitext import read_aligned_bitext
+from moses_recaser.moses.bitext import read_aligned_bitext, triple_of_lines
 from moses_recaser.moses.nbest import iter_nbest
-from moses_recaser.moses.trace import TraceOptions, read_trace
+from moses_recaser.moses.trace import TraceOptions, read_trace, trace_triple
 from moses_recaser.textio import read_lines, split_tokens
 from moses_recaser.triples import Triple, read_triples
 
@@ -47,11 +47,27 @@ class Inputs:
 
 
 @dataclass(frozen=True)
+class Line:
+    """One sentence given as strings (the library's ``Recaser.recase``): the hypothesis line, its cased source
+    line (None: monolingual) and its Pharaoh alignment line; ``where`` names the three in errors, at
+    ``lineno``."""
+
+    hyp: str
+    source: str | None = None
+    alignment: str | None = None
+    options: TraceOptions = field(default_factory=TraceOptions)
+    where: tuple[str, str, str] = ("hyp", "source", "alignment")
+    lineno: int = 0
+
+
+@dataclass(frozen=True)
 class InputFormat:
     name: str
     description: str
     read: Callable[[Inputs], Iterator[Record]]
     takes_alignment: bool = True  # whether a separate alignment file goes with it
+    # the same reading for one sentence given as strings (None: the format is not line by line)
+    read_line: Callable[[int, Line], Record] | None = None
 
 
 def _trace(inp: Inputs) -> Iterator[Record]:
@@ -80,10 +96,22 @@ def _jsonl(inp: Inputs) -> Iterator[Record]:
     return (Record(t) for t in read_triples(inp.path))
 
 
+def _trace_line(ident: int, x: Line) -> Record:
+    return Record(trace_triple(ident, x.hyp, x.source, x.alignment, x.options, x.where, x.lineno))
+
+
 def _text(inp: Inputs) -> Iterator[Record]:
     if inp.source is None:
         return (Record(Triple(id=i, source=[], target=split_tokens(x))) for i, x in enumerate(read_lines(inp.path)))
     return (Record(t) for t in read_aligned_bitext(inp.source, inp.path, inp.alignment))
+
+
+def _text_line(ident: int, x: Line) -> Record:
+    if x.source is None:
+        return Record(Triple(id=ident, source=[], target=split_tokens(x.hyp)))
+    lines = [x.source, x.hyp] + ([] if x.alignment is None else [x.alignment])
+    files = [x.where[1], x.where[0]] + ([] if x.alignment is None else [x.where[2]])
+    return Record(triple_of_lines(ident, lines, files, x.lineno))
 
 
 FORMATS: dict[str, InputFormat] = {
@@ -94,6 +122,7 @@ FORMATS: dict[str, InputFormat] = {
             "Moses 1-best output: plain, -t, -tt or -print-alignment-info lines "
             "(with -alignment-output-file as the alignment)",
             _trace,
+            read_line=_trace_line,
         ),
         InputFormat(
             "nbest",
@@ -102,6 +131,11 @@ FORMATS: dict[str, InputFormat] = {
             takes_alignment=False,
         ),
         InputFormat("jsonl", "(F, e, A) triples, one JSON object a line", _jsonl, takes_alignment=False),
-        InputFormat("text", "tokenized text, one sentence a line (with a Pharaoh alignment to the source)", _text),
+        InputFormat(
+            "text",
+            "tokenized text, one sentence a line (with a Pharaoh alignment to the source)",
+            _text,
+            read_line=_text_line,
+        ),
     )
 }

@@ -203,6 +203,39 @@ def source_tokens(line: str, opts: TraceOptions | None = None) -> list[str]:
     return tokens
 
 
+def trace_triple(
+    ident: int,
+    line: str,
+    source: str | None,
+    alignment: str | None = None,
+    opts: TraceOptions | None = None,
+    where: tuple[str | None, str | None, str | None] = (None, None, None),
+    lineno: int = 0,
+) -> Triple:
+    """One decoder output line as a checked triple, with its source line (None: monolingual, spans dropped)
+    and its ``-alignment-output-file`` line. An error is placed at ``where`` (the names of the trace, the
+    source and the alignment) and ``lineno``."""
+    opts = opts or TraceOptions()
+    try:
+        parsed = parse_trace_line(line, opts)
+        src = source_tokens(source, opts) if source is not None else []
+    except RecaserError as exc:
+        raise exc.at(where[0], lineno) from None
+    if source is None:  # monolingual: spans cannot be checked, nor used
+        parsed.phrases, parsed.links = [], None
+    links = None
+    if alignment is not None and source is not None:
+        try:
+            links = parse_links(alignment)
+            check_links(links, len(src), len(parsed.tokens))
+        except RecaserError as exc:
+            raise exc.at(where[2], lineno) from None
+    try:
+        return parsed.triple(ident, src, links)
+    except RecaserError as exc:
+        raise exc.at(where[0], lineno) from None
+
+
 def read_trace(
     source: str | None,
     trace: str,
@@ -213,30 +246,19 @@ def read_trace(
 
     Errors name the trace file and line (or the file that ends early).
     """
-    opts = opts or TraceOptions()
-    trace_reader = LineReader(trace, require_newline=True)
-    readers = [trace_reader]
+    readers = [LineReader(trace, require_newline=True)]
     if source is not None:
         readers.append(LineReader(source))
     if alignment is not None:
         readers.append(LineReader(alignment, require_newline=True))
+    where = (readers[0].name, readers[1].name if source is not None else None, readers[-1].name)
     for ident, row in enumerate(zip_readers(*readers)):
-        try:
-            parsed = parse_trace_line(row[0], opts)
-            src = source_tokens(row[1], opts) if source is not None else []
-        except RecaserError as exc:
-            raise exc.at(trace_reader.name, trace_reader.lineno) from None
-        if source is None:  # monolingual: spans cannot be checked, nor used
-            parsed.phrases, parsed.links = [], None
-        links = None
-        if alignment is not None and source is not None:
-            try:
-                links = parse_links(row[-1])
-                check_links(links, len(src), len(parsed.tokens))
-            except RecaserError as exc:
-                raise exc.at(readers[-1].name, readers[-1].lineno) from None
-        try:
-            triple = parsed.triple(ident, src, links)
-        except RecaserError as exc:
-            raise exc.at(trace_reader.name, trace_reader.lineno) from None
-        yield triple
+        yield trace_triple(
+            ident,
+            row[0],
+            row[1] if source is not None else None,
+            row[-1] if alignment is not None else None,
+            opts,
+            where,
+            readers[0].lineno,
+        )

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
+from moses_recaser.signature import signature
 from moses_recaser.stats.counting import Counts, check_lm_order, count_corpus, pieces, read_piece
 from moses_recaser.stats.kneser_ney import estimate, write_arpa
 from moses_recaser.stats.tables import Tables
@@ -47,7 +47,7 @@ class StatsSettings:
     def signature(self) -> str:
         lm = f"file:{Path(self.lm).name}" if self.lm else f"kn{self.lm_order}"
         align = "file" if self.alignment not in (None, "eflomal") else f"eflomal+{self.symmetrization}"
-        return f"lm:{lm}|align:{align}|tables:wb"
+        return signature(("lm", lm), ("align", align), ("tables", "wb"))
 
 
 @dataclass
@@ -204,10 +204,6 @@ def lm_from_text(path: str) -> Iterator[list[str]]:
     return (split_tokens(line) for line in read_lines(path))
 
 
-def version_signature(settings: StatsSettings) -> str:
-    return f"moses-recaser:{__version__}|{settings.signature()}"
-
-
 def tempdir() -> contextlib.AbstractContextManager[str]:
     """A scratch directory for a training run: removed at the end, and by the next run if this one is killed."""
     return work_dir("moses-recaser")
@@ -223,9 +219,9 @@ def write_statistics(source: str, target: str, alignment: str | None, settings: 
         write_model(
             model,
             settings=vars(settings),
-            signature=version_signature(settings),
+            signature=settings.signature(),
             writers=[tables.save],
             copy_files=files,
             extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}},
         )
-    return version_signature(settings)
+    return settings.signature()

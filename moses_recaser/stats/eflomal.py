@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
@@ -25,7 +26,7 @@ from moses_recaser.triples import Triple
 log = logging.getLogger(__name__)
 
 
-def _eflomal():  # type: ignore[no-untyped-def]
+def _eflomal() -> Any:
     try:
         import eflomal
     except ImportError:

@@ -53,7 +53,7 @@ def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool =
     from pathlib import Path
 
     from moses_recaser.modeldir import write_model
-    from moses_recaser.stats.build import StatsSettings, estimate_lm, tempdir, version_signature
+    from moses_recaser.stats.build import StatsSettings, estimate_lm, tempdir
     from moses_recaser.stats.tables import Tables
 
     model_target(model)
@@ -77,9 +77,9 @@ def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool =
         write_model(
             model,
             settings=vars(settings),
-            signature=version_signature(settings),
+            signature=settings.signature(),
             writers=[Tables.from_counts(counts).save],
             copy_files={"lm.arpa": str(arpa)},
             extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}},
         )
-    return version_signature(settings)
+    return settings.signature()

@@ -1,0 +1,147 @@
+"""The public API, as ``moses_recaser`` exports it: ``Recaser`` (load a model, recase lines) and ``train``.
+
+Both console commands are built on these calls: ``moses-recaser train`` and ``moses-recaser-ems train`` are
+``train``, ``moses-recaser recase`` is ``Recaser.load`` and ``Recaser.recase_records``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.model.recaser import Recaser
+from moses_recaser.model.settings import DEV_SIZE, TrainSettings
+from moses_recaser.moses.trace import TraceOptions
+
+log = logging.getLogger("moses_recaser")
+PathLike = str | os.PathLike[str]
+
+__all__ = ["Recaser", "train"]
+
+
+def train(
+    source: PathLike | None,
+    target: PathLike | None,
+    model: PathLike,
+    *,
+    alignment: PathLike | None = None,
+    dev_source: PathLike | None = None,
+    dev_target: PathLike | None = None,
+    dev_alignment: PathLike | None = None,
+    dev_size: int = DEV_SIZE,
+    dev_trace: PathLike | None = None,
+    dev_trace_alignment: PathLike | None = None,
+    dev_trace_options: TraceOptions | None = None,
+    stats: PathLike | None = None,
+    jobs: int = 1,
+    lmplz: PathLike | None = None,
+    work: PathLike | None = None,
+    settings: TrainSettings | None = None,
+    **setting_values: Any,
+) -> Path:
+    """Train a recaser into the directory ``model`` and return its path.
+
+    - ``source``/``target``: the cased, tokenized training bitext (files), word-aligned by ``alignment``
+      (Pharaoh; None: eflomal aligns it). Or ``stats``: a statistics model (``moses-recaser stats``/``merge``)
+      whose tables and LM are used instead (then ``source`` and ``target`` are None).
+    - The CRF weights are fitted on ``dev_source``/``dev_target`` (and ``dev_alignment``); without them, on
+      the last ``dev_size`` sentence pairs of the training bitext (at most a tenth of it), held out from the
+      tables. ``dev_trace`` (and ``dev_trace_alignment``): the decoder's ``-t`` output of the dev source,
+      to fit the weights on what recasing will read.
+    - ``jobs``: processes that count the corpus (the model is the same for every number); ``lmplz``: KenLM's
+      lmplz binary estimates the LM; ``work``: where temporary files go (default: the system's).
+    - Settings (``TrainSettings`` fields, e.g. ``lm_order=3``, ``sigma=1.0``, ``monolingual=[...]``) by name, or
+      a whole ``settings``. They are recorded in the model and its signature.
+
+    An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
+    """
+    from moses_recaser.model.train import DecoderOutput
+    from moses_recaser.model.train import train as fit
+    from moses_recaser.outputs import work_dir
+
+    chosen = _settings(settings, setting_values)
+    training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
+    if dev_trace_alignment is not None and dev_trace is None:
+        raise RecaserError("a dev trace alignment goes with the dev trace (dev_trace)")
+    dev_output = (
+        DecoderOutput(os.fspath(dev_trace), _str(dev_trace_alignment), dev_trace_options or TraceOptions())
+        if dev_trace is not None
+        else None
+    )
+    with work_dir("moses-recaser", work) as scratch:
+        report = fit(
+            os.fspath(model),
+            train=training,
+            stats_model=_str(stats),
+            dev=dev,
+            settings=chosen,
+            work=Path(scratch),
+            jobs=jobs,
+            lmplz=_str(lmplz),
+            dev_output=dev_output,
+        )
+    log.info(
+        "dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s",
+        100 * report.gen_oracle,
+        report.iterations,
+        ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
+    )
+    return Path(model)
+
+
+def _str(path: PathLike | None) -> str | None:
+    return None if path is None else os.fspath(path)
+
+
+def _settings(settings: TrainSettings | None, values: dict[str, Any]) -> TrainSettings:
+    """``settings`` (default: the defaults) with ``values`` set by name; an unknown name is an error."""
+    names = {f.name for f in dataclasses.fields(TrainSettings) if f.init}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise RecaserError(f"unknown setting(s) {', '.join(unknown)}; the settings are {', '.join(sorted(names))}")
+    chosen = dataclasses.replace(settings or TrainSettings(), **values)
+    chosen.monolingual = [str(Path(m).resolve()) for m in chosen.monolingual]
+    return chosen
+
+
+def _bitexts(
+    source: PathLike | None,
+    target: PathLike | None,
+    alignment: PathLike | None,
+    stats: PathLike | None,
+    dev_source: PathLike | None,
+    dev_target: PathLike | None,
+    dev_alignment: PathLike | None,
+    dev_size: int,
+) -> tuple[Any, Any]:
+    """The training bitext (None with ``stats``) and the dev bitext, held out from training when not given."""
+    from moses_recaser.model.train import Bitext
+    from moses_recaser.stats.counting import corpus_lines
+
+    if stats is not None and (source is not None or target is not None or alignment is not None):
+        raise RecaserError("a statistics model replaces the training bitext: give one or the other")
+    if stats is None and (source is None or target is None):
+        raise RecaserError("give the training bitext (source and target) or a statistics model (stats)")
+    if (dev_source is None) != (dev_target is None):
+        raise RecaserError("the dev set is two files: give both the dev source and the dev target")
+    if dev_alignment is not None and dev_source is None:
+        raise RecaserError("a dev alignment goes with the dev source and target")
+    training = None
+    if source is not None and target is not None:
+        training = Bitext(os.fspath(source), os.fspath(target), _str(alignment))
+    if dev_source is not None and dev_target is not None:
+        return training, Bitext(os.fspath(dev_source), os.fspath(dev_target), _str(dev_alignment))
+    if training is None:
+        raise RecaserError("with a statistics model, give the dev set (dev source and dev target)")
+    if dev_size < 1:
+        raise RecaserError(f"the dev size must be at least 1 sentence pair, got {dev_size}")
+    n = corpus_lines([f for f in (training.source, training.target, training.alignment) if f])
+    if n < 2:
+        raise RecaserError("the corpus needs at least 2 lines (training and dev)", training.target)
+    held = min(dev_size, max(n // 10, 1))
+    log.info("fitting the weights on the last %d of %d sentence pairs (held out from the tables)", held, n)
+    return training.split(held)

@@ -1,0 +1,261 @@
+"""Every command-line setting, declared once: its one name, its flag, its EMS spelling and its default.
+
+A setting's ``name`` is the same everywhere: the ``argparse`` destination, the keyword of the library's
+``train`` (a ``TrainSettings`` field where it changes the model), the key of the YAML experiment configs and
+the model manifest. ``moses-recaser`` spells it ``--name-with-dashes``; ``moses-recaser-ems`` keeps the
+single-dash names EMS passes (``-cores``). Spellings of earlier releases are hidden aliases that still work
+and warn. Defaults come from ``TrainSettings`` and the library, never from a parser of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, TrainSettings
+from moses_recaser.stats.symal import SYMMETRIZATIONS
+
+DEFAULTS = TrainSettings()
+ALIGNMENT_MODES = ("phrase", "links")
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: ``flags`` are its spellings on ``moses-recaser`` (the first is the one shown), ``ems`` on
+    ``moses-recaser-ems`` (None: not there), ``old`` the deprecated spellings; ``kwargs`` go to argparse."""
+
+    name: str
+    help: str
+    flags: tuple[str, ...]
+    ems: str | None = None
+    old: tuple[str, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _opt(name: str, help: str, *flags: str, ems: str | None = None, old: Sequence[str] = (), **kw: Any) -> Option:
+    return Option(name, help, flags or ("--" + name.replace("_", "-"),), ems, tuple(old), kw)
+
+
+OPTIONS: dict[str, Option] = {
+    o.name: o
+    for o in (
+        # files
+        _opt(
+            "source", "cased, tokenized source side (the decoder's input)", ems="-source", old=["--src"], metavar="FILE"
+        ),
+        _opt("target", "cased, tokenized target side", old=["--tgt"], metavar="FILE"),
+        _opt(
+            "alignment",
+            "word alignment, Pharaoh i-j (a training bitext's, or the decoder's -alignment-output-file)",
+            ems="-alignment",
+            old=["--input-alignment"],
+            metavar="FILE",
+        ),
+        _opt("output", "output file ('-': stdout)", "-o", "--output", ems="-o", metavar="FILE"),
+        _opt(
+            "model",
+            "a model directory (or moses-recaser-ems's -config file)",
+            "-m",
+            "--model",
+            ems="-model",
+            metavar="DIR",
+        ),  # fmt: skip
+        _opt("input", "tokenized text to read ('-': stdin)", "-i", "--input", metavar="FILE"),
+        _opt("dev_source", "cased, tokenized dev source", old=["--dev-src"], metavar="FILE"),
+        _opt("dev_target", "cased, tokenized dev reference", old=["--dev-tgt"], metavar="FILE"),
+        _opt("dev_alignment", "dev word alignment (Pharaoh); else eflomal aligns it", metavar="FILE"),
+        _opt(
+            "dev_size",
+            "without a dev set: sentence pairs held out from the end of the training bitext to fit the "
+            "weights (at most a tenth of it; default %(default)s)",
+            ems="-dev-size",
+            type=int,
+            default=DEV_SIZE,
+            metavar="N",
+        ),
+        _opt(
+            "monolingual",
+            "cased, tokenized target-language text without a source, for the LM and the case prior "
+            "(repeatable; e.g. the LM data of the Moses system)",
+            ems="-mono",
+            old=["--mono"],
+            action="append",
+            metavar="FILE",
+        ),
+        _opt("lm", "an existing KenLM model (ARPA or binary) instead of estimating one", ems="-lm", metavar="FILE"),
+        _opt(
+            "lmplz",
+            "KenLM's lmplz binary: it estimates the LM, sorting on disk (large corpora)",
+            ems="-lmplz",
+            metavar="BIN",
+        ),
+        _opt("lmplz_options", "more options for lmplz (default '-S 1G')", ems="-lmplz-options", metavar="OPTIONS"),
+        # settings that change the model (TrainSettings fields)
+        _opt(
+            "lm_order",
+            "n-gram order of the cased LM (default %(default)s)",
+            ems="-lm-order",
+            old=["--order"],
+            type=int,
+            default=DEFAULTS.lm_order,
+            metavar="N",
+        ),
+        _opt(
+            "symmetrization",
+            "symmetrization of eflomal's two directions, as Moses' symal (default %(default)s)",
+            old=["--symmetrize"],
+            choices=SYMMETRIZATIONS,
+            default=DEFAULTS.symmetrization,
+        ),
+        _opt(
+            "feature_set",
+            "paper: the paper's features; full: plus source-copy, unseen-form and headline features "
+            "(default %(default)s)",
+            ems="-feature-set",
+            old=["--features", "-features"],
+            choices=FEATURE_SETS,
+            default=DEFAULTS.feature_set,
+        ),
+        _opt(
+            "alignment_mode",
+            "for input with phrases and word links: a word's translation features read its linked words "
+            "(links) or its whole source phrase (phrase, the paper); default %(default)s",
+            old=["--phrase-features"],
+            choices=ALIGNMENT_MODES,
+            default=DEFAULTS.alignment_mode,
+        ),
+        _opt(
+            "sigma",
+            "Gaussian prior of the weights (eq. 5; default %(default)s, the paper used 0.5)",
+            type=float,
+            default=DEFAULTS.sigma,
+        ),  # fmt: skip
+        _opt(
+            "sigma_grid", "pick sigma from these by 2-fold cross-validation on dev", type=_floats, metavar="S1,S2,..."
+        ),  # fmt: skip
+        _opt("feature_scaling", "scale each weight's prior by its feature's typical size", action="store_true"),
+        _opt(
+            "max_iter",
+            "L-BFGS iterations at most, per fit (default %(default)s)",
+            type=int,
+            default=DEFAULTS.max_iter,
+            metavar="N",
+        ),  # fmt: skip
+        _opt(
+            "max_candidates",
+            "cap on GEN's candidate forms per word (default %(default)s)",
+            type=int,
+            default=DEFAULTS.max_candidates,
+            metavar="N",
+        ),  # fmt: skip
+        _opt(
+            "heldout_sentences",
+            "also fit the weights on N held-out training sentences (features from the other folds)",
+            old=["--heldout"],
+            type=int,
+            default=DEFAULTS.heldout_sentences,
+            metavar="N",
+        ),
+        _opt(
+            "npa_seed",
+            "seed of the naive phrase aligner (default %(default)s)",
+            old=["--seed"],
+            type=int,
+            default=DEFAULTS.npa_seed,
+            metavar="N",
+        ),  # fmt: skip
+        _opt(
+            "discount_fallback",
+            "when Kneser-Ney discounts cannot be estimated (a tiny corpus), use lmplz's fallback 0.5 1 1.5 "
+            "(default on)",
+            action=argparse.BooleanOptionalAction,
+            default=DEFAULTS.discount_fallback,
+        ),
+        # how the work is done (same output whatever the value)
+        _opt(
+            "jobs",
+            "worker processes (the output is the same for every N; default %(default)s)",
+            "-j",
+            "--jobs",
+            ems="-cores",
+            old=["--threads"],
+            type=int,
+            default=1,
+            metavar="N",
+        ),
+    )
+}
+
+
+class Deprecated(argparse.Action):
+    """A spelling of an earlier release: works, and says which spelling replaces it."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, real: argparse.Action, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=real.nargs, const=real.const, type=real.type,  # type: ignore[arg-type]
+                         choices=real.choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # fmt: skip
+        self.new, self.real = new, real
+
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, opt: Any = None) -> None:
+        print(f"{parser.prog}: warning: {opt} is deprecated; use {self.new}", file=sys.stderr)
+        self.real(parser, ns, values, opt)
+
+
+def add(
+    p: argparse.ArgumentParser, name: str, *, ems: bool = False, old: Sequence[str] = (), **overrides: Any
+) -> argparse.Action:
+    """Add the setting ``name`` to a subcommand's parser (its EMS spelling with ``ems``); ``overrides``
+    change argparse's arguments for this command (a default, ``required``, a help text); ``old``: this
+    command's own spellings of an earlier release."""
+    o = OPTIONS[name]
+    kw = {"help": o.help, **o.kwargs, **overrides, "dest": name}
+    if ems:
+        if o.ems is None:
+            raise ValueError(f"setting {name} has no EMS spelling")
+        # Getopt::Long takes -name and --name; a one-letter flag keeps its long form
+        flags: tuple[str, ...] = (o.ems, "-" + o.ems) if len(o.ems) > 2 else (o.ems, *o.flags[1:])
+        deprecated = [x for x in o.old if not x.startswith("--")]
+    else:
+        flags, deprecated = o.flags, [x for x in o.old if x.startswith("--")]
+    required = kw.pop("required", False)
+    action = p.add_argument(*flags, **kw)
+    if required:  # checked after parsing (``check_required``), so that an old spelling counts too
+        p.set_defaults(**{REQUIRED: [*(p.get_default(REQUIRED) or []), (name, flags[0])]})
+    for spelling in (*deprecated, *old):
+        new = next((f for f in flags if f.startswith("--")), flags[0])
+        p.add_argument(spelling, action=Deprecated, dest=name, new=new, real=action)
+    return action
+
+
+REQUIRED = "required_settings"
+
+
+def check_required(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """argparse's 'required' for settings added with ``required=True`` (which an old spelling satisfies)."""
+    missing = [flag for name, flag in getattr(args, REQUIRED, None) or () if getattr(args, name, None) is None]
+    if missing:
+        parser.error("the following arguments are required: " + ", ".join(missing))
+
+
+def markdown_table() -> str:
+    """docs/settings.md's table: each setting's one name, its flags, its EMS spelling and old spellings."""
+    rows = [
+        "| name (API, YAML, model) | moses-recaser | moses-recaser-ems | default | deprecated |",
+        "|---|---|---|---|---|",
+    ]
+    for o in OPTIONS.values():
+        default = o.kwargs.get("default")
+        rows.append(
+            f"| `{o.name}` | {', '.join(f'`{f}`' for f in o.flags)} | {f'`{o.ems}`' if o.ems else ''} | "
+            f"{'' if default is None else f'`{default}`'} | {', '.join(f'`{x}`' for x in o.old)} |"
+        )
+    return "\n".join(rows) + "\n"

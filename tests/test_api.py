@@ -1,0 +1,145 @@
+"""The public API (``from moses_recaser import Recaser, train``): one import, one load, one call per sentence,
+and the same output as the command line on the same inputs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import moses_recaser
+from moses_recaser import Recaser, RecaserError
+from moses_recaser.cli.main import main
+from moses_recaser.textio import split_tokens
+
+
+def _segments(n_src: int, n_tgt: int) -> list[tuple[int, int, int, int]]:
+    """Monotone phrase pairs tiling both sides (source start, end, target start, end; inclusive)."""
+    n = min(n_src, n_tgt)
+    return [(j * n_src // n, (j + 1) * n_src // n - 1, j * n_tgt // n, (j + 1) * n_tgt // n - 1) for j in range(n)]
+
+
+@pytest.fixture(scope="module")
+def inputs(tico, tmp_path_factory):
+    """The tico test set as text with a word alignment, and as a Moses -t trace with its -alignment-output-file."""
+    d = tmp_path_factory.mktemp("api")
+    src = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
+    hyp = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()
+    trace, wa = [], []
+    for s, h in zip(src, hyp):
+        words, segs = split_tokens(h), _segments(len(split_tokens(s)), len(split_tokens(h)))
+        trace.append(" ".join(" ".join(words[c : d + 1]) + f" |{a}-{b}|" for a, b, c, d in segs))
+        wa.append(" ".join(f"{a}-{c}" for a, _, c, _ in segs))
+    for name, lines in (("src", src), ("hyp", hyp), ("trace", trace), ("wa", wa)):
+        (d / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return d, src, hyp, trace, wa
+
+
+def _cli(*args: str) -> list[str]:
+    out = args[args.index("-o") + 1]
+    assert main(["-q", "recase", *args]) == 0
+    with open(out, encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+def test_the_issue_example_is_one_import_one_load_one_call(tico):
+    code = (
+        "from moses_recaser import Recaser; r = Recaser.load(M); "
+        "print(r.recase('the united states .', source='les États-Unis .', alignment='0-0 1-1 1-2 2-3'))"
+    ).replace("M", repr(str(tico / "model")))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    words = done.stdout.split()
+    assert [w.lower() for w in words] == ["the", "united", "states", "."]
+    assert words[1] == "United"  # the source's capital, carried by the link
+
+
+def test_api_equals_cli_on_text_with_links(tico, inputs, tmp_path):
+    d, src, hyp, _, wa = inputs
+    out = str(tmp_path / "cli")
+    cli = _cli("--model", str(tico / "model"), "--source", str(d / "src"), "--input", str(d / "hyp"),
+               "--alignment", str(d / "wa"), "-o", out)  # fmt: skip
+    r = Recaser.load(tico / "model")
+    assert list(r.recase_lines(hyp, src, wa)) == cli
+    assert [r.recase(h, source=s, alignment=a) for h, s, a in zip(hyp, src, wa)] == cli
+    # index pairs are the same links as the Pharaoh line
+    pairs = [[tuple(map(int, x.split("-"))) for x in a.split()] for a in wa]
+    assert list(r.recase_lines(hyp, src, pairs, jobs=2)) == cli
+    # and the links matter: without them (source only) some line comes out otherwise
+    assert list(r.recase_lines(hyp, src)) != cli
+
+
+def test_api_equals_cli_on_a_trace(tico, inputs, tmp_path):
+    d, src, _, trace, wa = inputs
+    out = str(tmp_path / "cli")
+    cli = _cli("--model", str(tico / "model"), "--source", str(d / "src"), "--trace", str(d / "trace"),
+               "--alignment", str(d / "wa"), "-o", out)  # fmt: skip
+    r = Recaser.load(tico / "model")
+    assert list(r.recase_lines(trace, src, wa, format="trace")) == cli
+    assert r.recase(trace[0], source=src[0], alignment=wa[0], format="trace") == cli[0]
+    assert "|" not in "".join(cli)
+
+
+def test_api_equals_cli_monolingual(tico, inputs, tmp_path):
+    d, _, hyp, _, _ = inputs
+    out = str(tmp_path / "cli")
+    cli = _cli("--model", str(tico / "model"), "--input", str(d / "hyp"), "-o", out)
+    r = Recaser.load(tico / "model")
+    # lines as a file gives them, newline and all
+    with open(d / "hyp", encoding="utf-8") as fh:
+        assert list(r.recase_lines(fh)) == cli
+    assert r.recase(hyp[0]) == cli[0]
+
+
+def test_case_only_and_signature(tico):
+    r = Recaser.load(tico / "model")
+    out = r.recase("the who published a report on covid-19 in geneva .")
+    assert out.lower() == "the who published a report on covid-19 in geneva ."
+    assert r.signature.startswith("moses-recaser:") and "|w:" in r.signature
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda r: r.recase("a b", alignment="0-0"), "give the source too"),
+        (lambda r: r.recase("a\nb"), "hyps:1: a line break inside the line"),
+        (lambda r: r.recase("a b", source="A B", alignment="0-0 5-1"), "outside"),
+        (lambda r: r.recase("a b", source="A B", alignment=[(0, 0.5)]), "index pairs"),
+        (lambda r: r.recase("a |0-0|", source="A", format="nbest"), "choose one of trace, text"),
+        (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: the streams differ in length"),
+        (lambda r: r.recase(b"a b"), "must be a str"),  # type: ignore[arg-type]
+    ],
+)
+def test_errors_are_recaser_errors_with_a_place(tico, call, message):
+    r = Recaser.load(tico / "model")
+    with pytest.raises(RecaserError, match=message.replace("|", r"\|")):
+        call(r)
+
+
+def test_load_refuses_what_is_not_a_model(tmp_path):
+    with pytest.raises(RecaserError):
+        Recaser.load(tmp_path)
+    with pytest.raises(RecaserError, match="alignment_mode"):
+        Recaser.load(tmp_path, alignment_mode="words")
+
+
+def test_public_names_are_listed_and_documented():
+    for name in moses_recaser.__all__:
+        obj = getattr(moses_recaser, name)
+        assert name == "__version__" or obj.__doc__, name
+    with pytest.raises(AttributeError):
+        moses_recaser.no_such_name  # noqa: B018
+
+
+def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tmp_path):
+    with pytest.raises(RecaserError, match="unknown setting.*sigmma"):
+        moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", sigmma=2.0)
+    with pytest.raises(RecaserError, match="give both"):
+        moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr")
+    # no dev set: the last pairs of the bitext fit the weights (100 of 700: at most a tenth)
+    model = moses_recaser.train(
+        tico / "train.fr", tico / "train.en", tmp_path / "m", dev_size=100, max_iter=5, alignment=None
+    )
+    r = Recaser.load(model)
+    assert "sigma:1" in r.signature
+    assert r.recase("the who .").lower() == "the who ."

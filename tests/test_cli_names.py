@@ -1,0 +1,189 @@
+"""One name per setting across both command lines (``cli.options``), old spellings that still work, and no given
+file silently left unused."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from moses_recaser.cli import ems as ems_cli
+from moses_recaser.cli import main as main_cli
+from moses_recaser.cli.main import main
+from moses_recaser.cli.options import OPTIONS, markdown_table
+
+PARSERS = {"moses-recaser": main_cli.build_parser, "moses-recaser-ems": ems_cli.build_parser}
+DOCS = Path(__file__).parents[1] / "docs" / "settings.md"
+
+
+def subcommands(build) -> dict[str, argparse.ArgumentParser]:
+    parser = build()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def visible(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in p._actions if a.option_strings and a.help != argparse.SUPPRESS]
+
+
+@pytest.mark.parametrize("prog", PARSERS)
+def test_dash_o_is_an_output_in_every_subcommand(prog):
+    seen = 0
+    for name, p in subcommands(PARSERS[prog]).items():
+        for a in p._actions:
+            if "-o" in a.option_strings:
+                seen += 1
+                assert a.dest == "output", (prog, name, a.dest)
+                # a file checked before any work (``writes``), or a directory: the model, the experiment's run
+                assert "output" in (p.get_default("writes") or ()) or name in ("train", "stats", "merge", "experiment")
+    # the rest print their result (eval, check) or write the file EMS names (ems train's -config)
+    without = {"moses-recaser": {"eval"}, "moses-recaser-ems": {"train", "check"}}[prog]
+    assert seen == len(subcommands(PARSERS[prog])) - len(without)
+
+
+@pytest.mark.parametrize("prog", PARSERS)
+def test_every_setting_has_its_one_spelling(prog):
+    """A setting of the registry is spelt as the registry says, in every subcommand; the old spellings are
+    hidden."""
+    for name, p in subcommands(PARSERS[prog]).items():
+        for a in visible(p):
+            if a.dest not in OPTIONS:
+                continue
+            o = OPTIONS[a.dest]
+            if prog == "moses-recaser":
+                assert tuple(x for x in a.option_strings if not x.startswith("--no-")) == o.flags, (name, a.dest)
+            else:
+                assert a.option_strings[0] == o.ems, (name, a.dest)
+            assert a.help, (name, a.dest)
+    old = {x for o in OPTIONS.values() for x in o.old if x.startswith("--") == (prog == "moses-recaser")}
+    for p in subcommands(PARSERS[prog]).values():
+        shown = {x for a in visible(p) for x in a.option_strings}
+        assert not shown & old, shown & old
+
+
+def test_every_flag_has_help():
+    for prog, build in PARSERS.items():
+        for name, p in subcommands(build).items():
+            for a in visible(p):
+                if a.dest not in ("help", "quiet", "verbose", "version"):
+                    assert a.help and a.help.strip(), (prog, name, a.option_strings)
+
+
+def test_settings_table_in_docs_is_the_registry():
+    assert markdown_table() in DOCS.read_text(encoding="utf-8"), "regenerate: python tools/settings_table.py"
+
+
+def test_old_spellings_work_and_warn(tico, tmp_path, capsys):
+    out_new, out_old = tmp_path / "new", tmp_path / "old"
+    common = ["--source", str(tico / "test.fr"), "--input", str(tico / "test.lc.en")]
+    assert main(["recase", "--model", str(tico / "model"), *common, "--jobs", "2", "-o", str(out_new)]) == 0
+    capsys.readouterr()
+    old = ["--src" if x == "--source" else x for x in common]
+    assert main(["recase", "--model", str(tico / "model"), *old, "--threads", "2", "-o", str(out_old)]) == 0
+    err = capsys.readouterr().err
+    assert "--src is deprecated; use --source" in err and "--threads is deprecated; use --jobs" in err
+    assert out_new.read_bytes() == out_old.read_bytes()
+
+
+def test_ems_spellings_and_quiet_after_the_subcommand(tico, tmp_path):
+    """``recase -model M`` as EMS users type it, and ``-q`` after the subcommand."""
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "moses_recaser", "recase", "-model", str(tico / "model"), "-input",
+         str(tico / "test.lc.en"), "-o", str(out), "-q"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # -q after the subcommand: not even the signature line
+    assert out.read_text(encoding="utf-8").count("\n") == 150
+
+
+def _error(args: list[str], capsys) -> str:
+    assert main(args) == 2
+    return capsys.readouterr().err.strip()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--input", "IN", "--alignment", "WA"], "--alignment links the output to its source: give --source too"),
+        (["--triples", "IN", "--source", "SRC"], "--triples carry their own source and links"),
+        (["--input", "IN", "--source", "SRC", "--align", "--alignment", "WA"], "give one or the other"),
+        (["--trace", "IN", "--alignment", "WA"], "give --source too"),
+    ],
+)
+def test_a_given_file_is_never_silently_unused(tico, tmp_path, capsys, extra, message):
+    files = {"IN": tico / "test.lc.en", "SRC": tico / "test.fr", "WA": tmp_path / "wa"}
+    (tmp_path / "wa").write_text("0-0\n" * 150, encoding="utf-8")
+    args = ["recase", "--model", str(tico / "model"), *[str(files.get(x, x)) for x in extra]]
+    err = _error(args, capsys)
+    assert message in err and err.count("\n") == 0
+
+
+def test_the_alignment_of_input_is_used(tico, tmp_path, capsys):
+    """``--alignment`` with ``--input`` (once silently dropped) is read: a link outside the sentence is an error
+    at its line, and the output is the library's for those links."""
+    src = tmp_path / "src"
+    src.write_text("Paris et la Seine .\n", encoding="utf-8")
+    hyp = tmp_path / "hyp"
+    hyp.write_text("paris and the seine .\n", encoding="utf-8")
+    outs = {}
+    args = ["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--input", str(hyp)]
+    wa = tmp_path / "wa"
+    wa.write_text("0-0 1-9\n", encoding="utf-8")
+    assert "wa:1: alignment link 1-9 is outside" in _error([*args, "--alignment", str(wa)], capsys)
+    for links in ("0-0 1-1 2-2 3-3 4-4", "0-3 3-0 4-4"):
+        wa.write_text(links + "\n", encoding="utf-8")
+        out = tmp_path / f"out{len(outs)}"
+        assert main([*args, "--alignment", str(wa), "-o", str(out)]) == 0
+        outs[links] = out.read_text(encoding="utf-8")
+    from moses_recaser import Recaser
+
+    r = Recaser.load(tico / "model")
+    for links, text in outs.items():
+        assert text == r.recase("paris and the seine .", source="Paris et la Seine .", alignment=links) + "\n"
+
+
+def test_train_refuses_lengths_trace_without_its_source(tico, tmp_path, capsys):
+    args = ["train", "--source", str(tico / "train.fr"), "--target", str(tico / "train.en"), "-o", str(tmp_path / "m")]
+    err = _error([*args, "--lengths-trace", str(tico / "test.fr")], capsys)
+    assert "--lengths-trace and --lengths-source go together" in err
+
+
+def test_ems_recase_refuses_an_alignment_without_its_trace(tico, tmp_path, capsys):
+    (tmp_path / "wa").write_text("0-0\n", encoding="utf-8")
+    args = [
+        "recase",
+        "-in",
+        str(tico / "test.lc.en"),
+        "-model",
+        str(tico / "model"),
+        "-alignment",
+        str(tmp_path / "wa"),
+    ]
+    assert ems_cli.main(args) == 2
+    assert "-alignment links the -trace to its -source" in capsys.readouterr().err
+
+
+def test_eval_prints_bleu_and_a_signature(tico, capsys):
+    assert main(["eval", "--hyp", str(tico / "test.lc.en"), "--ref", str(tico / "test.en")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "BLEU" in out[0] and "case-insensitive BLEU 100.00" in out[0]  # lowercased text: only case is wrong
+    assert out[1].startswith("signature: moses-recaser:") and "tok:none" in out[1]
+
+
+def test_eval_error_names_file_line_and_cause(tico, tmp_path, capsys):
+    hyp = tmp_path / "hyp"
+    lines = (tico / "test.en").read_text(encoding="utf-8").splitlines()
+    lines[3] = lines[3].replace(" .", ".")  # detokenized
+    hyp.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    err = _error(["eval", "--hyp", str(hyp), "--ref", str(tico / "test.en")], capsys)
+    assert f"{hyp}:4: output and reference differ in more than case" in err and "detokenized" in err
+
+
+def test_python_dash_m():
+    done = subprocess.run([sys.executable, "-m", "moses_recaser", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "recase" in done.stdout and "train" in done.stdout

@@ -1,0 +1,9 @@
+"""Print docs/settings.md's table of every setting, from the one registry (moses_recaser.cli.options.OPTIONS).
+
+python tools/settings_table.py
+"""
+
+from moses_recaser.cli.options import markdown_table
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")
