@@ -58,6 +58,7 @@ def train(
       a whole ``settings``. They are recorded in the model and its signature.
 
     An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
+    Errors name the settings as the command line spells them (``dev_source`` is ``--dev-source``).
     """
     from moses_recaser.model.train import DecoderOutput
     from moses_recaser.model.train import train as fit
@@ -66,7 +67,7 @@ def train(
     chosen = _settings(settings, setting_values)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
     if dev_trace_alignment is not None and dev_trace is None:
-        raise RecaserError("a dev trace alignment goes with the dev trace (dev_trace)")
+        raise RecaserError("--dev-trace-alignment goes with --dev-trace")
     dev_output = (
         DecoderOutput(os.fspath(dev_trace), _str(dev_trace_alignment), dev_trace_options or TraceOptions())
         if dev_trace is not None
@@ -123,22 +124,22 @@ def _bitexts(
     from moses_recaser.stats.counting import corpus_lines
 
     if stats is not None and (source is not None or target is not None or alignment is not None):
-        raise RecaserError("a statistics model replaces the training bitext: give one or the other")
+        raise RecaserError("--stats replaces --source, --target and --alignment: give one or the other")
     if stats is None and (source is None or target is None):
-        raise RecaserError("give the training bitext (source and target) or a statistics model (stats)")
+        raise RecaserError("give the training bitext (--source and --target) or a statistics model (--stats)")
     if (dev_source is None) != (dev_target is None):
-        raise RecaserError("the dev set is two files: give both the dev source and the dev target")
+        raise RecaserError("the dev set is two files: give both --dev-source and --dev-target")
     if dev_alignment is not None and dev_source is None:
-        raise RecaserError("a dev alignment goes with the dev source and target")
+        raise RecaserError("--dev-alignment goes with --dev-source and --dev-target")
     training = None
     if source is not None and target is not None:
         training = Bitext(os.fspath(source), os.fspath(target), _str(alignment))
     if dev_source is not None and dev_target is not None:
         return training, Bitext(os.fspath(dev_source), os.fspath(dev_target), _str(dev_alignment))
     if training is None:
-        raise RecaserError("with a statistics model, give the dev set (dev source and dev target)")
+        raise RecaserError("with --stats, give the dev set (--dev-source and --dev-target)")
     if dev_size < 1:
-        raise RecaserError(f"the dev size must be at least 1 sentence pair, got {dev_size}")
+        raise RecaserError(f"--dev-size must be at least 1 sentence pair, got {dev_size}")
     n = corpus_lines([f for f in (training.source, training.target, training.alignment) if f])
     if n < 2:
         raise RecaserError("the corpus needs at least 2 lines (training and dev)", training.target)

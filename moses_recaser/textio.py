@@ -17,6 +17,20 @@ from moses_recaser.errors import RecaserError
 # Moses splits input on runs of spaces and tabs only (not on other Unicode white space).
 _TOKEN_SEP = re.compile(r"[ \t]+")
 
+# The most tokens a sentence may hold on either side where it is recased or fitted as one (recase, triples,
+# phrase-align, train's dev): memory and time per sentence grow with its length (about 2.7 KB and 0.1 ms a
+# token), and a longer "line" is almost always a document that lost its line ends. README "Errors" names it.
+MAX_TOKENS = 10_000
+
+
+def check_length(tokens: list[str]) -> None:
+    """A sentence within ``MAX_TOKENS``; a RecaserError without location if not (the caller places it)."""
+    if len(tokens) > MAX_TOKENS:
+        raise RecaserError(
+            f"{len(tokens)} tokens on one line, more than the limit of {MAX_TOKENS:,}: split the line "
+            "(a longer line is usually a document without line ends)"
+        )
+
 
 def split_tokens(line: str) -> list[str]:
     """Split a line into tokens the way the Moses decoder does."""

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import LineReader
+from moses_recaser.textio import LineReader, check_length
 
 Phrase = tuple[int, int, int, int]
 Link = tuple[int, int]
@@ -46,7 +47,9 @@ class Triple:
     passthrough: str | None = None
 
     def validate(self) -> None:
-        """Check spans and links against the sentence; raise RecaserError (no location) if bad."""
+        """Check lengths, spans and links against the sentence; raise RecaserError (no location) if bad."""
+        check_length(self.source)
+        check_length(self.target)
         check_phrases(self.phrases, len(self.source), len(self.target))
         if self.links is not None:
             check_links(self.links, len(self.source), len(self.target))
@@ -159,10 +162,37 @@ def _ints(value: Any, key: str) -> list[int]:
     return value
 
 
-def _str_list(value: Any, key: str) -> list[str]:
+# what no token read from a line can hold: a space or tab would split it in the output (Moses splits lines on
+# them), a line end would split the line, a NUL is not text (numpy's string arrays drop it)
+_NOT_IN_TOKEN = re.compile(r"[ \t\n\r\0]")
+_NOT_IN_FIELD = re.compile(r"[\n\r\0]")
+
+
+def _str_list(value: Any, key: str, *, tokens: bool = False) -> list[str]:
+    """A list of strings that can be written back on one line: ``tokens``, each a non-empty token without white
+    space; else strings without line ends. Text that is not Unicode (a lone surrogate, "\\ud800") is refused:
+    it cannot be written as UTF-8."""
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise RecaserError(f"'{key}' must be a list of strings")
+    for k, x in enumerate(value):
+        if tokens and (not x or _NOT_IN_TOKEN.search(x)):
+            raise RecaserError(
+                f"'{key}' entry {k} ({x!r}) is not a token: it is empty or holds white space or a line end "
+                "(tokens are split on spaces and tabs)"
+            )
+        if not tokens and _NOT_IN_FIELD.search(x):
+            raise RecaserError(f"'{key}' entry {k} ({x!r}) holds a line end or a NUL")
+        _unicode(x, key, k)
     return value
+
+
+def _unicode(x: str, key: str, k: int) -> None:
+    try:
+        x.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RecaserError(
+            f"'{key}' entry {k} holds a lone surrogate ({x[exc.start]!r}), which is not Unicode text"
+        ) from None
 
 
 _KEYS = {"id", "source", "target", "phrases", "links", "rank", "nbest", "unknown", "factors", "passthrough"}
@@ -185,12 +215,14 @@ def triple_from_json(obj: Any) -> Triple:
     if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
         raise RecaserError("'rank' must be an integer")
     passthrough = obj.get("passthrough")
-    if passthrough is not None and not isinstance(passthrough, str):
-        raise RecaserError("'passthrough' must be a string")
+    if passthrough is not None:
+        if not isinstance(passthrough, str) or _NOT_IN_FIELD.search(passthrough):
+            raise RecaserError("'passthrough' must be a string without line ends")
+        _unicode(passthrough, "passthrough", 0)
     triple = Triple(
         id=obj["id"],
-        source=_str_list(obj["source"], "source"),
-        target=_str_list(obj["target"], "target"),
+        source=_str_list(obj["source"], "source", tokens=True),
+        target=_str_list(obj["target"], "target", tokens=True),
         phrases=_int_list(obj.get("phrases", []), 4, "phrases"),  # type: ignore[arg-type]
         links=None if links is None else _int_list(links, 2, "links"),  # type: ignore[arg-type]
         rank=rank,
@@ -218,6 +250,10 @@ def read_triples(path: str) -> Iterator[Triple]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise reader.error(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        except ValueError as exc:  # a number of thousands of digits (Python's int conversion limit)
+            raise reader.error(f"invalid JSON: {exc}".split(";")[0]) from None
+        except RecursionError:
+            raise reader.error("invalid JSON: nested too deeply") from None
         try:
             yield triple_from_json(obj)
         except RecaserError as exc:

@@ -108,6 +108,7 @@ def test_case_only_and_signature(tico):
         (lambda r: r.recase("a |0-0|", source="A", format="nbest"), "choose one of trace, text"),
         (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: the streams differ in length"),
         (lambda r: r.recase(b"a b"), "must be a str"),  # type: ignore[arg-type]
+        (lambda r: r.recase("a " * 10_001), "hyps:1: 10001 tokens on one line"),
     ],
 )
 def test_errors_are_recaser_errors_with_a_place(tico, call, message):

@@ -193,7 +193,7 @@ def test_yaml_config_with_unknown_key(tmp_path, capsys):
     cfg = _write(tmp_path / "exp.yaml", "name: x\nlm_order: 3\nsigmma: 2\n")
     _fails(
         capsys,
-        ["experiment", cfg, "--out", str(tmp_path / "out")],
+        ["experiment", cfg, "-o", str(tmp_path / "out")],
         cfg,
         3,
         "unknown key 'sigmma'; did you mean 'sigma'\\?$",
@@ -204,5 +204,194 @@ def test_yaml_config_with_unknown_key(tmp_path, capsys):
 def test_corpus_whose_sides_differ_in_length(tmp_path, capsys):
     src = _write(tmp_path / "f", "a\nb\nc\n")
     tgt = _write(tmp_path / "e", "a\nb\n")
-    _fails(capsys, ["stats", "--src", src, "--tgt", tgt, "--model", str(tmp_path / "m")], src, 3, "line-count mismatch")
+    _fails(
+        capsys,
+        ["stats", "--source", src, "--target", tgt, "-o", str(tmp_path / "m")],
+        src,
+        3,
+        "line-count mismatch",
+    )
     assert not (tmp_path / "m").exists()
+
+
+# --- issue #27: input edges -------------------------------------------------------------------------------------
+
+_OK_TRIPLE = '{"id": 0, "source": ["le", "chat"], "target": ["the", "cat"], "phrases": [], "links": [[0, 0], [1, 1]]}'
+
+
+def _line(**kw: str) -> str:
+    fields = {"id": "1", "source": '["le"]', "target": '["the"]', "phrases": "[]", "links": "[]", **kw}
+    return "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}"
+
+
+@pytest.mark.parametrize(
+    "line,reason",
+    [
+        (_line(target='["\\ud800"]'), "lone surrogate"),
+        (_line(source='["a\\udc00b"]'), "lone surrogate"),
+        (_line(factors='["|x\\ud800"]'), "lone surrogate"),
+        (_line(source="[" * 100_000 + "]" * 100_000), "nested too deeply"),
+        (_line(links="[[0, " + "1" * 5000 + "]]"), "invalid JSON: Exceeds the limit"),
+        (_line(id="9" * 5000), "invalid JSON: Exceeds the limit"),
+        (_line(target='["the cat"]'), r"'target' entry 0 \('the cat'\) is not a token"),
+        (_line(target='["the\\t"]'), "is not a token"),
+        (_line(source='["le\\nx"]'), "is not a token"),
+        (_line(target='["a\\r"]'), "is not a token"),
+        (_line(target='[""]'), "is not a token"),
+        (_line(target='["a\\u0000b"]'), "is not a token"),
+        (_line(passthrough='"a\\nb"'), "'passthrough' must be a string without line ends"),
+        (_line(target="[" + ", ".join(['"w"'] * 10_001) + "]"), "10001 tokens on one line, more than the limit"),
+    ],
+    ids=[
+        "surrogate",
+        "surrogate-source",
+        "surrogate-factor",
+        "deep",
+        "digits-link",
+        "digits-id",
+        "space",
+        "tab",
+        "newline",
+        "cr",
+        "empty",
+        "nul",
+        "passthrough-newline",
+        "too-long",
+    ],
+)
+def test_jsonl_edges_are_refused_at_their_line(tmp_path, capsys, line, reason):
+    triples = tmp_path / "t.jsonl"
+    triples.write_text(_OK_TRIPLE + "\n" + line + "\n", encoding="utf-8", errors="surrogatepass")
+    out = tmp_path / "o"
+    argv = ["triples", "--source", str(triples), "--trace", str(triples), "--trace-format", "jsonl", "-o", str(out)]
+    _fails(capsys, argv, str(triples), 2, reason, out)
+
+
+def test_jsonl_tokens_that_survive_a_round_trip_are_kept(tmp_path):
+    """White space other than spaces and tabs (no-break space, U+2028) is part of a token, as in text input."""
+    from moses_recaser.triples import read_triples
+
+    triples = tmp_path / "t.jsonl"
+    triples.write_text(_line(target='["a\\u00a0b", "c\\u2028d"]') + "\n", encoding="utf-8")
+    assert next(read_triples(str(triples))).target == ["a\u00a0b", "c\u2028d"]
+
+
+def test_the_token_limit_per_line(tico, tmp_path, capsys):
+    """MAX_TOKENS tokens recase (test_ten_thousand_token_line_works); one more is one line naming file and line,
+    in every reader: plain text, text with a source, decoder output, and the monolingual EMS step."""
+    from moses_recaser.cli.ems import main as ems_main
+    from moses_recaser.textio import MAX_TOKENS
+
+    assert MAX_TOKENS == 10_000
+    words = ["w"] * (MAX_TOKENS + 1)
+    long = _write(tmp_path / "long", "a b\n" + " ".join(words) + "\n")
+    model = str(tico / "model")
+    out = tmp_path / "o"
+    reason = f"{MAX_TOKENS + 1} tokens on one line, more than the limit of 10,000"
+    _fails(capsys, ["recase", "--model", model, "--input", long, "-o", str(out)], long, 2, reason, out)
+    _fails(capsys, ["recase", "--model", model, "--input", long, "--source", long, "-o", str(out)], long, 2, reason)
+    _fails(capsys, ["recase", "--model", model, "--trace", long, "--source", long, "-o", str(out)], long, 2, reason)
+    _fails(capsys, ["triples", "--source", long, "--target", long, "-o", str(out)], long, 2, reason, out)
+    assert ems_main(["recase", "-in", long, "-model", model, "-o", str(out)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"moses-recaser-ems: error: {long}:2: {reason}: split the line (a longer line is usually a document without line ends)\n"
+    )
+    assert not out.exists()
+
+
+def test_input_without_a_final_newline_is_read_whole(tico, tmp_path):
+    """Decided (#27): plain text input (--input, -in) may lack its final newline, as text files often do; its
+    last line is recased like any other, and every output line ends with one. (Decoder output and alignments
+    without one are refused as cut short: test_truncated_last_line.)"""
+    from moses_recaser.cli.ems import main as ems_main
+
+    with_nl, without = (
+        _write(tmp_path / "a", "the cat .\nhello world\n"),
+        _write(tmp_path / "b", "the cat .\nhello world"),
+    )
+    model = str(tico / "model")
+    for name, path in (("a", with_nl), ("b", without)):
+        assert main(["-q", "recase", "--model", model, "--input", path, "-o", str(tmp_path / f"{name}.out")]) == 0
+        assert ems_main(["-q", "recase", "-in", path, "-model", model, "-o", str(tmp_path / f"{name}.ems")]) == 0
+    a, b = (tmp_path / "a.out").read_bytes(), (tmp_path / "b.out").read_bytes()
+    assert a == b and a.endswith(b"\n") and a.count(b"\n") == 2
+    assert (tmp_path / "a.ems").read_bytes() == (tmp_path / "b.ems").read_bytes() == a
+
+
+@pytest.mark.parametrize("order", ["-1", "0", "7", "99999999999999999999"])
+def test_lm_order_out_of_range_is_one_line(tmp_path, capsys, order):
+    corpus = _write(tmp_path / "c", "a b c\n" * 5)
+    out = tmp_path / "x.arpa"
+    assert main(["lm", "--lm-order", order, "--input", corpus, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moses-recaser: error: the LM order must be") and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def _experiment(tmp_path, extra: str = "", **replace: str) -> str:
+    d = tmp_path / "data" / "c" / "p"
+    d.mkdir(parents=True, exist_ok=True)
+    for lang in ("fr", "en"):
+        (d / f"set.{lang}").write_text("Un deux .\n" * 30, encoding="utf-8")
+    doc = {
+        "corpus": "c",
+        "pair": "p",
+        "source": "fr",
+        "target": "en",
+        "splits": '\n  train: ["set[0:10]"]\n  dev: ["set[10:20]"]\n  test: ["set[20:30]"]',
+        "systems": "[trigram]",
+    }
+    doc.update(replace)
+    return _write(tmp_path / "cfg.yaml", "".join(f"{k}: {v}\n" for k, v in doc.items()) + extra)
+
+
+@pytest.mark.parametrize(
+    "replace,extra,line,reason",
+    [
+        ({"name": "../../../escaped"}, "", 10, "'name' must be a plain name"),
+        ({"name": "a/b"}, "", 10, "'name' must be a plain name"),
+        ({"source": "fr/../../x"}, "", 3, "'source' must be a plain name"),
+        ({"corpus": "../../c"}, "", 1, "'corpus' leads out of the data root"),
+        ({"pair": "p/../../.."}, "", 2, "'pair' leads out of the data root"),
+        ({"splits": '\n  train: ["../p/set[0:10]"]'}, "", 6, "'train' leads out of the data root"),
+        ({}, 'monolingual: ["../x.en"]\n', 10, "'monolingual' leads out of the data root"),
+        ({}, "heldout: " + "9" * 5000 + "\n", 10, "'heldout' has a number too long to read"),
+        ({}, "sigma: !!python/object/apply:os.system [echo]\n", 10, "'sigma' has a value that is not plain YAML"),
+        ({}, "lm_order: three\n", 10, "'lm_order' must be a int"),
+    ],
+    ids=["name", "name-slash", "source", "corpus", "pair", "split", "monolingual", "digits", "tag", "type"],
+)
+def test_experiment_config_values_that_escape_or_do_not_read(tmp_path, capsys, replace, extra, line, reason):
+    cfg = _experiment(tmp_path, extra, **replace)
+    argv = ["experiment", cfg, "--data-root", str(tmp_path / "data"), "--cache", str(tmp_path / "cache")]
+    out = tmp_path / "out"
+    _fails(capsys, [*argv, "-o", str(out)], cfg, line, reason, out)
+    assert not list(tmp_path.parent.glob("escaped*")) and not list(tmp_path.glob("escaped*"))
+
+
+def test_an_absolute_corpus_path_is_taken_as_given(tmp_path):
+    cfg = _experiment(tmp_path, corpus=str(tmp_path / "data" / "c"))
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "-q",
+                "experiment",
+                cfg,
+                "--data-root",
+                str(tmp_path),
+                "--cache",
+                str(tmp_path / "cache"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert (out / "results.json").is_file()
+
+
+def test_a_deeply_nested_experiment_config_is_one_line(tmp_path, capsys):
+    cfg = _write(tmp_path / "deep.yaml", "splits:\n  train: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    _fails(capsys, ["experiment", cfg], cfg, None, "nested too deeply to be a config")

@@ -187,3 +187,32 @@ def test_eval_error_names_file_line_and_cause(tico, tmp_path, capsys):
 def test_python_dash_m():
     done = subprocess.run([sys.executable, "-m", "moses_recaser", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "recase" in done.stdout and "train" in done.stdout
+
+
+def test_lm_old_form_is_refused_with_the_new_one(tmp_path, capsys):
+    """``lm -o 3 --arpa X`` of earlier releases: -o is now the output, so the old line is an error that says how to
+    write it, never a file named 3."""
+    corpus = tmp_path / "c"
+    corpus.write_text("a b c\n" * 5, encoding="utf-8")
+    err = _error(["lm", "-o", "3", "--text", str(corpus), "--arpa", str(tmp_path / "x.arpa")], capsys)
+    assert f"write -o {tmp_path / 'x.arpa'} --lm-order 3" in err
+    assert not (tmp_path / "3").exists() and not (tmp_path / "x.arpa").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_help_that_cannot_be_written_is_an_error():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "moses_recaser", "--help"], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert done.returncode == 2
+    assert done.stderr == "moses-recaser: error: <stdout>: cannot write: No space left on device\n"
+
+
+def test_ems_check_names_the_problems_even_when_quiet(tmp_path, capsys):
+    cfg = tmp_path / "config"
+    cfg.write_text("[GENERAL]\nworking-dir = /tmp/x\n", encoding="utf-8")
+    assert ems_cli.main(["check", str(cfg), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "problem(s) keep this config from running the recaser: " in err
+    assert "recaser-train is not set" in err

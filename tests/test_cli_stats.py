@@ -36,7 +36,7 @@ def test_tokenize_chinese_segments(tmp_path, capsys):
 def test_lm_command_writes_arpa_kenlm_reads(tmp_path):
     corpus = _write(tmp_path / "c", ["the cat sat", "the dog sat", "a cat ran", "the cat ran"] * 3)
     arpa = tmp_path / "lm.arpa"
-    assert main(["-q", "lm", "-o", "2", "--text", corpus, "--arpa", str(arpa), "--discount-fallback"]) == 0
+    assert main(["-q", "lm", "--lm-order", "2", "--input", corpus, "-o", str(arpa), "--discount-fallback"]) == 0
     model = kenlm.Model(str(arpa))
     assert model.order == 2
     assert model.score("the cat sat") > model.score("sat cat the")
@@ -44,7 +44,10 @@ def test_lm_command_writes_arpa_kenlm_reads(tmp_path):
 
 def test_lm_command_error_without_fallback(tmp_path, capsys):
     corpus = _write(tmp_path / "c", ["a b"])
-    assert main(["lm", "-o", "2", "--text", corpus, "--arpa", str(tmp_path / "x.arpa")]) == 2
+    assert (
+        main(["lm", "--lm-order", "2", "--input", corpus, "-o", str(tmp_path / "x.arpa"), "--no-discount-fallback"])
+        == 2
+    )
     assert "--discount-fallback" in capsys.readouterr().err
     assert not (tmp_path / "x.arpa").exists()
 
@@ -60,13 +63,13 @@ def test_phrase_align_command_with_trace_lengths(tmp_path):
             [
                 "-q",
                 "phrase-align",
-                "--src",
+                "--source",
                 src,
-                "--tgt",
+                "--target",
                 tgt,
                 "--alignment",
                 wa,
-                "--seed",
+                "--npa-seed",
                 "1",
                 "--lengths-trace",
                 str(d / "test.nbest.nbest.segments"),
@@ -79,7 +82,7 @@ def test_phrase_align_command_with_trace_lengths(tmp_path):
         == 2
     )  # the promix trace is an n-best list, not a 1-best trace
     assert not out.exists()
-    assert main(["-q", "phrase-align", "--src", src, "--tgt", tgt, "--alignment", wa, "-o", str(out)]) == 0
+    assert main(["-q", "phrase-align", "--source", src, "--target", tgt, "--alignment", wa, "-o", str(out)]) == 0
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert rows[1]["phrases"] == [[0, 1, 0, 0]]
     assert rows[0]["links"][0] == [0, 0]
@@ -91,7 +94,22 @@ def test_stats_command_builds_a_model(tmp_path):
     wa = _write(tmp_path / "a", ["0-0 1-1 2-2 3-3", "0-0 1-1 2-2 3-3", "0-0 1-1"] * 5)
     model = tmp_path / "model"
     assert (
-        main(["-q", "stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--lm-order", "2", "--model", str(model)])
+        main(
+            [
+                "-q",
+                "stats",
+                "--source",
+                src,
+                "--target",
+                tgt,
+                "--alignment",
+                wa,
+                "--lm-order",
+                "2",
+                "-o",
+                str(model),
+            ]
+        )
         == 0
     )
     manifest = read_manifest(model)
@@ -106,7 +124,7 @@ def test_stats_command_mismatched_corpus(tmp_path, capsys):
     src = _write(tmp_path / "f", ["a", "b", "c"])
     tgt = _write(tmp_path / "e", ["a", "b"])
     wa = _write(tmp_path / "wa", ["0-0", "0-0", "0-0"])
-    assert main(["stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--model", str(tmp_path / "m")]) == 2
+    assert main(["stats", "--source", src, "--target", tgt, "--alignment", wa, "-o", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert "line-count mismatch" in err and f"{src}:3" in err
     assert not (tmp_path / "m").exists()
@@ -120,5 +138,5 @@ def test_stats_command_bad_alignment(tmp_path, capsys, bad, message):
     src = _write(tmp_path / "f", ["a b"])
     tgt = _write(tmp_path / "e", ["a b"])
     wa = _write(tmp_path / "wa", [bad])
-    assert main(["stats", "--src", src, "--tgt", tgt, "--alignment", wa, "--model", str(tmp_path / "m")]) == 2
+    assert main(["stats", "--source", src, "--target", tgt, "--alignment", wa, "-o", str(tmp_path / "m")]) == 2
     assert f"{wa}:1: {message}" in capsys.readouterr().err

@@ -515,3 +515,46 @@ def test_steps_that_succeed_say_nothing_ems_reads_as_a_crash(ems_work, tmp_path)
     for text in (proc.stderr, (w / "train.stderr").read_text(encoding="utf-8")):
         assert text.strip(), "nothing was logged: the check would be empty"
         assert not [p for p in patterns if re.search(p, text, re.I)], text
+
+
+def test_a_step_defined_twice_is_refused_at_its_line(tmp_path):
+    """#27: a meta with a step defined twice (an IndexError once) names the second definition; which one
+    experiment.perl would run, and which to patch, nobody can tell."""
+    train = MOSES_META.index("train\n\tin: tokenized")
+    end = MOSES_META.index("\n", MOSES_META.index("tmp-name: recasing/model")) + 1
+    twice = MOSES_META[:end] + MOSES_META[train:end] + MOSES_META[end:]
+    with pytest.raises(RecaserError, match=r"step \[RECASING\] train is defined twice \(first at line \d+\)") as err:
+        patch_meta(twice, "experiment.meta")
+    assert err.value.line == MOSES_META[:end].count("\n") + 1
+    src, out = tmp_path / "experiment.meta", tmp_path / "patched.meta"
+    src.write_text(twice, encoding="utf-8")
+    proc = subprocess.run([EMS, "meta", "--moses-meta", str(src), "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"moses-recaser-ems: error: {src}:{err.value.line}: step [RECASING] train")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n"])
+def test_config_merge_of_an_empty_config_is_refused(tmp_path, text):
+    """#27: decided: a config without sections or settings is not an EMS config; merging one used to exit 0 with
+    a config that lost its [GENERAL] lines."""
+    src, out = tmp_path / "config", tmp_path / "merged"
+    src.write_text(text, encoding="utf-8")
+    proc = subprocess.run([EMS, "config", "--merge", str(src), "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"moses-recaser-ems: error: {src}:1: no sections and no settings: not an EMS config (give a working one, "
+        "such as Moses' config.toy)\n"
+    )
+    assert not out.exists()
+
+
+def test_config_merge_adds_each_missing_section_once():
+    from moses_recaser.ems.config import merge, read_config
+
+    merged = merge("[GENERAL]\nworking-dir = /x\n", "/bin/moses-recaser-ems").text
+    headers = [line for line in merged.splitlines() if line.startswith("[")]
+    assert headers == ["[GENERAL]", "[RECASING]", "[EVALUATION]"], merged
+    cfg = read_config(merged)
+    assert cfg.lookup("GENERAL", "output-lowercaser") and cfg.lookup("RECASING", "decoder")
+    assert cfg.lookup("EVALUATION", "report-segmentation") == "yes"

@@ -33,18 +33,18 @@ def mono_model(tico, tmp_path_factory):
     args = [
         "-q",
         "train",
-        "--src",
+        "--source",
         str(tico / "train.fr"),
-        "--tgt",
+        "--target",
         str(tico / "train.en"),
-        "--dev-src",
+        "--dev-source",
         str(tico / "dev.fr"),
-        "--dev-tgt",
+        "--dev-target",
         str(tico / "dev.en"),
         "--max-iter",
         "60",
     ]
-    assert main([*args, "--mono", str(mono), "--model", str(d / "with")]) == 0
+    assert main([*args, "--monolingual", str(mono), "-o", str(d / "with")]) == 0
     return d, mono
 
 
@@ -79,18 +79,18 @@ def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
     args = [
         "-q",
         "train",
-        "--src",
+        "--source",
         str(tico / "train.fr"),
-        "--tgt",
+        "--target",
         str(tico / "train.en"),
-        "--dev-src",
+        "--dev-source",
         str(tico / "dev.fr"),
-        "--dev-tgt",
+        "--dev-target",
         str(tico / "dev.en"),
-        "--model",
+        "-o",
         str(tmp_path / "m"),
     ]
-    assert main([*args, "--mono", str(bad)]) != 0
+    assert main([*args, "--monolingual", str(bad)]) != 0
     err = capsys.readouterr().err
     assert "bad.en" in err and ":2" in err and "UTF-8" in err
     assert not (tmp_path / "m").exists()
@@ -101,13 +101,13 @@ def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
                 "train",
                 "--stats",
                 str(tico / "model"),
-                "--dev-src",
+                "--dev-source",
                 str(tico / "dev.fr"),
-                "--dev-tgt",
+                "--dev-target",
                 str(tico / "dev.en"),
-                "--mono",
+                "--monolingual",
                 str(bad),
-                "--model",
+                "-o",
                 str(tmp_path / "m"),
             ]
         )

@@ -28,7 +28,7 @@ def _stats_args(tmp_path: Path) -> list[str]:
     src = _write(tmp_path / "c.fr", "Le chat .\nLa maison .\n" * 5)
     tgt = _write(tmp_path / "c.en", "The cat .\nThe house .\n" * 5)
     wa = _write(tmp_path / "c.wa", "0-0 1-1 2-2\n0-0 1-1 2-2\n" * 5)
-    return ["-q", "stats", "--src", src, "--tgt", tgt, "--alignment", wa]
+    return ["-q", "stats", "--source", src, "--target", tgt, "--alignment", wa]
 
 
 def _umask(mask: int):
@@ -147,7 +147,7 @@ def test_new_files_and_models_take_the_umasks_mode(tmp_path, mask):
     with _umask(mask):
         with atomic_output(tmp_path / "out.txt") as out:
             out.write("x\n")
-        assert main(_stats_args(tmp_path) + ["--model", str(tmp_path / "model")]) == 0
+        assert main(_stats_args(tmp_path) + ["-o", str(tmp_path / "model")]) == 0
     assert stat.S_IMODE((tmp_path / "out.txt").stat().st_mode) == 0o666 & ~mask
     assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o777 & ~mask
     for f in (tmp_path / "model").iterdir():
@@ -159,7 +159,7 @@ def test_model_path_holding_a_users_directory_is_refused(tmp_path, capsys):
     mine.mkdir()
     (mine / "thesis.txt").write_text("three years of work")
     for command in (_stats_args(tmp_path), ["-q", "merge", _write(tmp_path / "shard.npz", "not looked at")]):
-        assert main(command + ["--model", str(mine)]) == 2
+        assert main(command + ["-o", str(mine)]) == 2
         err = capsys.readouterr().err
         assert err == (
             f"moses-recaser: error: {mine}: exists and is not a moses-recaser model (it has no "
@@ -172,9 +172,19 @@ def test_model_path_holding_a_users_directory_is_refused(tmp_path, capsys):
 def test_model_path_holding_a_file_is_refused(tmp_path, capsys):
     f = tmp_path / "notes"
     f.write_text("mine")
-    assert main(_stats_args(tmp_path) + ["--model", str(f)]) == 2
-    assert "exists and is not a directory" in capsys.readouterr().err
-    assert f.read_text() == "mine"
+    src = _write(tmp_path / "t.fr", "Le chat .\n")
+    tgt = _write(tmp_path / "t.en", "The cat .\n")
+    for command in (
+        _stats_args(tmp_path),
+        ["-q", "merge", _write(tmp_path / "shard.npz", "not looked at")],
+        ["-q", "train", "--source", src, "--target", tgt, "--dev-source", src, "--dev-target", tgt],
+    ):
+        assert main(command + ["-o", str(f)]) == 2
+        assert capsys.readouterr().err == (
+            f"moses-recaser: error: {f}: exists and is not a directory; give the model a new path, or remove the "
+            "file yourself\n"
+        )
+    assert f.read_text() == "mine" and not _ours(tmp_path)
 
 
 def test_train_refuses_a_bad_destination_before_any_work(tmp_path, capsys):
@@ -184,21 +194,24 @@ def test_train_refuses_a_bad_destination_before_any_work(tmp_path, capsys):
     src = _write(tmp_path / "t.fr", "Le chat .\n")
     tgt = _write(tmp_path / "t.en", "The cat .\n")
     # no alignment: the first work would be eflomal; the refusal comes before it
-    assert main(["train", "--src", src, "--tgt", tgt, "--dev-src", src, "--dev-tgt", tgt, "--model", str(mine)]) == 2
+    assert (
+        main(["train", "--source", src, "--target", tgt, "--dev-source", src, "--dev-target", tgt, "-o", str(mine)])
+        == 2
+    )
     assert "is not a moses-recaser model" in capsys.readouterr().err
     assert (
         main(
             [
                 "train",
-                "--src",
+                "--source",
                 src,
-                "--tgt",
+                "--target",
                 tgt,
-                "--dev-src",
+                "--dev-source",
                 src,
-                "--dev-tgt",
+                "--dev-target",
                 tgt,
-                "--model",
+                "-o",
                 str(tmp_path / "no" / "such" / "parent"),
             ]
         )
@@ -212,7 +225,7 @@ def test_the_current_directory_is_never_a_model(tmp_path, capsys, monkeypatch):
     (tmp_path / "data.txt").write_text("x")
     args = _stats_args(tmp_path)
     for model in (".", str(tmp_path), ".."):
-        assert main(args + ["--model", model]) == 2
+        assert main(args + ["-o", model]) == 2
         assert "is the current directory (or holds it)" in capsys.readouterr().err
     assert (tmp_path / "data.txt").read_text() == "x"
 
@@ -223,10 +236,10 @@ def test_a_model_is_replaced_whole_and_through_a_symlink(tmp_path):
     real.parent.mkdir()
     link = tmp_path / "current"
     link.symlink_to(real)
-    assert main(args + ["--model", str(link)]) == 0  # a dangling link: the model is made at its target
+    assert main(args + ["-o", str(link)]) == 0  # a dangling link: the model is made at its target
     first = {p.name: p.read_bytes() for p in real.iterdir()}
     (real / "stray").write_text("a file the old model had")
-    assert main(args + ["--model", str(link)]) == 0
+    assert main(args + ["-o", str(link)]) == 0
     assert link.is_symlink() and real.is_dir()
     assert {p.name: p.read_bytes() for p in real.iterdir()} == first  # the old directory went whole
     assert _ours(real.parent) == [] and _ours(tmp_path) == []

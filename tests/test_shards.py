@@ -33,14 +33,14 @@ def bitext(tico, tmp_path_factory):
 @pytest.mark.parametrize("n_shards", [1, 3])
 def test_merged_shards_equal_single_pass(bitext, tmp_path, n_shards):
     d = bitext
-    args = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a")]
-    assert main(["-q", "stats", *args, "--lm-order", "3", "--model", str(tmp_path / "single")]) == 0
+    args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "stats", *args, "--lm-order", "3", "-o", str(tmp_path / "single")]) == 0
     shards = []
     for i in range(1, n_shards + 1):
         out = tmp_path / f"shard{i}.npz"
         assert main(["-q", "count", *args, "--shard", f"{i}/{n_shards}", "--lm-order", "3", "-o", str(out)]) == 0
         shards.append(str(out))
-    assert main(["-q", "merge", *reversed(shards), "--model", str(tmp_path / "merged")]) == 0
+    assert main(["-q", "merge", *reversed(shards), "-o", str(tmp_path / "merged")]) == 0
     single = read_manifest(tmp_path / "single").files
     merged = read_manifest(tmp_path / "merged").files
     assert single == merged  # every file, byte for byte (the LM's ARPA and the tables)
@@ -54,9 +54,9 @@ def test_incomplete_shard_set(bitext, tmp_path, capsys):
             [
                 "-q",
                 "count",
-                "--src",
+                "--source",
                 str(d / "f"),
-                "--tgt",
+                "--target",
                 str(d / "e"),
                 "--alignment",
                 str(d / "a"),
@@ -68,7 +68,7 @@ def test_incomplete_shard_set(bitext, tmp_path, capsys):
         )
         == 0
     )
-    assert main(["merge", str(out), "--model", str(tmp_path / "m")]) == 2
+    assert main(["merge", str(out), "-o", str(tmp_path / "m")]) == 2
     assert "shards 1..N" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
 
@@ -92,9 +92,9 @@ def dev(bitext, tico) -> list[str]:
         encoding="utf-8",
     )
     return [
-        "--dev-src",
+        "--dev-source",
         str(tico / "dev.fr"),
-        "--dev-tgt",
+        "--dev-target",
         str(tico / "dev.en"),
         "--dev-alignment",
         str(path),
@@ -105,14 +105,14 @@ def dev(bitext, tico) -> list[str]:
 
 def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, dev, tmp_path):
     d = bitext
-    args = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a")]
-    assert main(["-q", "train", *args, *dev, "--model", str(tmp_path / "direct")]) == 0
+    args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "train", *args, *dev, "-o", str(tmp_path / "direct")]) == 0
     shards = []
     for i in (1, 2):
         shards.append(str(tmp_path / f"s{i}.npz"))
         assert main(["-q", "count", *args, "--shard", f"{i}/2", "-o", shards[-1]]) == 0
-    assert main(["-q", "merge", *shards, "--model", str(tmp_path / "merged")]) == 0
-    assert main(["-q", "train", "--stats", str(tmp_path / "merged"), *dev, "--model", str(tmp_path / "scaled")]) == 0
+    assert main(["-q", "merge", *shards, "-o", str(tmp_path / "merged")]) == 0
+    assert main(["-q", "train", "--stats", str(tmp_path / "merged"), *dev, "-o", str(tmp_path / "scaled")]) == 0
     direct, scaled = read_manifest(tmp_path / "direct"), read_manifest(tmp_path / "scaled")
     assert direct.files == scaled.files  # tables, punctuation counts, LM: byte for byte
     assert direct.extra["weights"] == scaled.extra["weights"]
@@ -123,10 +123,10 @@ def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
     """``train --jobs 2`` (EMS: ``-cores 2``) counts in worker processes: the model is the one of one process,
     and the workers end without a traceback on stderr (EMS reads one as a crash)."""
     d = bitext
-    common = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a"), *dev]
-    assert main(["-q", "train", *common, "--model", str(tmp_path / "one")]) == 0
+    common = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a"), *dev]
+    assert main(["-q", "train", *common, "-o", str(tmp_path / "one")]) == 0
     proc = subprocess.run(
-        [CLI, "-q", "train", *common, "--jobs", "2", "--model", str(tmp_path / "two")],
+        [CLI, "-q", "train", *common, "--jobs", "2", "-o", str(tmp_path / "two")],
         capture_output=True,
         text=True,
         check=False,
@@ -139,7 +139,7 @@ def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
 
 def test_train_needs_a_bitext_or_statistics(tico, capsys):
     assert (
-        main(["train", "--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en"), "--model", "never"]) == 2
+        main(["train", "--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en"), "-o", "never"]) == 2
     )
     assert "--stats" in capsys.readouterr().err
 
@@ -148,10 +148,10 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     import yaml
 
     d = bitext
-    args = ["--src", str(d / "f"), "--tgt", str(d / "e"), "--alignment", str(d / "a")]
-    assert main(["-q", "stats", *args, "--model", str(tmp_path / "stats")]) == 0
-    dev = ["--dev-src", str(tico / "dev.fr"), "--dev-tgt", str(tico / "dev.en")]
-    assert main(["train", "--stats", str(tmp_path / "stats"), *args, *dev, "--model", str(tmp_path / "m")]) == 2
+    args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "stats", *args, "-o", str(tmp_path / "stats")]) == 0
+    dev = ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en")]
+    assert main(["train", "--stats", str(tmp_path / "stats"), *args, *dev, "-o", str(tmp_path / "m")]) == 2
     assert "--stats replaces" in capsys.readouterr().err
     # a statistics model of an older format
     manifest = tmp_path / "stats" / "manifest.yaml"
@@ -167,7 +167,7 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
                 *dev,
                 "--dev-alignment",
                 str(d / "a"),
-                "--model",
+                "-o",
                 str(tmp_path / "m"),
             ]
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import signal
@@ -161,7 +162,12 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     a bad setting or a fault of the system (a full disk, a read-only or unreadable file, memory), 3 for a bug
     (-v adds its traceback), 130 for an interruption."""
     parser = parser_factory()
-    args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
+    shown = io.StringIO()  # what --help and --version print: argparse would drop a write error on the floor
+    try:
+        with contextlib.redirect_stdout(shown):
+            args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
+    except SystemExit as done:
+        return _after_argparse(prog, done, shown.getvalue())
     check_required(args.subparser, args)
     _setup_logging(args, prog)
     # SIGTERM behaves like Ctrl-C, so atomic outputs are cleaned up the same way.
@@ -199,6 +205,29 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
             prog, f"internal error (a bug; please report it, with the traceback -v prints): {type(exc).__name__}: {exc}"
         )
         return 3
+
+
+def _after_argparse(prog: str, done: SystemExit, text: str) -> int:
+    """argparse's own exit after ``text`` (help, version) is on stdout; exit 2 if stdout cannot take it
+    (``--help >/dev/full``)."""
+    try:
+        if text:
+            if sys.stdout is None:
+                raise RecaserError("standard output is closed", STDOUT)
+            try:
+                sys.stdout.write(text)
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise write_error(exc, STDOUT) from None
+        _flush_stdout()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, AttributeError):
+            sys.stderr.close()
+    except RecaserError as exc:
+        _error(prog, str(exc))
+        return 2
+    return done.code if isinstance(done.code, int) else 2
 
 
 def exit_now(code: int) -> NoReturn:

@@ -122,9 +122,15 @@ def _write_noted(path: str, text: str, notes: list[str]) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from moses_recaser.ems.config import merge
+    from moses_recaser.errors import RecaserError
     from moses_recaser.textio import read_text
 
-    merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set)
+    try:
+        merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set)
+    except RecaserError as exc:
+        if exc.path is not None:
+            raise
+        raise exc.at(args.merge, exc.line) from None
     return _write_noted(args.output, merged.text, merged.notes)
 
 
@@ -138,9 +144,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         log.info("%s", note)
     problems = [n for n in notes if n.startswith("problem")]
     if problems:
-        raise RecaserError(
-            f"{len(problems)} problem(s) keep this config from running the recaser (see above)", args.config
-        )
+        # the problems themselves, on the one line: -q hides the notes above
+        what = "; ".join(n.removeprefix("problem: ") for n in problems)
+        raise RecaserError(f"{len(problems)} problem(s) keep this config from running the recaser: {what}", args.config)
     return 0
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from moses_recaser.ems.lines import join_config, logical_lines
+from moses_recaser.errors import RecaserError
 from moses_recaser.model.settings import DEV_SIZE
 
 # experiment.perl's read_config
@@ -103,7 +104,7 @@ class _Editor:
         self.cfg = cfg
         self.replaced: dict[int, tuple[int, list[str]]] = {}
         self.appended: dict[int, list[str]] = {}  # after line (index) -> lines
-        self.trailing: list[str] = []
+        self.trailing: dict[str, list[str]] = {}  # sections added at the end -> their lines
 
     def set(self, section: str, key: str, value: str, why: str) -> None:
         """``key = value`` in ``section``: replaces the line that sets it there, else is added to the section
@@ -117,8 +118,8 @@ class _Editor:
             self.replaced[p.start] = (p.end, [*old, line])
             return
         s = self.cfg.section(section)
-        if s is None:
-            self.trailing += [f"\n[{section}]\n", f"# {why}\n" if why else "", line]
+        if s is None:  # a section the config lacks: added at the end, once
+            self.trailing.setdefault(section, []).extend([f"# {why}\n" if why else "", line])
             return
         self.appended.setdefault(s.end - 1, []).append(line)
 
@@ -142,13 +143,19 @@ class _Editor:
             out.append(lines[i] if lines[i].endswith("\n") else lines[i] + "\n")
             out += self.appended.get(i, [])
             i += 1
-        return "".join(out + self.trailing)
+        for section, added in self.trailing.items():
+            out += [f"\n[{section}]\n", *added]
+        return "".join(out)
 
 
 def merge(text: str, ems_command: str, stock_set: bool = False) -> Merged:
     """The config switched to the bilingual recaser (see the module docstring). ``ems_command``: how EMS's
     step scripts call moses-recaser-ems (an absolute path, so that they find it whatever their PATH)."""
     cfg = read_config(text)
+    if not cfg.params and all(s.start < 0 for s in cfg.sections):
+        raise RecaserError(
+            "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
+        )
     ed = _Editor(cfg)
     notes: list[str] = []
     for p in [p for p in cfg.params if p.key in TRUECASING]:
@@ -193,10 +200,10 @@ def _stock_set(cfg: Config, ed: _Editor) -> list[str]:
         return ["no [EVALUATION:set] to compare the stock recaser on: none added"]
     first = sets[0]
     name = f"{first}-stock"
-    lines = [f"\n[{name}]\n", "# the same test set, recased by Moses' own recaser (trained on the same corpus)\n"]
+    lines = ["# the same test set, recased by Moses' own recaser (trained on the same corpus)\n"]
     lines += [f"{p.key} = {_quoted(p.value)}\n" for p in cfg.params if p.section == first]
     lines.append("stock-recaser = $moses-script-dir/recaser/recase.perl\n")
-    ed.trailing += lines
+    ed.trailing.setdefault(name, []).extend(lines)
     return [f"[{name}]: added, {first} recased by recase.perl (stock-recaser)"]
 
 

@@ -75,6 +75,13 @@ def read_meta(text: str, path: str = "experiment.meta") -> Meta:
             if section is None:
                 raise RecaserError(f"step {line.strip()!r} comes before any [SECTION]", path, start + 1)
             step = Step(section=section, name=_STEP.match(line).group(1), start=start, end=i)  # type: ignore[union-attr]
+            first = meta.find(section, step.name)
+            if first is not None:  # which of the two experiment.perl runs, and which to patch, is anyone's guess
+                raise RecaserError(
+                    f"step [{section}] {step.name} is defined twice (first at line {first.start + 1}); keep one",
+                    path,
+                    start + 1,
+                )
             meta.steps.append(step)
             continue
         a = _ATTR.match(line)

@@ -18,9 +18,10 @@ from moses_recaser.ems.recase_perl import headline_flags, is_moses_ini, recase_w
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
+from moses_recaser.moses.bitext import read_monolingual
 from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace
 from moses_recaser.outputs import atomic_output
-from moses_recaser.textio import LineReader, read_lines, split_tokens
+from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
     if step.trace is not None:
         triples = _checked_trace(step.infile, step.source, step.trace, alignment, step.options)
     else:
-        triples = (Triple(id=i, source=[], target=split_tokens(x)) for i, x in enumerate(read_lines(step.infile)))
+        triples = read_monolingual(step.infile)
     flags = headline_flags(step.headline) if step.headline else None
     lines = []
     for k, (_, tokens) in enumerate(zip_recased(triples, recaser)):

@@ -82,6 +82,30 @@ def _check_type(value: Any, default: Any, key: str, path: str, line: int) -> Any
     return value
 
 
+# settings that become part of file names in the cache and the results directory: one plain name each
+_NAMES = ("name", "source", "target", "pivot", "wmt21")
+# settings that name folders and files under the data root: relative ones stay inside it (an absolute path is
+# taken as given, on purpose)
+_UNDER_ROOT = ("corpus", "pair", "source_dir", "target_dir", "monolingual", "train", "dev", "test")
+
+
+def _check_path(key: str, value: Any, path: str, line: int) -> None:
+    """A setting that names a file cannot lead out of the cache or the data root: ``name: ../../x`` would
+    write outside the cache, ``pair: ../../etc`` read outside the data root."""
+    for v in value if isinstance(value, list) else [value]:
+        if not isinstance(v, str):
+            continue
+        parts = v.replace("\\", "/").split("/")
+        if key in _NAMES and (not v or len(parts) > 1 or v in (".", "..") or "\0" in v):
+            raise RecaserError(f"'{key}' must be a plain name (it becomes part of file names), got {v!r}", path, line)
+        if key in _UNDER_ROOT and (".." in parts or "\0" in v):
+            raise RecaserError(
+                f"'{key}' leads out of the data root ({v!r}): give a path inside it without '..', or an absolute path",
+                path,
+                line,
+            )
+
+
 def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
     obj = cls()
     valid = [f.name for f in fields(cls)]
@@ -101,7 +125,11 @@ def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
         except yaml.YAMLError as exc:  # a value that does not read back as plain YAML (a tag, an empty node)
             problem = getattr(exc, "problem", None) or type(exc).__name__
             raise RecaserError(f"'{key}' has a value that is not plain YAML ({problem})", path, line) from None
+        except ValueError as exc:  # a number of thousands of digits (Python's int conversion limit)
+            reason = str(exc).split(";")[0]
+            raise RecaserError(f"'{key}' has a number too long to read ({reason})", path, line) from None
         setattr(obj, key, _check_type(value, current, key, path, line))
+        _check_path(key, value, path, line)
         if key == "systems":
             _check_systems(value_node, path)
     return obj
@@ -131,6 +159,8 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         raise RecaserError(f"invalid UTF-8 at byte {exc.start}", p) from None
     try:
         node = yaml.compose(text)
+    except RecursionError:
+        raise RecaserError("nested too deeply to be a config", p) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise RecaserError(
@@ -140,7 +170,10 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         raise RecaserError("empty config", p, 1)
     if not isinstance(node, yaml.MappingNode):
         raise RecaserError("a config must be a YAML mapping of settings", p, node.start_mark.line + 1)
-    cfg = _build(ExperimentConfig, node, p)
+    try:
+        cfg = _build(ExperimentConfig, node, p)
+    except RecursionError:
+        raise RecaserError("nested too deeply to be a config", p) from None
     if cfg.learning_curve and not {"trigram", "crf"} <= set(cfg.systems):
         line = next(k.start_mark.line + 1 for k, _ in node.value if k.value == "learning_curve")
         raise RecaserError("a learning curve compares crf with trigram: list both under 'systems'", p, line)

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.pharaoh import parse_links
-from moses_recaser.textio import LineReader, split_tokens, zip_readers
+from moses_recaser.textio import LineReader, check_length, split_tokens, zip_readers
 from moses_recaser.triples import Triple
 
 
@@ -18,6 +18,24 @@ def read_aligned_bitext(source: str, target: str, alignment: str | None = None) 
         readers.append(LineReader(alignment))
     for ident, row in enumerate(zip_readers(*readers)):
         yield triple_of_lines(ident, row, [r.name for r in readers], readers[-1].lineno)
+
+
+def read_monolingual(path: str) -> Iterator[Triple]:
+    """Tokenized text without a source, one triple per line; a line over the length limit names the file and
+    line."""
+    reader = LineReader(path)
+    for ident, line in enumerate(reader):
+        yield monolingual_triple(ident, line, reader.name, reader.lineno)
+
+
+def monolingual_triple(ident: int, line: str, where: str, lineno: int) -> Triple:
+    """The triple of a line without a source; an error names ``where`` and ``lineno``."""
+    tokens = split_tokens(line)
+    try:
+        check_length(tokens)
+    except RecaserError as exc:
+        raise exc.at(where, lineno) from None
+    return Triple(id=ident, source=[], target=tokens)
 
 
 def triple_of_lines(ident: int, lines: Sequence[str], files: Sequence[str], lineno: int) -> Triple:

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from moses_recaser.moses.bitext import read_aligned_bitext, triple_of_lines
+from moses_recaser.moses.bitext import monolingual_triple, read_aligned_bitext, read_monolingual, triple_of_lines
 from moses_recaser.moses.nbest import iter_nbest
 from moses_recaser.moses.trace import TraceOptions, read_trace, trace_triple
-from moses_recaser.textio import read_lines, split_tokens
 from moses_recaser.triples import Triple, read_triples
 
 
@@ -102,13 +101,13 @@ def _trace_line(ident: int, x: Line) -> Record:
 
 def _text(inp: Inputs) -> Iterator[Record]:
     if inp.source is None:
-        return (Record(Triple(id=i, source=[], target=split_tokens(x))) for i, x in enumerate(read_lines(inp.path)))
+        return (Record(t) for t in read_monolingual(inp.path))
     return (Record(t) for t in read_aligned_bitext(inp.source, inp.path, inp.alignment))
 
 
 def _text_line(ident: int, x: Line) -> Record:
     if x.source is None:
-        return Record(Triple(id=ident, source=[], target=split_tokens(x.hyp)))
+        return Record(monolingual_triple(ident, x.hyp, x.where[0], x.lineno))
     lines = [x.source, x.hyp] + ([] if x.alignment is None else [x.alignment])
     files = [x.where[1], x.where[0]] + ([] if x.alignment is None else [x.where[2]])
     return Record(triple_of_lines(ident, lines, files, x.lineno))
