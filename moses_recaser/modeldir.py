@@ -2,14 +2,16 @@
 
 Layout::
 
-    MODEL/manifest.yaml   format_version, settings, signature, sha256 of every other file
-    MODEL/tables.npz      numpy arrays (loaded with allow_pickle=False)
-    MODEL/*.vocab         one token per line, UTF-8
-    MODEL/lm.arpa         the cased LM (or lm.bin: a KenLM binary given with --lm)
+    MODEL/manifest.yaml   format_version, settings, signature, weights, and the sha256 of every other file
+    MODEL/tables.npz      translation, tag and form tables, their vocabularies as arrays (``vocab.Vocab``:
+                          UTF-8 bytes, offsets, packed hashes), loaded with allow_pickle=False
+    MODEL/lm.arpa         the cased LM (or lm.bin: a KenLM model given with --lm or made by lmplz)
     MODEL/lm.npz          the LM's query arrays and their packed keys (stats.arpa_arrays.ArrayLM)
     MODEL/candidates.npz  GEN and candidate facts of every training type, and the training word types'
-                          facts (candidates.py, features.FeatureExtractor.save_registry; optional)
-    MODEL/...             anything else a stage adds (aligner priors, ...)
+                          facts (model/candidates.py, extractor.FeatureExtractor.save_registry)
+    MODEL/aligner.priors  eflomal's priors, when training aligned with eflomal (recase --align reads them)
+
+Only the regular files the manifest names are read, each checked against its sha256 before it is parsed.
 
 Format versions: 1, the first; 2, candidates.npz with GEN results as pool segments and the word types,
 lm.npz with its hash index; 3, every optional array of version 2 always stored; 4 and 5, facts of the
@@ -17,8 +19,8 @@ decoder-output fixes (input modes and their weights, escapes read past by the ca
 (``keyset.KeySet``) in place of int64 keys with a hash table, and the tables' pair counts in int32. This
 version reads version 6 only: an older model is refused with a message to retrain it.
 
-The directory is built under a temporary name and renamed into place, so a crash or Ctrl-C
-never leaves a half-written model.
+The directory is built under a temporary name and moved into place (``outputs.atomic_directory``: an existing
+model is swapped in one rename-exchange), so a crash or Ctrl-C never leaves a half-written model.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from moses_recaser.cli.main import main
+from moses_recaser.errors import RecaserError
 
 
 def _write(path, text: str | bytes):
@@ -356,11 +357,16 @@ def _experiment(tmp_path, extra: str = "", **replace: str) -> str:
         ({"pair": "p/../../.."}, "", 2, "'pair' leads out of the data root"),
         ({"splits": '\n  train: ["../p/set[0:10]"]'}, "", 6, "'train' leads out of the data root"),
         ({}, 'monolingual: ["../x.en"]\n', 10, "'monolingual' leads out of the data root"),
-        ({}, "heldout: " + "9" * 5000 + "\n", 10, "'heldout' has a number too long to read"),
+        ({}, "heldout_sentences: " + "9" * 5000 + "\n", 10, "'heldout_sentences' has a number too long to read"),
         ({}, "sigma: !!python/object/apply:os.system [echo]\n", 10, "'sigma' has a value that is not plain YAML"),
         ({}, "lm_order: three\n", 10, "'lm_order' must be a int"),
+        ({"splits": "\n  train: [5]"}, "", 6, "'train' must be a list of strings, got 5"),
+        ({}, 'learning_curve: ["x"]\n', 10, "'learning_curve' must be a list of positive whole numbers"),
+        ({}, "learning_curve: [-5]\n", 10, "'learning_curve' must be a list of positive whole numbers"),
+        ({}, "systems: [[crf]]\n", 10, "'systems' must be a list of strings"),
     ],
-    ids=["name", "name-slash", "source", "corpus", "pair", "split", "monolingual", "digits", "tag", "type"],
+    ids=["name", "name-slash", "source", "corpus", "pair", "split", "monolingual", "digits", "tag", "type"]
+    + ["split-item", "curve-item", "curve-negative", "systems-item"],
 )
 def test_experiment_config_values_that_escape_or_do_not_read(tmp_path, capsys, replace, extra, line, reason):
     cfg = _experiment(tmp_path, extra, **replace)
@@ -395,3 +401,22 @@ def test_an_absolute_corpus_path_is_taken_as_given(tmp_path):
 def test_a_deeply_nested_experiment_config_is_one_line(tmp_path, capsys):
     cfg = _write(tmp_path / "deep.yaml", "splits:\n  train: " + "[" * 20_000 + "]" * 20_000 + "\n")
     _fails(capsys, ["experiment", cfg], cfg, None, "nested too deeply to be a config")
+
+
+@pytest.mark.parametrize(
+    "values", [{"sigma": float("nan")}, {"sigma": float("inf")}, {"sigma_grid": (1.0, float("nan"))}]
+)
+def test_a_sigma_that_is_not_a_positive_number_is_refused(values):
+    """NaN passed 'sigma <= 0' and left every weight unfitted, with exit 0."""
+    from moses_recaser.model.settings import TrainSettings
+
+    with pytest.raises(RecaserError, match="sigma must be a positive number"):
+        TrainSettings(**values).check()
+
+
+@pytest.mark.parametrize("values", [{"heldout_folds": 1}, {"punct_min_count": 0}])
+def test_settings_once_unreachable_are_checked(values):
+    from moses_recaser.model.settings import TrainSettings
+
+    with pytest.raises(RecaserError, match="must be at least"):
+        TrainSettings(**values).check()

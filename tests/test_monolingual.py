@@ -11,7 +11,7 @@ import pytest
 from moses_recaser.cli.main import main
 from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import ExperimentConfig, SplitConfig
-from moses_recaser.harness.experiment import held_out_targets, monolingual_text
+from moses_recaser.harness.stages import Sides, held_out_targets, monolingual_text
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.modeldir import read_manifest
 from moses_recaser.stats.tables import Tables
@@ -113,7 +113,7 @@ def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
         )
         != 0
     )
-    assert "--mono cannot be combined with --stats" in capsys.readouterr().err
+    assert "--monolingual cannot be combined with --stats" in capsys.readouterr().err
 
 
 def _corpus(tmp_path: Path) -> Path:
@@ -160,7 +160,7 @@ def test_wmt21_references_count_as_held_out(tmp_path):
     ):
         (d / sub).mkdir(parents=True)
         (d / sub / name).write_text("Reference sentence one, about Some Names here.\n", encoding="utf-8")
-    files = {s: (root / "x", root / "news" / "xx-en" / f"{f}.en") for s, f in (("dev", "train"), ("test", "test"))}
+    files = {s: Sides(root / "x", root / "news" / "xx-en" / f"{f}.en") for s, f in (("dev", "train"), ("test", "test"))}
     cfg = ExperimentConfig(
         name="t",
         corpus="news",
@@ -171,7 +171,7 @@ def test_wmt21_references_count_as_held_out(tmp_path):
         monolingual=["../wmt-system-outputs/wmt21/txt/references/newstest2021.xx-en.ref.A.en"],
     )
     held = held_out_targets(cfg, root, tmp_path / "cache", files)
-    assert held[:2] == [files["dev"][1], files["test"][1]]
+    assert held[:2] == [files["dev"].target, files["test"].target]
     assert held[2].read_text(encoding="utf-8") == "Reference sentence one , about Some Names here .\n"  # tokenized
     with pytest.raises(RecaserError, match="repeats 1 of the 1 target lines of newstest2021"):
         monolingual_text(cfg, root, tmp_path / "cache", held)

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from moses_recaser.harness.experiment import size_label
+from moses_recaser.harness.report import size_label
 
 ORDER = ["unigram", "trigram", "sacremoses", "sacremoses+copy", "crf-monolingual", "crf"]
 
@@ -21,7 +21,7 @@ def main(dirs: list[str]) -> None:
     print("|---|---|" + "---|" * len(ORDER) + "---|")
     for r in runs:
         s = r["full"]["systems"]
-        c = r["full"].get("crf_vs_trigram", {})
+        c = r["full"].get("crf_vs_trigram") or {}
         cells = [f"{100 * s[n]['precision']:.2f}" if n in s else "–" for n in ORDER]
         print(
             f"| {r['name']} | {r['full']['test_words']:,} | "

@@ -237,6 +237,8 @@ TRAIN_SETTINGS = (
     "max_iter",
     "max_candidates",
     "heldout_sentences",
+    "heldout_folds",
+    "punct_min_count",
     "npa_seed",
     "lm",
     "lmplz_options",
@@ -424,7 +426,8 @@ def add_experiment(p: argparse.ArgumentParser) -> None:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     from moses_recaser.harness.config import load_config
-    from moses_recaser.harness.experiment import results_markdown, run_experiment
+    from moses_recaser.harness.experiment import run_experiment
+    from moses_recaser.harness.report import results_markdown
 
     cfg = load_config(args.config)
     results = run_experiment(cfg, Path(args.output or Path("runs") / cfg.name), args.data_root, args.cache)

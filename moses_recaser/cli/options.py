@@ -167,6 +167,21 @@ OPTIONS: dict[str, Option] = {
             metavar="N",
         ),
         _opt(
+            "heldout_folds",
+            "folds of the held-out training sentences, each with statistics from the others (default %(default)s)",
+            type=int,
+            default=DEFAULTS.heldout_folds,
+            metavar="K",
+        ),
+        _opt(
+            "punct_min_count",
+            "a punctuation token gets a feature of its own when seen before a word at least N times in training "
+            "and dev (default %(default)s)",
+            type=int,
+            default=DEFAULTS.punct_min_count,
+            metavar="N",
+        ),
+        _opt(
             "npa_seed",
             "seed of the naive phrase aligner (default %(default)s)",
             old=["--seed"],

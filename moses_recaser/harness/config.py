@@ -8,6 +8,7 @@ the user wrote down.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -16,6 +17,8 @@ import yaml
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.settings import TrainSettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,15 +42,14 @@ class ExperimentConfig:
     target_dir: str | None = None
     pivot: str = "en"  # ... whose sides in this language must match line by line
     splits: SplitConfig = field(default_factory=SplitConfig)
-    tokenizer: str = "sacremoses"  # Moses rules, escaping on (jieba segmentation for zh)
     symmetrization: str = "grow-diag-final-and"
     # the training settings' defaults are TrainSettings' (the command line's)
     lm_order: int = TrainSettings.lm_order
-    features: str = TrainSettings.feature_set
-    phrase_features: str = TrainSettings.alignment_mode
+    feature_set: str = TrainSettings.feature_set
+    alignment_mode: str = TrainSettings.alignment_mode
     sigma: float = TrainSettings.sigma
     feature_scaling: bool = TrainSettings.feature_scaling
-    heldout: int = 0
+    heldout_sentences: int = TrainSettings.heldout_sentences
     systems: list[str] = field(default_factory=lambda: ["unigram", "trigram", "sacremoses", "crf-monolingual", "crf"])
     learning_curve: list[int] = field(default_factory=list)  # training sizes in target words
     wmt21: str | None = None  # end-to-end BLEU on WMT21 system outputs of this pair (e.g. de-en)
@@ -55,6 +57,10 @@ class ExperimentConfig:
     # target-language files under the corpus folder (``de-en/newstest2020.de``, slices as in splits) whose
     # text joins the LM and the case prior of every capitalizer (not the translation tables)
     monolingual: list[str] = field(default_factory=list)
+
+
+# keys of earlier releases, read as the setting's one name (cli/options.py) with a warning
+OLD_KEYS = {"features": "feature_set", "phrase_features": "alignment_mode", "heldout": "heldout_sentences"}
 
 
 def _suggest(key: str, valid: list[str]) -> str:
@@ -76,12 +82,19 @@ def _check_type(value: Any, default: Any, key: str, path: str, line: int) -> Any
     if isinstance(default, list):
         if not isinstance(value, list):
             raise RecaserError(f"'{key}' must be a list", path, line)
+        item = int if key in _INT_LISTS else str
+        for v in value:  # (a bool is an int to Python, not to a config)
+            if not isinstance(v, item) or isinstance(v, bool) or (isinstance(v, int) and v < 1):
+                what = "positive whole numbers" if item is int else "strings"
+                raise RecaserError(f"'{key}' must be a list of {what}, got {v!r} in it", path, line)
         return value
     if not isinstance(value, type(default)) or isinstance(value, bool) != isinstance(default, bool):
         raise RecaserError(f"'{key}' must be a {type(default).__name__}, got {value!r}", path, line)
     return value
 
 
+# list settings of numbers (the other lists hold names)
+_INT_LISTS = ("learning_curve",)
 # settings that become part of file names in the cache and the results directory: one plain name each
 _NAMES = ("name", "source", "target", "pivot", "wmt21")
 # settings that name folders and files under the data root: relative ones stay inside it (an absolute path is
@@ -112,6 +125,9 @@ def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
     for key_node, value_node in node.value:
         key = key_node.value
         line = key_node.start_mark.line + 1
+        if cls is ExperimentConfig and key in OLD_KEYS:
+            log.warning("%s:%d: '%s' is deprecated; use '%s'", path, line, key, OLD_KEYS[key])
+            key = OLD_KEYS[key]
         if key not in valid:
             raise RecaserError(f"unknown key '{key}'{_suggest(key, valid)}", path, line)
         current = getattr(obj, key)

@@ -2,7 +2,7 @@
 
 Recasing a test set meets each word type many times; the Python work on strings (GEN, tags, the case
 prior, table ids) is done the first time a type is met and kept as numpy columns, so that a batch's
-features are gathers over candidate ids (see ``features.FeatureExtractor.flat``).
+features are gathers over candidate ids (see ``extractor.FeatureExtractor.flat``).
 
 GEN results are segments of one pool of candidate ids, so that a batch's candidates are one gather.
 Training stores the registry for every lowercase type of the training target in the model

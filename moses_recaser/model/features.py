@@ -23,6 +23,7 @@ pairs and tag pairs only between words whose case is not positional.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,8 +38,6 @@ from moses_recaser.stats.tables import Tables
 
 RARE_PRIOR = math.log(0.5)
 OTHER_PUNCT = "punct=<other>"
-# bumped whenever a feature's definition changes, so that cached experiment models are retrained
-FEATURE_REVISION = 7
 # what a feature reads besides the output: nothing else, the source sentence, or its alignment to the output
 TARGET, SOURCE, ALIGNMENT = "target", "source", "alignment"
 
@@ -384,3 +383,20 @@ def in_source(sent: np.ndarray, word: np.ndarray, keys: np.ndarray) -> np.ndarra
     out = w >= 0
     out[out] = table[sent[out] * len(words) + w[out]]
     return out
+
+
+def feature_revision() -> str:
+    """A digest of the feature declarations and of the code that gives their values (this module, the
+    candidates' facts, GEN and the extractor), so that a cached experiment model is retrained whenever a
+    feature's definition changes; derived, never bumped by hand."""
+    import hashlib
+    import inspect
+
+    from moses_recaser.model import candidates, extractor, gen
+
+    digest = hashlib.sha256()
+    for f in FEATURES:
+        digest.update(f"{f.name}\0{f.paper}\0{f.reads}\0{f.doc}\0".encode())
+    for module in (sys.modules[__name__], candidates, extractor, gen):
+        digest.update(inspect.getsource(module).encode())
+    return digest.hexdigest()[:12]

@@ -6,6 +6,7 @@ Kept apart from ``train`` (no numpy at import) so that the command line can show
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from moses_recaser.signature import signature
 FEATURE_SETS = ("paper", "full")
 # sentence pairs held out from the end of the training bitext to fit the weights, when no dev set is given
 DEV_SIZE = 2000
+# times a punctuation token must come before a word (training and dev) to get a feature column of its own
+PUNCT_MIN_COUNT = 2
 
 
 @dataclass
@@ -41,7 +44,7 @@ class TrainSettings:
     npa_lengths: dict[int, float] | None = None
     heldout_sentences: int = 0
     heldout_folds: int = 2
-    punct_min_count: int = 2
+    punct_min_count: int = PUNCT_MIN_COUNT
     discount_fallback: bool = True
     lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
     lmplz_options: str = ""
@@ -57,8 +60,15 @@ class TrainSettings:
             raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
         if self.alignment_mode not in ("phrase", "links"):
             raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
-        if self.sigma <= 0:
-            raise RecaserError(f"sigma must be positive, got {self.sigma}")
+        for sigma in (self.sigma, *self.sigma_grid):
+            if not (math.isfinite(sigma) and sigma > 0):  # NaN would pass 'sigma <= 0' and leave weights unfitted
+                raise RecaserError(f"sigma must be a positive number, got {sigma}")
+        if self.heldout_folds < 2:
+            raise RecaserError(
+                f"heldout_folds must be at least 2 (statistics from the other folds), not {self.heldout_folds}"
+            )
+        if self.punct_min_count < 1:
+            raise RecaserError(f"punct_min_count must be at least 1, got {self.punct_min_count}")
         from moses_recaser.stats.counting import check_lm_order  # numpy: not at the CLI's start
 
         check_lm_order(self.lm_order)
@@ -78,6 +88,8 @@ class TrainSettings:
         ]
         if self.heldout_sentences:
             parts.append(("heldout", f"{self.heldout_sentences}x{self.heldout_folds}"))
+        if self.punct_min_count != PUNCT_MIN_COUNT:  # shown when not the default, so default signatures stay
+            parts.append(("punct", str(self.punct_min_count)))
         if self.monolingual_digest:
             parts.append(("mono", self.monolingual_digest[:8]))
         if self.dev_decoded:

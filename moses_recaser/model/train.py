@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -102,16 +103,25 @@ def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> 
     return lm
 
 
-def _stats_from_model(directory: str, settings: TrainSettings) -> tuple[Tables, Path]:
-    """Tables and LM of a statistics model (``stats``/``merge``); its LM order and LM are recorded."""
+@dataclass(frozen=True)
+class StatsModel:
+    """The tables and LM of a statistics model (``stats``/``merge``), with the LM settings it records."""
+
+    tables: Tables
+    lm_path: Path
+    lm_order: int
+    lm: str | None
+
+
+def _stats_from_model(directory: str, settings: TrainSettings) -> StatsModel:
+    """A statistics model, read and checked (its LM order, else that of ``settings``)."""
     from moses_recaser.model.recaser import lm_file
     from moses_recaser.modeldir import read_manifest, resolve_model
 
     d = resolve_model(directory)
     manifest = read_manifest(d)
-    settings.lm_order = int(manifest.settings.get("lm_order", settings.lm_order))
-    settings.lm = manifest.settings.get("lm")
-    return Tables.load(d), lm_file(d, manifest)
+    order = int(manifest.settings.get("lm_order", settings.lm_order))
+    return StatsModel(Tables.load(d), lm_file(d, manifest), order, manifest.settings.get("lm"))
 
 
 def monolingual_digest(paths: Sequence[str]) -> str:
@@ -206,67 +216,33 @@ def train(
     ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
     of ``train``. ``jobs``: processes that count the training statistics (the model is the same whatever
     their number); ``lmplz``: KenLM's lmplz estimates the LM (``settings.lm_estimator``); ``dev_output``:
-    the weights are fitted on the decoder's output for the dev source instead of the dev reference."""
-    settings.check()
+    the weights are fitted on the decoder's output for the dev source instead of the dev reference.
+    ``settings`` is not changed: what training decides (the alignment source, a picked sigma) is recorded
+    in the model's own copy."""
+    _check_inputs(settings, train, stats_model)
     model_target(model_dir)  # a destination that cannot take the model fails now, not after the work
-    settings.dev_decoded = dev_output is not None
+    settings = _resolved(settings, lmplz, dev_output)
     report = TrainReport()
-    t0 = time.perf_counter()
-    if (train is None) == (stats_model is None):
-        raise RecaserError("give the training bitext or a statistics model, not both")
-    if stats_model is not None and settings.heldout_sentences:
-        raise RecaserError("--heldout needs the training bitext; it cannot be combined with --stats")
-    if stats_model is not None and settings.monolingual:
-        raise RecaserError(
-            "--mono cannot be combined with --stats (the statistics model is final); estimate an "
-            "LM on the text with lmplz and give it with --lm"
-        )
-    if lmplz is not None:
-        settings.lm_estimator = "lmplz"
-    if settings.monolingual:
-        settings.monolingual_digest = monolingual_digest(settings.monolingual)
-    # a statistics model is checked before any corpus is read
-    preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
-    dev_set = dev.triples()
-    # the training bitext is read into memory only where that cannot be avoided: eflomal, held-out folds
-    dev_links = dev.alignment is None and dev_output is None  # decoder output has the decoder's alignment
-    in_memory = train is not None and (train.alignment is None or dev_links or settings.heldout_sentences)
-    train_set = train.triples() if in_memory and train is not None else []
     files: dict[str, str] = {}
-    if (train is not None and train.alignment is None) or dev_links:
-        from moses_recaser.stats.eflomal import align
-
-        both = [t for t in train_set] + [t for t in dev_set]
-        links = align(
-            [t.source for t in both],
-            [t.target for t in both],
-            settings.symmetrization,
-            priors_out=work / "aligner.priors",
+    with _timed(report, "align"):
+        # a statistics model is checked before any corpus is read
+        preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
+        if preloaded is not None:
+            settings = replace(settings, lm_order=preloaded.lm_order, lm=preloaded.lm)
+        dev_set = dev.triples()
+        train_set, aligned = _read_and_align(
+            train, dev_set, dev.alignment is None and dev_output is None, settings, work
         )
-        for t, a in zip(both, links):
-            if t.links is None:
-                t.links = a
-        files["aligner.priors"] = str(work / "aligner.priors")
-        settings.alignment_source = "eflomal"
-    report.seconds["align"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    if preloaded is not None:
-        tables, lm_path = preloaded
-    else:
-        assert train is not None
-        corpus = (
-            Corpus(triples=train_set, mono=settings.monolingual)
-            if train_set or train.alignment is None
-            else Corpus(
-                files=(train.source, train.target, train.alignment),
-                lines=train.lines,
-                mono=settings.monolingual,
-            )
-        )
-        tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs)
-    files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
-    report.seconds["statistics"] = time.perf_counter() - t0
+        if aligned:
+            files["aligner.priors"] = str(work / "aligner.priors")
+            settings = replace(settings, alignment_source="eflomal")
+    with _timed(report, "statistics"):
+        if preloaded is not None:
+            tables, lm_path = preloaded.tables, preloaded.lm_path
+        else:
+            assert train is not None
+            tables, lm_path = _train_statistics(train, train_set, settings, lmplz, work, jobs)
+        files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
 
     if dev_output is None:
         dev_triples = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
@@ -276,25 +252,126 @@ def train(
     punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
     names = feature_names(settings.feature_set, punct)
 
-    t0 = time.perf_counter()
-    lm = query_lm(lm_path, work, files)
-    extractor = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
-    heldout = _heldout_extractors(train_set, settings, names, work, lmplz) if settings.heldout_sentences else []
-    report.heldout_sentences = settings.heldout_sentences
-    if settings.sigma_grid:
-        # two contiguous halves of dev, so that a document stays within one
-        half, view = len(dev_triples) // 2, BY_NAME["both"].view
-        halves = [
-            reference_lattices(extractor, [view(t) for t in dev_triples[:half]], dev_refs[:half])[0],
-            reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0],
-        ]
-        cv_scale = feature_scale(halves[0] + halves[1]) if settings.feature_scaling else None
-        settings.sigma = select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale)
-    report.seconds["lattices"] = time.perf_counter() - t0
+    with _timed(report, "lattices"):
+        extractor = FeatureExtractor(
+            tables, query_lm(lm_path, work, files), names, settings.alignment_mode, settings.max_candidates
+        )
+        heldout = _heldout_extractors(train_set, settings, names, work, lmplz) if settings.heldout_sentences else []
+        report.heldout_sentences = settings.heldout_sentences
+        if settings.sigma_grid:
+            settings = replace(
+                settings, sigma=_cross_validated_sigma(extractor, dev_triples, dev_refs, settings, names)
+            )
+    with _timed(report, "crf"):
+        weights, fit_log = _fit_modes(extractor, dev_triples, dev_refs, heldout, settings, names, report)
 
+    # GEN and candidate facts of every training type, so that recasing starts warm
+    extractor.save_registry(work / "candidates.npz")
+    files["candidates.npz"] = str(work / "candidates.npz")
+    _write(model_dir, settings, weights, tables, files, report, fit_log)
+    return report
+
+
+@contextmanager
+def _timed(report: TrainReport, stage: str) -> Iterator[None]:
+    """Record the stage's wall time in ``report.seconds``."""
     t0 = time.perf_counter()
+    yield
+    report.seconds[stage] = time.perf_counter() - t0
+
+
+def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: str | None) -> None:
+    """Settings and inputs that cannot go together are refused before any work."""
+    settings.check()
+    if (train is None) == (stats_model is None):
+        raise RecaserError("give the training bitext or a statistics model, not both")
+    if stats_model is not None and settings.heldout_sentences:
+        raise RecaserError("--heldout-sentences needs the training bitext; it cannot be combined with --stats")
+    if stats_model is not None and settings.monolingual:
+        raise RecaserError(
+            "--monolingual cannot be combined with --stats (the statistics model is final); estimate an "
+            "LM on the text with lmplz and give it with --lm"
+        )
+
+
+def _resolved(settings: TrainSettings, lmplz: str | None, dev_output: DecoderOutput | None) -> TrainSettings:
+    """A copy of ``settings`` with what the inputs decide: the LM estimator, the monolingual text's digest,
+    and whether the weights are fitted on decoder output."""
+    return replace(
+        settings,
+        dev_decoded=dev_output is not None,
+        lm_estimator="lmplz" if lmplz is not None else settings.lm_estimator,
+        monolingual_digest=monolingual_digest(settings.monolingual) if settings.monolingual else None,
+    )
+
+
+def _read_and_align(
+    train: Bitext | None, dev_set: list[Triple], dev_links: bool, settings: TrainSettings, work: Path
+) -> tuple[list[Triple], bool]:
+    """The training sentences read into memory (only where that cannot be avoided: eflomal, held-out folds),
+    and whether eflomal aligned anything: the training bitext without an alignment, and dev when ``dev_links``
+    (decoder output has the decoder's alignment). Aligned triples get their links in place."""
+    in_memory = train is not None and (train.alignment is None or dev_links or settings.heldout_sentences)
+    train_set = train.triples() if in_memory and train is not None else []
+    if not ((train is not None and train.alignment is None) or dev_links):
+        return train_set, False
+    from moses_recaser.stats.eflomal import align
+
+    both = train_set + dev_set
+    links = align(
+        [t.source for t in both], [t.target for t in both], settings.symmetrization, priors_out=work / "aligner.priors"
+    )
+    for t, a in zip(both, links):
+        if t.links is None:
+            t.links = a
+    return train_set, True
+
+
+def _train_statistics(
+    train: Bitext, train_set: list[Triple], settings: TrainSettings, lmplz: str | None, work: Path, jobs: int
+) -> tuple[Tables, Path]:
+    """Tables and LM of the training bitext: from the triples in memory when it was read, else streamed."""
+    if train_set or train.alignment is None:
+        corpus = Corpus(triples=train_set, mono=settings.monolingual)
+    else:
+        corpus = Corpus(
+            files=(train.source, train.target, train.alignment), lines=train.lines, mono=settings.monolingual
+        )
+    tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs)
+    return tables, lm_path
+
+
+def _cross_validated_sigma(
+    extractor: FeatureExtractor,
+    dev_triples: Sequence[Triple],
+    dev_refs: Sequence[Sequence[str | None]],
+    settings: TrainSettings,
+    names: list[str],
+) -> float:
+    """``select_sigma`` over two contiguous halves of dev, so that a document stays within one."""
+    half, view = len(dev_triples) // 2, BY_NAME["both"].view
+    halves = [
+        reference_lattices(extractor, [view(t) for t in dev_triples[:half]], dev_refs[:half])[0],
+        reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0],
+    ]
+    cv_scale = feature_scale(halves[0] + halves[1]) if settings.feature_scaling else None
+    return select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale)
+
+
+def _fit_modes(
+    extractor: FeatureExtractor,
+    dev_triples: Sequence[Triple],
+    dev_refs: Sequence[Sequence[str | None]],
+    heldout: Sequence[tuple[FeatureExtractor, list[Triple]]],
+    settings: TrainSettings,
+    names: list[str],
+    report: TrainReport,
+) -> tuple[Weights, list[tuple[int, float, float]]]:
+    """The weights of every input mode (``modes.MODES``), each fitted on dev lattices of what the mode has;
+    the report gets the dev figures and the fit of the first mode (both)."""
     by_mode: dict[str, np.ndarray] = {}
     scale: np.ndarray | None = None
+    fit_log: list[tuple[int, float, float]] = []
     for mode in MODES:
         flats, words, hits = reference_lattices(extractor, [mode.view(t) for t in dev_triples], dev_refs)
         for fold_extractor, held in heldout:
@@ -313,16 +390,22 @@ def train(
             report.iterations, report.objective = len(result.log), result.log[-1][1] if result.log else 0.0
             fit_log = result.log
             log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
-    report.seconds["crf"] = time.perf_counter() - t0
+    return Weights(names=names, by_mode=by_mode), fit_log
 
-    weights = Weights(names=names, by_mode=by_mode)
-    # GEN and candidate facts of every training type, so that recasing starts warm
-    extractor.save_registry(work / "candidates.npz")
-    files["candidates.npz"] = str(work / "candidates.npz")
-    doc = asdict(settings)
+
+def _write(
+    model_dir: str,
+    settings: TrainSettings,
+    weights: Weights,
+    tables: Tables,
+    files: dict[str, str],
+    report: TrainReport,
+    fit_log: Sequence[tuple[int, float, float]],
+) -> None:
+    """The model directory, atomically: every setting, the signature, the weights and the fit's record."""
     write_model(
         model_dir,
-        settings=doc,
+        settings=asdict(settings),
         signature=settings.signature(weights.matrix()),
         writers=[tables.save],
         copy_files=files,
@@ -339,7 +422,6 @@ def train(
             },
         },
     )
-    return report
 
 
 def select_sigma(

@@ -14,7 +14,6 @@ merge keeps every count in numpy arrays, keyed by integers.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 import zipfile
@@ -603,7 +602,12 @@ class _progress:
         from tqdm import tqdm
 
         self.bar = tqdm(
-            total=self.total, unit=" lines", unit_scale=True, desc="counting", disable=self.quiet, leave=False
+            total=self.total,
+            unit=" lines",
+            unit_scale=True,
+            desc="counting",
+            disable=True if self.quiet else None,
+            leave=False,
         )
         if self.done is not None:
             self._thread = threading.Thread(target=self._poll, daemon=True)
@@ -723,7 +727,3 @@ def count_text(sentences: Iterable[list[str]], order: int = 3, skip_empty: bool 
     for chunk in chunks((s for s in sentences if s or not skip_empty), CHUNK_LINES):
         counter.add(chunk)
     return merge([counter.arrays()], order)
-
-
-def default_jobs() -> int:
-    return max(1, min(os.cpu_count() or 1, 2))
