@@ -200,7 +200,7 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
     if st is not None and not stat.S_ISREG(st.st_mode):
         yield from _in_place(real, shown, binary)
         return
-    clean_stale(real.parent, real.name)
+    clean_stale(real.parent)  # every dead run's leftovers here, whatever output they were for
     tmp = real.parent / _temp_name(real.name, "tmp")
     try:
         # O_CREAT's mode goes through the umask, as open() does; a replaced file keeps its own mode
@@ -339,7 +339,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     shown = os.fspath(path)
     real = model_target(shown)
-    clean_stale(real.parent, real.name)
+    clean_stale(real.parent)  # every dead run's leftovers here, whatever output they were for
     tmp = real.parent / _temp_name(real.name, "tmp")
     try:
         os.mkdir(tmp, 0o777)  # the umask applies, as for mkdir(1)

@@ -272,6 +272,12 @@ def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path):
         (d / "manifest.yaml").write_text("format_version: 6\n")
     assert not left[0].exists() and not left[1].exists()
     assert alive.exists() and other_host.exists()
+    # a run that writes another name in the same directory removes them too
+    other = tmp_path / f".elsewhere.txt.{TAG}-{host}-{dead}-00000005.tmp"
+    other.write_text("half")
+    with atomic_output(tmp_path / "b.txt") as out:
+        out.write("done\n")
+    assert not other.exists() and alive.exists()
     with work_dir("scratch", tmp_path) as w:
         assert Path(w).is_dir() and Path(w).parent == tmp_path
     assert not Path(w).exists()
