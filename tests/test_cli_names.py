@@ -113,6 +113,7 @@ def _error(args: list[str], capsys) -> str:
         (["--triples", "IN", "--source", "SRC"], "--triples carry their own source and links"),
         (["--input", "IN", "--source", "SRC", "--align", "--alignment", "WA"], "give one or the other"),
         (["--trace", "IN", "--alignment", "WA"], "give --source too"),
+        (["--trace", "IN", "--trace-format", "jsonl", "--source", "SRC"], "a source file does not go with"),
     ],
 )
 def test_a_given_file_is_never_silently_unused(tico, tmp_path, capsys, extra, message):

@@ -30,6 +30,8 @@ def _read(name: str, inputs: Inputs) -> Iterator[Record]:
     fmt = FORMATS[name]
     if inputs.alignment is not None and not fmt.takes_alignment:
         raise RecaserError(f"an alignment file does not go with --trace-format {name} ({fmt.description})")
+    if inputs.source is not None and not fmt.takes_source:
+        raise RecaserError(f"a source file does not go with --trace-format {name} ({fmt.description})")
     return fmt.read(inputs)
 
 

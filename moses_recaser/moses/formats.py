@@ -65,6 +65,7 @@ class InputFormat:
     description: str
     read: Callable[[Inputs], Iterator[Record]]
     takes_alignment: bool = True  # whether a separate alignment file goes with it
+    takes_source: bool = True  # whether a separate source file goes with it
     # the same reading for one sentence given as strings (None: the format is not line by line)
     read_line: Callable[[int, Line], Record] | None = None
 
@@ -129,7 +130,9 @@ FORMATS: dict[str, InputFormat] = {
             _nbest,
             takes_alignment=False,
         ),
-        InputFormat("jsonl", "(F, e, A) triples, one JSON object a line", _jsonl, takes_alignment=False),
+        InputFormat(
+            "jsonl", "(F, e, A) triples, one JSON object a line", _jsonl, takes_alignment=False, takes_source=False
+        ),
         InputFormat(
             "text",
             "tokenized text, one sentence a line (with a Pharaoh alignment to the source)",
