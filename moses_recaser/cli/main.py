@@ -30,8 +30,6 @@ def _read(name: str, inputs: Inputs) -> Iterator[Record]:
     fmt = FORMATS[name]
     if inputs.alignment is not None and not fmt.takes_alignment:
         raise RecaserError(f"an alignment file does not go with --trace-format {name} ({fmt.description})")
-    if inputs.source is not None and not fmt.takes_source:
-        raise RecaserError(f"a source file does not go with --trace-format {name} ({fmt.description})")
     return fmt.read(inputs)
 
 
@@ -367,6 +365,10 @@ def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
 
         return (Record(t) for t in aligned_bitext(args.source, args.input, priors=recaser.aligner_priors()))
     if args.trace is not None:
+        if args.source is not None and not FORMATS[args.trace_format].takes_source:
+            raise RecaserError(
+                f"a source file does not go with --trace-format {args.trace_format} (it carries its own)"
+            )
         return _read(args.trace_format, Inputs(args.trace, args.source, args.alignment, trace_options(args)))
     if args.triples is not None:
         return _read("jsonl", Inputs(args.triples))
