@@ -59,6 +59,8 @@ class ExperimentConfig:
     monolingual: list[str] = field(default_factory=list)
 
 
+# list settings of numbers, from the declarations (the other lists hold names)
+_INT_LISTS = tuple(f.name for c in (ExperimentConfig, SplitConfig) for f in fields(c) if f.type == "list[int]")
 # keys of earlier releases, read as the setting's one name (cli/options.py) with a warning
 OLD_KEYS = {"features": "feature_set", "phrase_features": "alignment_mode", "heldout": "heldout_sentences"}
 
@@ -93,8 +95,6 @@ def _check_type(value: Any, default: Any, key: str, path: str, line: int) -> Any
     return value
 
 
-# list settings of numbers (the other lists hold names)
-_INT_LISTS = ("learning_curve",)
 # settings that become part of file names in the cache and the results directory: one plain name each
 _NAMES = ("name", "source", "target", "pivot", "wmt21")
 # settings that name folders and files under the data root: relative ones stay inside it (an absolute path is
