@@ -2,7 +2,7 @@
 
 Layout::
 
-    MODEL/manifest.yaml   format_version, settings, signature, weights, and the sha256 of every other file
+    MODEL/manifest.yaml   format_version, settings, signature, weights, and the sha256 and size of every other file
     MODEL/tables.npz      translation, tag and form tables, their vocabularies as arrays (``vocab.Vocab``:
                           UTF-8 bytes, offsets, packed hashes), loaded with allow_pickle=False
     MODEL/lm.arpa         the cased LM (or lm.bin: a KenLM model given with --lm or made by lmplz)
@@ -11,7 +11,8 @@ Layout::
                           facts (model/candidates.py, extractor.FeatureExtractor.save_registry)
     MODEL/aligner.priors  eflomal's priors, when training aligned with eflomal (recase --align reads them)
 
-Only the regular files the manifest names are read, each checked against its sha256 before it is parsed.
+Only the regular files the manifest names are read, each checked against its size and then its sha256 before it
+is parsed (``sizes`` was added within version 6: a manifest without it is checked by sha256 alone).
 
 Format versions: 1, the first; 2, candidates.npz with GEN results as pool segments and the word types,
 lm.npz with its hash index; 3, every optional array of version 2 always stored; 4 and 5, facts of the
@@ -43,7 +44,7 @@ import numpy as np
 import yaml
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.outputs import atomic_directory
+from moses_recaser.outputs import atomic_directory, put_back
 from moses_recaser.textio import sha256
 
 FORMAT_VERSION = 6
@@ -108,6 +109,15 @@ def check_shapes(what: str, arrays: Mapping[str, np.ndarray], kinds: str, n: int
     if len(lengths) > 1:
         raise ValueError(f"{what}: arrays {', '.join(arrays)} differ in length")
     return lengths.pop() if lengths else 0
+
+
+def check_range(what: str, arrays: Mapping[str, np.ndarray], low: float, high: float) -> None:
+    """Every value of ``arrays`` lies in [low, high) (a count, an index into another array; one pass over each).
+    Raises ValueError (a damaged model: ``ModelSnapshot``) if not, so that a model edited with its checksums made
+    to match is refused at load, not met as a crash or a NaN in the middle of recasing."""
+    for name, a in arrays.items():
+        if a.size and not (a.min() >= low and a.max() < high):  # NaN fails both
+            raise ValueError(f"{what}: array {name} holds values outside [{low:g}, {high:g})")
 
 
 class MappedArrays(Mapping[str, np.ndarray]):
@@ -179,6 +189,7 @@ class Manifest:
     files: dict[str, str] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes of each file: checked before its sha256
 
     def to_yaml(self) -> str:
         doc = {
@@ -187,6 +198,7 @@ class Manifest:
             "settings": self.settings,
             **self.extra,
             "files": self.files,
+            **({"sizes": self.sizes} if self.sizes else {}),
         }
         return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
@@ -208,8 +220,14 @@ def write_model(
             write(tmp)
         for name, src in (copy_files or {}).items():
             shutil.copyfile(src, tmp / name)
-        files = {p.name: sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        manifest = Manifest(settings=dict(settings), signature=signature, files=files, extra=dict(extra or {}))
+        written = [p for p in sorted(tmp.iterdir()) if p.is_file()]
+        manifest = Manifest(
+            settings=dict(settings),
+            signature=signature,
+            files={p.name: sha256(p) for p in written},
+            extra=dict(extra or {}),
+            sizes={p.name: p.stat().st_size for p in written},
+        )
         (tmp / MANIFEST).write_text(manifest.to_yaml(), encoding="utf-8")
     return target
 
@@ -253,17 +271,38 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
         plain_name(name, str(path))
         if not isinstance(digest, str):
             raise RecaserError(f"manifest entry {name!r} has no sha256 string", str(path))
+    sizes = _sizes(doc.get("sizes", {}), files, str(path))
     if verify:
-        verify_files(d, files)
-    extra = {k: v for k, v in doc.items() if k not in ("format_version", "signature", "settings", "files")}
+        verify_files(d, files, sizes=sizes)
+    extra = {k: v for k, v in doc.items() if k not in ("format_version", "signature", "settings", "files", "sizes")}
     return Manifest(
-        settings=settings, signature=str(doc.get("signature", "")), files=files, format_version=version, extra=extra
+        settings=settings,
+        signature=str(doc.get("signature", "")),
+        files=files,
+        format_version=version,
+        extra=extra,
+        sizes=sizes,
     )
 
 
-def verify_files(directory: Path, files: dict[str, str], skip: Collection[str] = ()) -> None:
-    """Every model file but ``skip`` is a regular file inside ``directory`` with its manifest checksum: checked
-    before anything parses them."""
+def _sizes(doc: object, files: Mapping[str, str], where: str) -> dict[str, int]:
+    """The manifest's ``sizes``: a byte count (a non-negative integer) for some of its files, none other."""
+    if not isinstance(doc, dict):
+        raise RecaserError("the manifest's 'sizes' is not a mapping", where)
+    for name, size in doc.items():
+        if name not in files:
+            raise RecaserError(f"the manifest gives a size for {name!r}, which is not one of its files", where)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise RecaserError(f"the manifest's size of {name} is not a number of bytes", where)
+    return dict(doc)
+
+
+def verify_files(
+    directory: Path, files: Mapping[str, str], skip: Collection[str] = (), sizes: Mapping[str, int] | None = None
+) -> None:
+    """Every model file but ``skip`` is a regular file inside ``directory`` with its manifest size (when given:
+    a file of the wrong size is refused before a byte of it is read) and checksum, checked before anything
+    parses it."""
     for name, digest in files.items():
         if name in skip:
             continue
@@ -272,6 +311,12 @@ def verify_files(directory: Path, files: dict[str, str], skip: Collection[str] =
             raise RecaserError(f"model file {name} is missing", str(directory))
         fd = open_regular(path)
         with os.fdopen(fd, "rb") as fh:
+            if sizes and name in sizes and os.fstat(fd).st_size != sizes[name]:
+                raise RecaserError(
+                    f"{name} has {os.fstat(fd).st_size} bytes, not the {sizes[name]} of its manifest: the model is "
+                    "damaged or was edited",
+                    str(directory),
+                )
             h = hashlib.sha256()
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
@@ -346,6 +391,8 @@ DAMAGED = (
 def resolve_model(path: str | os.PathLike[str]) -> Path:
     """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes)."""
     p = Path(path)
+    if not os.path.lexists(p):
+        put_back(p.parent, p.name)  # a replacement that died between its two renames left the model aside
     if p.is_dir():
         return p
     if not os.path.lexists(p):

@@ -65,31 +65,40 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def clean_stale(directory: Path, name: str | None = None) -> None:
-    """Remove what killed runs of this host left in ``directory`` (for ``name`` only, if given): temporary files
-    and directories whose process is gone. A model left aside by a replacement that died between its renames is
-    put back where it was, if nothing took its place."""
+def _stale(directory: Path, name: str | None) -> Iterator[tuple[os.DirEntry[str], re.Match[str]]]:
+    """The temporary names in ``directory`` (for ``name`` only, if given) whose run, on this host, is gone."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return
     for entry in entries:
         m = _OURS.match(entry.name)
-        if not m or m["host"] != HOST or (name is not None and m["name"] != name) or _alive(int(m["pid"])):
-            continue
-        path = directory / entry.name
+        if m and m["host"] == HOST and (name is None or m["name"] == name) and not _alive(int(m["pid"])):
+            yield entry, m
+
+
+def put_back(directory: Path, name: str | None = None) -> None:
+    """Put a model that a replacement left aside, and died before renaming the new one in, back at its name, if
+    nothing took its place (a reading run does this too: the model is only where the user left it)."""
+    for entry, m in _stale(directory, name):
+        target = directory / m["name"]
+        if m["kind"] == "old" and not os.path.lexists(target):
+            with contextlib.suppress(OSError):
+                os.rename(entry.path, target)
+                log.warning("put back %s, which an interrupted replacement had left aside", target)
+
+
+def clean_stale(directory: Path, name: str | None = None) -> None:
+    """Remove what killed runs of this host left in ``directory`` (for ``name`` only, if given): temporary files
+    and directories whose process is gone, after ``put_back``."""
+    put_back(directory, name)
+    for entry, _ in _stale(directory, name):
         with contextlib.suppress(OSError):
-            if m["kind"] == "old":
-                target = directory / m["name"]
-                if not os.path.lexists(target):
-                    os.rename(path, target)
-                    log.warning("put back %s, which an interrupted replacement had left aside", target)
-                    continue
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(path, ignore_errors=True)
+                shutil.rmtree(entry.path, ignore_errors=True)
             else:
-                os.unlink(path)
-            log.debug("removed %s, left by a killed run", path)
+                os.unlink(entry.path)
+            log.debug("removed %s, left by a killed run", entry.path)
 
 
 @contextlib.contextmanager
@@ -298,6 +307,21 @@ def is_model_dir(path: Path) -> bool:
     return head.startswith(b"format_version:")
 
 
+def foreign_entries(directory: Path) -> list[str]:
+    """What a model directory holds besides its manifest and the files the manifest names (a user's notes, say),
+    sorted; every entry if the manifest cannot be read as a mapping with ``files``."""
+    import yaml
+
+    try:
+        with open(directory / MANIFEST, "rb") as fh:
+            doc = yaml.safe_load(fh.read(1 << 24).decode("utf-8"))
+        names = set(doc["files"]) if isinstance(doc, dict) and isinstance(doc.get("files"), dict) else set()
+        entries = os.listdir(directory)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, TypeError):
+        return [MANIFEST]
+    return sorted(e for e in entries if e != MANIFEST and e not in names)
+
+
 def model_target(path: str | os.PathLike[str]) -> Path:
     """Where a model written to ``path`` lands (a symlink followed), checked before any work: nothing there, or a
     model of this tool's (replaced when the new one is complete); never another directory or a file."""
@@ -319,6 +343,13 @@ def model_target(path: str | os.PathLike[str]) -> Path:
                 "the model a new path, or remove the directory yourself",
                 shown,
             )
+        others = foreign_entries(real)
+        if others:
+            raise RecaserError(
+                f"is a model, but also holds {others[0]!r}{f' and {len(others) - 1} more' if len(others) > 1 else ''}"
+                ", which its manifest does not name; move them out of it, or give the model a new path",
+                shown,
+            )
     parent = real.parent
     if not parent.is_dir():
         raise RecaserError(f"the model's parent directory {parent} does not exist", shown)
@@ -335,7 +366,8 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     An existing model at ``path`` is swapped for the new one in a single rename (Linux's RENAME_EXCHANGE) and only
     then removed; where the swap is not available, it is set aside, the new one renamed in, and the old removed
     (a crash between the two leaves it set aside, and the next run puts it back). Anything at ``path`` that is not
-    a model of this tool's is refused (``model_target``). The directory takes the umask's mode.
+    a model of this tool's, or a model that holds other files too, is refused (``model_target``). A new directory
+    takes the umask's mode; a replaced one keeps its own.
     """
     shown = os.fspath(path)
     real = model_target(shown)
@@ -386,6 +418,7 @@ def _swap_in(tmp: Path, real: Path, shown: str) -> None:
                 "the new model was not written",
                 shown,
             )
+        os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))  # a replaced model keeps its directory's mode
         if _renameat2(tmp, real, _RENAME_EXCHANGE):
             shutil.rmtree(tmp, ignore_errors=True)  # tmp now names the old model
             return

@@ -75,8 +75,8 @@ def test_api_equals_cli_on_a_trace(tico, inputs, tmp_path):
     cli = _cli("--model", str(tico / "model"), "--source", str(d / "src"), "--trace", str(d / "trace"),
                "--alignment", str(d / "wa"), "-o", out)  # fmt: skip
     r = Recaser.load(tico / "model")
-    assert list(r.recase_lines(trace, src, wa, format="trace")) == cli
-    assert r.recase(trace[0], source=src[0], alignment=wa[0], format="trace") == cli[0]
+    assert list(r.recase_lines(trace, src, wa, trace_format="trace")) == cli
+    assert r.recase(trace[0], source=src[0], alignment=wa[0], trace_format="trace") == cli[0]
     assert "|" not in "".join(cli)
 
 
@@ -105,7 +105,7 @@ def test_case_only_and_signature(tico):
         (lambda r: r.recase("a\nb"), "hyps:1: a line break inside the line"),
         (lambda r: r.recase("a b", source="A B", alignment="0-0 5-1"), "outside"),
         (lambda r: r.recase("a b", source="A B", alignment=[(0, 0.5)]), "index pairs"),
-        (lambda r: r.recase("a |0-0|", source="A", format="nbest"), "choose one of trace, text"),
+        (lambda r: r.recase("a |0-0|", source="A", trace_format="nbest"), "choose one of trace, text"),
         (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: the streams differ in length"),
         (lambda r: r.recase(b"a b"), "must be a str"),  # type: ignore[arg-type]
         (lambda r: r.recase("a " * 10_001), "hyps:1: 10001 tokens on one line"),

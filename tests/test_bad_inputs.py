@@ -162,8 +162,9 @@ def test_missing_model_file(model, tmp_path, capsys):
 
 
 def test_checksum_mismatch(model, tmp_path, capsys):
-    with open(model / "tables.npz", "ab") as fh:
-        fh.write(b"\n")
+    data = bytearray((model / "tables.npz").read_bytes())
+    data[-1] ^= 0xFF  # the same size: the checksum tells
+    (model / "tables.npz").write_bytes(bytes(data))
     inp = _write(tmp_path / "in", "hello\n")
     _fails(
         capsys,
@@ -420,3 +421,41 @@ def test_settings_once_unreachable_are_checked(values):
 
     with pytest.raises(RecaserError, match="must be at least"):
         TrainSettings(**values).check()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--lm-order", "x"],
+        ["recase", "--bogus"],
+        ["bogus"],
+        [],
+        ["ems", "recase", "-bogus"],
+        ["ems", "train"],
+    ],
+)
+def test_a_usage_error_is_one_line(argv, capsys):
+    """argparse's own errors (a bad value, an unknown flag or command, a missing argument) are one line that
+    points at --help, not the whole usage block first."""
+    from moses_recaser.cli.ems import main as ems_main
+
+    entry = ems_main if argv[:1] == ["ems"] else main
+    assert entry(argv[1:] if argv[:1] == ["ems"] else argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ": error: " in err and err.rstrip().endswith("--help)"), err
+
+
+def test_lm_o_with_a_number_is_not_taken_as_a_file_name(tmp_path, capsys, monkeypatch):
+    """Earlier releases' 'lm -o 3' meant the order: it is refused (writing a file '3' would surprise), with the
+    spellings that say either thing; ./3 writes a file of that name."""
+    monkeypatch.chdir(tmp_path)
+    corpus = _write(tmp_path / "c", "a b c\n" * 5)
+    assert main(["lm", "--input", corpus, "-o", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "moses-recaser: error: -o is the output file (the n-gram order is --lm-order 3); to write a file named 3, "
+        "give ./3\n"
+    )
+    assert not (tmp_path / "3").exists()
+    assert main(["-q", "lm", "--input", corpus, "-o", "./3", "--lm-order", "2"]) == 0
+    assert (tmp_path / "3").read_text().startswith("\n\\data\\") or "\\data\\" in (tmp_path / "3").read_text()

@@ -103,7 +103,7 @@ def _run(entry: Callable[[list[str]], int], argv: list[str], capsys, d: Path, ou
     assert "Traceback" not in err and "internal error" not in err and "out of memory" not in err, err
     assert code in (0, 2), (code, err)
     if code == 2:
-        assert err.rstrip("\n").count("\n") <= 1 or err.startswith("usage:"), err  # one line (argparse: usage + 1)
+        assert err.endswith("\n") and err.count("\n") == 1, err  # one line, usage errors too
         for out in outputs:
             assert not os.path.lexists(d / out), out
     assert not [p.name for p in d.iterdir() if TAG in p.name]  # no temporary file left

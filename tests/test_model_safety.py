@@ -22,7 +22,7 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.modeldir import save_npz
 from moses_recaser.moses.formats import FORMATS, Inputs
-from moses_recaser.outputs import atomic_directory
+from moses_recaser.outputs import HOST, TAG, atomic_directory
 
 CLI = str(Path(sys.executable).parent / "moses-recaser")
 
@@ -100,8 +100,13 @@ def test_a_manifest_that_is_a_fifo_does_not_hang(model, tico):
 
 
 def test_checksums_come_before_parsing(model):
-    """A file that would crash the parser is reported as damaged by its checksum, which is checked first."""
+    """A file that would crash the parser is reported as damaged by its size, or at the same size by its checksum,
+    both checked first."""
+    size = (model / "tables.npz").stat().st_size
     (model / "tables.npz").write_bytes(b"PK\x03\x04 not an archive")
+    with pytest.raises(RecaserError, match="tables.npz has 19 bytes, not the"):
+        Recaser(model)
+    (model / "tables.npz").write_bytes(b"PK\x03\x04".ljust(size, b"x"))
     with pytest.raises(RecaserError, match="checksum mismatch for tables.npz"):
         Recaser(model)
 
@@ -118,6 +123,13 @@ _MANIFEST_EDITS = {
     "files a list": lambda doc: doc.__setitem__("files", ["tables.npz"]),
     "a digest a number": lambda doc: doc["files"].__setitem__("tables.npz", 5),
     "no files": lambda doc: doc.pop("files"),
+    "a weight NaN": lambda doc: doc["weights"]["modes"]["both"].__setitem__(0, float("nan")),
+    "a weight 1e308": lambda doc: doc["weights"]["modes"]["both"].__setitem__(1, 1e308),
+    "a weight a list": lambda doc: doc["weights"]["modes"]["both"].__setitem__(1, [1.0, 2.0]),
+    "sizes a list": lambda doc: doc.__setitem__("sizes", [1]),
+    "a size negative": lambda doc: doc["sizes"].__setitem__("lm.npz", -1),
+    "a size of another file": lambda doc: doc["sizes"].__setitem__("other.npz", 1),
+    "a size off by one": lambda doc: doc["sizes"].__setitem__("tables.npz", doc["sizes"]["tables.npz"] + 1),
 }
 
 
@@ -129,6 +141,18 @@ def test_a_damaged_manifest_is_one_error(model, edit):
     with pytest.raises(RecaserError) as err:
         Recaser(model)
     assert err.value.path is not None and err.value.path.startswith(str(model))
+
+
+def test_a_file_of_the_wrong_size_is_refused_before_it_is_read(model):
+    """A model file grown (a sparse 1 GiB tail: hashing it would take seconds) with its checksum made to match: the
+    size in the manifest refuses it at once, by name."""
+    doc = _manifest(model)
+    with open(model / "tables.npz", "r+b") as fh:
+        fh.truncate(doc["sizes"]["tables.npz"] + (1 << 30))
+    doc["files"]["tables.npz"] = "0" * 64  # never compared: the size is checked first
+    _write_manifest(model, doc)
+    with pytest.raises(RecaserError, match=r"tables.npz has 1\d+ bytes, not the \d+ of its manifest"):
+        Recaser(model)
 
 
 def _edited(arrays: dict[str, np.ndarray], name: str, how: str) -> dict[str, np.ndarray]:
@@ -144,9 +168,16 @@ def _edited(arrays: dict[str, np.ndarray], name: str, how: str) -> dict[str, np.
             if a.dtype.kind == "f"
             else np.zeros(a.shape, np.float32)
         )
-    elif how == "shorter":
+    elif how == "shorter" or a.dtype.kind not in "iuf" or not a.size:  # values: numbers only
         out[name] = a.reshape(-1)[: max(a.size // 2, 0)] if a.ndim else np.zeros(3, dtype=a.dtype)
+    elif how == "negative":  # a count or an index below 0; a NaN probability
+        out[name] = np.full(a.shape, np.nan, a.dtype) if a.dtype.kind == "f" else -np.abs(a) - 1
+    elif how == "huge":  # an index past any array; an infinite probability
+        out[name] = np.full(a.shape, np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).max, a.dtype)
     return out
+
+
+EDITS = ("missing", "dtype", "shorter", "negative", "huge")
 
 
 def _arrays(path: Path) -> dict[str, np.ndarray]:
@@ -155,9 +186,10 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
 
 
 def test_every_hand_edit_of_the_arrays_is_an_error_or_a_case_only_output(model, tico):
-    """Every array of every .npz, dropped, given another dtype, or cut short, with the checksums made to match:
-    loading and recasing either works (the edit did not matter, and output differs from input in case only) or
-    raises RecaserError; nothing else escapes."""
+    """Every array of every .npz, dropped, given another dtype, cut short, or its values made negative (NaN) or
+    huge (infinite), with the checksums made to match: loading and recasing either works (the edit did not matter,
+    and output differs from input in case only) or raises RecaserError; nothing else escapes, not even a numpy
+    warning (pytest makes RuntimeWarning an error)."""
     lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()[:20]
     src = tico / "lines.en"
     src.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
@@ -166,7 +198,7 @@ def test_every_hand_edit_of_the_arrays_is_an_error_or_a_case_only_output(model, 
     tried = errors = 0
     for k, (npz, arrays) in enumerate(sorted(pristine.items())):
         for i, name in enumerate(sorted(arrays)):
-            how = ("missing", "dtype", "shorter")[(i + k) % 3]  # every array, each kind of edit in turn
+            how = EDITS[(i + k) % len(EDITS)]  # every array, each kind of edit in turn
             save_npz(model / npz, _edited(arrays, name, how))
             _rehash(model)
             tried += 1
@@ -179,6 +211,18 @@ def test_every_hand_edit_of_the_arrays_is_an_error_or_a_case_only_output(model, 
         save_npz(model / npz, arrays)
     _rehash(model)
     assert tried == sum(len(a) for a in pristine.values()) and errors > tried // 2
+
+
+def test_a_model_left_aside_by_a_dead_replacement_is_put_back_by_the_next_reader(model, tico):
+    """A replacement without RENAME_EXCHANGE that died between its two renames left the model only under its
+    aside name: recasing (a reading run, not just the next writing one) puts it back and uses it."""
+    with subprocess.Popen([sys.executable, "-c", "pass"]) as child:
+        child.wait()
+    aside = model.parent / f".{model.name}.{TAG}-{HOST}-{child.pid}-0badc0de.old"
+    os.rename(model, aside)
+    proc = _recase_cli(model, tico / "test.lc.en")
+    assert proc.returncode == 0 and model.is_dir() and not aside.exists(), proc.stderr
+    assert "put back" in proc.stderr
 
 
 def _flipped(model: Path, tmp_path: Path) -> Path:

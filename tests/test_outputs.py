@@ -169,6 +169,32 @@ def test_model_path_holding_a_users_directory_is_refused(tmp_path, capsys):
     assert (mine / "thesis.txt").read_text() == "three years of work"
 
 
+def test_a_model_holding_a_users_file_is_not_replaced(tmp_path, capsys):
+    """Replacing a model would remove what a user put into its directory: refused, naming the file."""
+    model = tmp_path / "model"
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+    (model / "notes.txt").write_text("which corpus this was")
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"moses-recaser: error: {model}: is a model, but also holds 'notes.txt', which its manifest does not name; "
+        "move them out of it, or give the model a new path\n"
+    )
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before and not _ours(tmp_path)
+    (model / "notes.txt").unlink()
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+
+
+def test_a_replaced_model_keeps_its_directorys_mode(tmp_path):
+    model = tmp_path / "model"
+    with _umask(0o022):
+        assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+        model.chmod(0o700)  # its owner closed it to others: a new model must not open it again
+        assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+    assert stat.S_IMODE(model.stat().st_mode) == 0o700
+
+
 def test_model_path_holding_a_file_is_refused(tmp_path, capsys):
     f = tmp_path / "notes"
     f.write_text("mine")
@@ -238,7 +264,7 @@ def test_a_model_is_replaced_whole_and_through_a_symlink(tmp_path):
     link.symlink_to(real)
     assert main(args + ["-o", str(link)]) == 0  # a dangling link: the model is made at its target
     first = {p.name: p.read_bytes() for p in real.iterdir()}
-    (real / "stray").write_text("a file the old model had")
+    (real / "lm.arpa").write_text("a file the old model had, edited")
     assert main(args + ["-o", str(link)]) == 0
     assert link.is_symlink() and real.is_dir()
     assert {p.name: p.read_bytes() for p in real.iterdir()} == first  # the old directory went whole
@@ -294,7 +320,7 @@ def test_without_renameat2_a_model_is_replaced_by_two_renames(tmp_path, monkeypa
 
     monkeypatch.setattr(outputs, "_renameat2", lambda src, dst, flags: False)  # as on a system without it
     with atomic_directory(tmp_path / "m") as d:
-        (d / "manifest.yaml").write_text("format_version: 6\n")
+        (d / "manifest.yaml").write_text("format_version: 6\nfiles: {old: x}\n")
         (d / "old").write_text("1")
     with atomic_directory(tmp_path / "m") as d:
         (d / "manifest.yaml").write_text("format_version: 6\n")

@@ -34,6 +34,7 @@ def test_model_records_settings_weights_and_signature(tico):
     assert m.extra["weights"]["names"][0] == "lm"
     assert set(m.extra["weights"]["modes"]) == {"both", "phrases", "links", "source", "mono"}
     assert "feat:full" in m.signature and "|w:" in m.signature
+    assert "|align:eflomal+grow-diag-final-and|" in m.signature  # eflomal aligned training and dev
     assert 0.95 < m.extra["training"]["gen_oracle"] <= 1.0
     assert (tico / "model" / "aligner.priors").is_file()
 
@@ -361,3 +362,21 @@ def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
     else:
         with pytest.raises(AssertionError, match="recasing changed tokens"):
             check_case_only_all(inputs, outputs)
+
+
+def test_the_signature_tells_a_dev_only_eflomal_alignment_apart(tico, tmp_path):
+    """Tables from a given alignment, dev aligned by eflomal: not 'align:eflomal' (as if the tables were)."""
+    import moses_recaser
+
+    links = tmp_path / "train.wa"
+    links.write_text("".join("0-0\n" for _ in (tico / "train.en").read_text(encoding="utf-8").splitlines()))
+    model = moses_recaser.train(
+        tico / "train.fr",
+        tico / "train.en",
+        tmp_path / "m",
+        alignment=links,
+        dev_source=tico / "dev.fr",
+        dev_target=tico / "dev.en",
+        max_iter=5,
+    )
+    assert "|align:files+dev:eflomal+grow-diag-final-and|" in read_manifest(model).signature

@@ -9,13 +9,13 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from moses_recaser import __version__
-from moses_recaser.cli.options import check_required
+from moses_recaser.cli.options import add, check_required
 from moses_recaser.errors import RecaserError
-from moses_recaser.moses.formats import FORMATS
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.outputs import STDOUT, check_output, write_error
 from moses_recaser.textio import check_input
@@ -23,40 +23,13 @@ from moses_recaser.textio import check_input
 log = logging.getLogger("moses_recaser")
 
 
+TRACE_FLAGS = ("trace_format", "nbest", "unknown_prefix", "unknown_suffix", "factor_delimiter", "xml_input")
+
+
 def add_trace_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("decoder output format")
-    g.add_argument(
-        "--trace-format",
-        choices=sorted(FORMATS),
-        default="trace",
-        help="what --trace holds: " + "; ".join(f"{f.name}: {f.description}" for f in FORMATS.values()),
-    )
-    g.add_argument(
-        "--nbest",
-        action="store_const",
-        dest="trace_format",
-        const="nbest",
-        help="--trace is an n-best list (--trace-format nbest)",
-    )
-    g.add_argument(
-        "--unknown-prefix",
-        metavar="UNK",
-        default=None,
-        help="strip this prefix from words the decoder marked unknown (-mark-unknown); off by default",
-    )
-    g.add_argument("--unknown-suffix", metavar="S", default="", help="the -unknown-word-suffix, if one was set")
-    g.add_argument(
-        "--factor-delimiter",
-        metavar="D",
-        default="|",
-        help="output factor delimiter (default '|'); '' keeps words whole",
-    )
-    g.add_argument(
-        "--xml-input",
-        action="store_true",
-        help="the decoder input had XML markup (-xml-input inclusive/exclusive/ignore): strip it from "
-        "the source before counting positions",
-    )
+    for name in TRACE_FLAGS:
+        add(g, name)  # type: ignore[arg-type]  # a group takes arguments as its parser does
 
 
 def trace_options(args: argparse.Namespace) -> TraceOptions:
@@ -73,6 +46,15 @@ def _verbosity(p: argparse.ArgumentParser, default: Any) -> None:
     p.add_argument("-v", "--verbose", action="store_true", default=default, help="debug logging")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with a usage error as one line that points at ``--help`` (argparse prints the whole
+    usage block first: 17 lines for ``train``)."""
+
+    def error(self, message: str) -> NoReturn:
+        _error(self.prog, f"{message} (see {self.prog} --help)")
+        raise SystemExit(2)
+
+
 def command_parser(
     prog: str,
     description: str,
@@ -80,7 +62,7 @@ def command_parser(
 ) -> argparse.ArgumentParser:
     """A console command's parser: one subparser a row of ``commands`` (name, help, the function that adds its
     flags, the function that runs it). ``-q`` and ``-v`` go before or after the subcommand."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = Parser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _verbosity(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -166,15 +148,18 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     try:
         with contextlib.redirect_stdout(shown):
             args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
+        check_required(args.subparser, args)
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())
-    check_required(args.subparser, args)
     _setup_logging(args, prog)
     # SIGTERM behaves like Ctrl-C, so atomic outputs are cleaned up the same way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         check_destinations(args)
-        code = int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            # numpy's warnings (a NaN met in arithmetic) are failures of the run, one line each, not notes
+            warnings.simplefilter("error", RuntimeWarning)
+            code = int(args.func(args) or 0)
         _flush_stdout()
         return code
     except RecaserError as exc:

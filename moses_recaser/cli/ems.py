@@ -28,14 +28,14 @@ log = logging.getLogger("moses_recaser")
 
 
 def add_recase(p: argparse.ArgumentParser) -> None:
-    _flag(p, "in", dest="infile", required=True, help="recaser input (lowercased or truecased, markup removed)")
+    add(p, "input", ems=True, required=True, help="recaser input (lowercased or truecased, markup removed)")
     add(p, "model", ems=True, required=True, help="model directory, or the -config file of 'train'")
     _flag(p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)")
     _flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
     _flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
     p.add_argument("-b", "--unbuffered", action="store_true", help="flush output (recase.perl -b)")
     add(p, "source", ems=True, help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
-    _flag(p, "trace", help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
+    add(p, "trace", ems=True, help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
     add(p, "alignment", ems=True, help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
     _flag(
         p,
@@ -45,7 +45,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         "-alignment file does not exist",
     )
     add(p, "output", default="-", help="output (default stdout, as recase.perl)")
-    p.set_defaults(reads=("infile", "source", "trace", "headline"), writes=("output",))
+    p.set_defaults(reads=("input", "source", "trace", "headline"), writes=("output",))
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
@@ -56,7 +56,7 @@ def cmd_recase(args: argparse.Namespace) -> int:
 
     steps.recase_step(
         steps.RecaseStep(
-            infile=args.infile,
+            infile=args.input,
             model=args.model,
             output=args.output,
             moses=args.moses,

@@ -42,7 +42,7 @@ def _only_with(args: argparse.Namespace, given: str, needs: str, what: str) -> N
 # triples ---------------------------------------------------------------------------------------------------
 def add_triples(p: argparse.ArgumentParser) -> None:
     add(p, "source", required=True, help="cased, tokenized source the decoder translated")
-    p.add_argument("--trace", metavar="FILE", help="decoder output (-t/-tt/-print-alignment-info), '-' for stdin")
+    add(p, "trace")
     add(p, "target", help="instead of --trace: the plain target side of a word-aligned bitext")
     add(p, "alignment", help="the decoder's -alignment-output-file, or the Pharaoh file of --target")
     add(p, "output", default="-", help="triples as JSON Lines (default stdout)")
@@ -102,6 +102,11 @@ def cmd_lm(args: argparse.Namespace) -> int:
         raise RecaserError(
             f"'lm --arpa FILE -o ORDER' is now 'lm -o FILE --lm-order ORDER' (-o is the output in every "
             f"subcommand): write -o {args.arpa} --lm-order {args.output if args.output.isdigit() else 'N'}"
+        )
+    if args.output.isdigit():  # an earlier release's '-o ORDER': it would now write a file named 3
+        raise RecaserError(
+            f"-o is the output file (the n-gram order is --lm-order {args.output}); to write a file named "
+            f"{args.output}, give ./{args.output}"
         )
     estimate_lm(count_text(lm_from_text(args.input), args.lm_order), args.output, args.discount_fallback)
     return 0
@@ -179,6 +184,8 @@ def add_stats(p: argparse.ArgumentParser) -> None:
     add(p, "symmetrization")
     add(p, "lm")
     add(p, "lm_order")
+    add(p, "discount_fallback")
+    add(p, "jobs", help="processes that count the statistics (the model is the same for every N; default %(default)s)")
     add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
     p.set_defaults(reads=("source", "target", "alignment", "lm"), prints=True)
 
@@ -187,9 +194,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import StatsSettings, write_statistics
 
     settings = StatsSettings(
-        lm_order=args.lm_order, lm=args.lm, symmetrization=args.symmetrization, alignment=args.alignment
+        lm_order=args.lm_order,
+        discount_fallback=args.discount_fallback,
+        lm=args.lm,
+        symmetrization=args.symmetrization,
+        alignment=args.alignment,
     )
-    say(write_statistics(args.source, args.target, args.alignment, settings, args.output))
+    say(write_statistics(args.source, args.target, args.alignment, settings, args.output, args.jobs))
     return 0
 
 
@@ -240,6 +251,7 @@ TRAIN_SETTINGS = (
     "heldout_folds",
     "punct_min_count",
     "npa_seed",
+    "discount_fallback",
     "lm",
     "lmplz_options",
     "monolingual",
@@ -259,19 +271,23 @@ def add_train(p: argparse.ArgumentParser) -> None:
     add(p, "dev_target")
     add(p, "dev_alignment")
     add(p, "dev_size")
-    p.add_argument(
-        "--dev-trace",
-        metavar="FILE",
+    add(
+        p,
+        "dev_trace",
         help="the decoder's -t output of --dev-source: fit the weights on it, with --dev-target's case carried "
         "over to the words that match (docs/results.md compares the two fits)",
     )
-    p.add_argument("--dev-trace-alignment", metavar="FILE", help="the -alignment-output-file of --dev-trace")
+    add(p, "dev_trace_alignment")
     for name in TRAIN_SETTINGS:
         add(p, name)
     add(p, "alignment_mode")
     add(p, "lmplz")
     add_npa_lengths(p)
-    add(p, "jobs", help="processes that count the training statistics (the model is the same for every N)")
+    add(
+        p,
+        "jobs",
+        help="processes that count the training statistics (the model is the same for every N; default %(default)s)",
+    )
     add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
     p.set_defaults(
         reads=(
@@ -325,8 +341,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "model", required=True, help="the model directory ('train' wrote it)")
     add(p, "source", help="cased, tokenized source (as the decoder saw it); without it: monolingual")
-    p.add_argument("--trace", metavar="FILE", help="decoder output (plain, -t, -tt, alignment info), '-' for stdin")
-    p.add_argument("--triples", metavar="FILE", help="(F, e, A) JSON Lines: the source and links come with them")
+    add(p, "trace")
+    add(p, "triples")
     add(p, "input", help="tokenized text, lowercased or not ('-' for stdin)")
     add(
         p,
@@ -334,7 +350,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         help="word links of the decoder's output (--trace) or of --input to --source: Pharaoh i-j, such as "
         "the decoder's -alignment-output-file",
     )
-    p.add_argument("--align", action="store_true", help="align --input to --source with the model's eflomal priors")
+    add(p, "align")
     add(
         p,
         "alignment_mode",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, TrainSettings
+from moses_recaser.moses.formats import FORMATS
 from moses_recaser.stats.symal import SYMMETRIZATIONS
 
 DEFAULTS = TrainSettings()
@@ -70,7 +71,49 @@ OPTIONS: dict[str, Option] = {
             ems="-model",
             metavar="DIR",
         ),  # fmt: skip
-        _opt("input", "tokenized text to read ('-': stdin)", "-i", "--input", metavar="FILE"),
+        _opt("input", "tokenized text to read ('-': stdin)", "-i", "--input", ems="-in", metavar="FILE"),
+        _opt(
+            "trace",
+            "decoder output: plain, -t, -tt, -print-alignment-info, an n-best list ('-': stdin)",
+            ems="-trace",
+            metavar="FILE",
+        ),
+        _opt("triples", "(F, e, A) JSON Lines: the source and links come with them", metavar="FILE"),
+        _opt("dev_trace", "the decoder's -t output of the dev source, to fit the weights on", metavar="FILE"),
+        _opt("dev_trace_alignment", "the -alignment-output-file of --dev-trace", metavar="FILE"),
+        # what the decoder output holds (moses.formats, moses.trace.TraceOptions)
+        _opt(
+            "trace_format",
+            "what --trace holds: " + "; ".join(f"{f.name}: {f.description}" for f in FORMATS.values()),
+            choices=sorted(FORMATS),
+            default="trace",
+        ),
+        _opt(
+            "nbest",
+            "--trace is an n-best list (--trace-format nbest)",
+            action="store_const",
+            const="nbest",
+            dest="trace_format",
+        ),
+        _opt(
+            "unknown_prefix",
+            "strip this prefix from words the decoder marked unknown (-mark-unknown); off by default",
+            metavar="UNK",
+        ),
+        _opt("unknown_suffix", "the -unknown-word-suffix, if one was set", default="", metavar="S"),
+        _opt(
+            "factor_delimiter",
+            "output factor delimiter (default '%(default)s'); '' keeps words whole",
+            default="|",
+            metavar="D",
+        ),
+        _opt(
+            "xml_input",
+            "the decoder input had XML markup (-xml-input inclusive/exclusive/ignore): strip it from the source "
+            "before counting positions",
+            action="store_true",
+        ),
+        _opt("align", "align --input to --source with the model's eflomal priors", action="store_true"),
         _opt("dev_source", "cased, tokenized dev source", old=["--dev-src"], metavar="FILE"),
         _opt("dev_target", "cased, tokenized dev reference", old=["--dev-tgt"], metavar="FILE"),
         _opt("dev_alignment", "dev word alignment (Pharaoh); else eflomal aligns it", metavar="FILE"),
@@ -160,7 +203,8 @@ OPTIONS: dict[str, Option] = {
         ),  # fmt: skip
         _opt(
             "heldout_sentences",
-            "also fit the weights on N held-out training sentences (features from the other folds)",
+            "also fit the weights on N held-out training sentences (features from the other folds; default "
+            "%(default)s: none)",
             old=["--heldout"],
             type=int,
             default=DEFAULTS.heldout_sentences,
@@ -232,7 +276,8 @@ def add(
     change argparse's arguments for this command (a default, ``required``, a help text); ``old``: this
     command's own spellings of an earlier release."""
     o = OPTIONS[name]
-    kw = {"help": o.help, **o.kwargs, **overrides, "dest": name}
+    kw = {"help": o.help, **o.kwargs, **overrides}
+    kw["dest"] = kw.get("dest", name)  # another setting's spelling (--nbest: a trace_format) keeps that name
     if ems:
         if o.ems is None:
             raise ValueError(f"setting {name} has no EMS spelling")
@@ -269,8 +314,9 @@ def markdown_table() -> str:
     ]
     for o in OPTIONS.values():
         default = o.kwargs.get("default")
+        shown = "" if default is None else "''" if default == "" else str(default)
         rows.append(
             f"| `{o.name}` | {', '.join(f'`{f}`' for f in o.flags)} | {f'`{o.ems}`' if o.ems else ''} | "
-            f"{'' if default is None else f'`{default}`'} | {', '.join(f'`{x}`' for x in o.old)} |"
-        )
+            f"{shown and '`' + shown.replace('|', chr(92) + '|') + '`'} | {', '.join(f'`{x}`' for x in o.old)} |"
+        )  # a '|' in a cell is escaped, as GitHub's tables need
     return "\n".join(rows) + "\n"

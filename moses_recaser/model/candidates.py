@@ -27,7 +27,7 @@ from moses_recaser.casing import Tag
 from moses_recaser.model.columns import Columns, column, spec
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.modeldir import save_npz
+from moses_recaser.modeldir import check_range, save_npz
 from moses_recaser.stats.tables import Tables
 from moses_recaser.vocab import Vocab
 
@@ -274,7 +274,13 @@ class Candidates:
         self._plain_start, self._plain_count = z["seg.start"], z["seg.count"]
         self._pool = z["gen"]
         self._size = len(self._pool)
+        check_range("GEN", {"gen": self._pool}, 0, len(self.strings))
+        check_range("GEN", {"seg.start": self._plain_start, "seg.count": self._plain_count}, 0, self._size + 1)
+        check_range("GEN", {"seg.end": self._plain_start + self._plain_count}, 0, self._size + 1)
         self._facts.take({name: z[f"facts.{name}"] for name, _ in _FACTS})
+        check_range("facts", {"facts.prior": z["facts.prior"]}, -np.inf, 1e-9)  # log probabilities
+        ids = ("strip", "cased", "lm", "head")
+        check_range("facts", {f"facts.{n}": z[f"facts.{n}"] for n in ids}, -1, np.iinfo(np.int32).max)
         self._seen = (Vocab.load(z, "seen.tokens"), z["seen.offsets"], z["seen.ids"])
         if self.prior is not None:
             self.prior.use(z)

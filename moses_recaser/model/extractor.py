@@ -27,7 +27,7 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.lattice import Flat
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.modeldir import MappedArrays, text_array, words_of
+from moses_recaser.modeldir import MappedArrays, check_range, text_array, words_of
 from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
@@ -139,6 +139,11 @@ class FeatureExtractor:
         self._keys = Vocab.load(z, "types.keys")
         self._target_types.restore(z, "types.target")
         self._source_types.restore(z, "types.source")
+        pool = len(self.candidates.pool()) + 1
+        target = {n: self._target_types[n] for n in ("start", "count")}
+        check_range("target types", {**target, "end": target["start"] + target["count"]}, 0, pool)
+        ids = {n: self._source_types[n] for n in ("strip_id", "key", "key_pos", "low", "strip")}
+        check_range("source types", ids, -1, np.iinfo(np.int32).max)
 
     def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str | None] | None] | None = None) -> Flat:
         """The lattice of many triples at once; with ``references``, the reference's candidate at each

@@ -97,7 +97,12 @@ class Recaser:
             self.manifest = read_manifest(snap.root, verify=False)
             # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
             # read), before anything parses them
-            verify_files(snap.root, self.manifest.files, {"lm.arpa"} if "lm.npz" in self.manifest.files else ())
+            verify_files(
+                snap.root,
+                self.manifest.files,
+                {"lm.arpa"} if "lm.npz" in self.manifest.files else (),
+                self.manifest.sizes,
+            )
             self._load(snap.root)
             self._probe()
 
@@ -162,11 +167,11 @@ class Recaser:
         source: str | None = None,
         alignment: Alignment | None = None,
         *,
-        format: str = "text",
+        trace_format: str = "text",
         trace_options: TraceOptions | None = None,
     ) -> str:
-        """One sentence recased: ``hyp`` tokenized (``format="text"``) or a Moses 1-best output line with its
-        ``|s-e|`` markers (``format="trace"``: plain, ``-t``, ``-tt``, ``-print-alignment-info``; markers are
+        """One sentence recased: ``hyp`` tokenized (``trace_format="text"``) or a Moses 1-best output line with its
+        ``|s-e|`` markers (``trace_format="trace"``: plain, ``-t``, ``-tt``, ``-print-alignment-info``; markers are
         read, not returned). ``source`` is the cased, tokenized line the decoder translated (None:
         monolingual); ``alignment`` its word links to ``hyp``, Pharaoh ``"0-0 1-1"`` or index pairs."""
         return next(
@@ -174,7 +179,7 @@ class Recaser:
                 [hyp],
                 None if source is None else [source],
                 None if alignment is None else [alignment],
-                format=format,
+                trace_format=trace_format,
                 trace_options=trace_options,
             )
         )
@@ -185,16 +190,16 @@ class Recaser:
         sources: Iterable[str] | None = None,
         alignments: Iterable[Alignment] | None = None,
         *,
-        format: str = "text",
+        trace_format: str = "text",
         trace_options: TraceOptions | None = None,
         jobs: int = 1,
     ) -> Iterator[str]:
         """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 256 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
         a line is dropped; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
-        fmt = FORMATS.get(format)
+        fmt = FORMATS.get(trace_format)
         if fmt is None or fmt.read_line is None:
-            raise RecaserError(f"format is {format!r}; choose one of {', '.join(LINE_FORMATS)}")
+            raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
         if alignments is not None and sources is None:
             raise RecaserError("an alignment links the hypothesis to its source: give the source too")
         read_line, options = fmt.read_line, trace_options or TraceOptions()
@@ -237,7 +242,20 @@ class Recaser:
 
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
-        """Recased target tokens for each triple (empty targets give empty lists)."""
+        """Recased target tokens for each triple (empty targets give empty lists). A NaN met on the way (a model
+        whose numbers were edited to fit their checksums: a negative count, a NaN probability) is a RecaserError,
+        not a warning and a wrong answer."""
+        try:
+            with np.errstate(invalid="raise"):
+                return self._recased(triples)
+        except FloatingPointError as exc:
+            raise RecaserError(
+                f"the model gives numbers that are not numbers ({exc}): it was edited or is damaged; train it "
+                "again or copy it anew",
+                str(self.dir),
+            ) from None
+
+    def _recased(self, triples: Sequence[Triple]) -> list[list[str]]:
         views, modes = self._views(triples)
         flat = self.extractor.flat(views)
         W = self.weights.matrix()

@@ -48,7 +48,7 @@ class TrainSettings:
     discount_fallback: bool = True
     lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
     lmplz_options: str = ""
-    alignment_source: str = "files"  # or "eflomal"
+    alignment_source: str = "files"  # or "eflomal" (training and dev), or "files+dev:eflomal" (dev only)
     # cased, tokenized target-language text without a source: its sentences join the LM and the
     # target-side counts (case prior, training forms), not the translation tables
     monolingual: list[str] = field(default_factory=list)
@@ -76,7 +76,7 @@ class TrainSettings:
     def signature(self, weights: Any = None) -> str:
         """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""
         lm = f"file:{Path(self.lm).name}" if self.lm else f"{self.lm_estimator}{self.lm_order}"
-        align = self.alignment_source + (f"+{self.symmetrization}" if self.alignment_source == "eflomal" else "")
+        align = self.alignment_source + (f"+{self.symmetrization}" if "eflomal" in self.alignment_source else "")
         parts = [
             ("lm", lm),
             ("align", align),

@@ -116,12 +116,14 @@ class StatsModel:
 def _stats_from_model(directory: str, settings: TrainSettings) -> StatsModel:
     """A statistics model, read and checked (its LM order, else that of ``settings``)."""
     from moses_recaser.model.recaser import lm_file
-    from moses_recaser.modeldir import read_manifest, resolve_model
+    from moses_recaser.modeldir import ModelSnapshot, read_manifest, resolve_model
 
     d = resolve_model(directory)
-    manifest = read_manifest(d)
-    order = int(manifest.settings.get("lm_order", settings.lm_order))
-    return StatsModel(Tables.load(d), lm_file(d, manifest), order, manifest.settings.get("lm"))
+    with ModelSnapshot(d) as snap:  # an edited model is one error, as when recasing loads it
+        manifest = read_manifest(snap.root)
+        order = int(manifest.settings.get("lm_order", settings.lm_order))
+        tables = Tables.load(snap.root)
+    return StatsModel(tables, lm_file(d, manifest), order, manifest.settings.get("lm"))
 
 
 def monolingual_digest(paths: Sequence[str]) -> str:
@@ -235,7 +237,9 @@ def train(
         )
         if aligned:
             files["aligner.priors"] = str(work / "aligner.priors")
-            settings = replace(settings, alignment_source="eflomal")
+            # the tables' alignment is what the signature names first; dev's alone is told apart
+            source = "eflomal" if train is not None and train.alignment is None else "files+dev:eflomal"
+            settings = replace(settings, alignment_source=source)
     with _timed(report, "statistics"):
         if preloaded is not None:
             tables, lm_path = preloaded.tables, preloaded.lm_path

@@ -174,10 +174,15 @@ def run_lmplz(
 
 
 def build_statistics(
-    source: str, target: str, alignment: str | None, settings: StatsSettings, workdir: str | os.PathLike[str]
+    source: str,
+    target: str,
+    alignment: str | None,
+    settings: StatsSettings,
+    workdir: str | os.PathLike[str],
+    jobs: int = 1,
 ) -> tuple[Tables, dict[str, str], Counts]:
-    """Tables and LM of a bitext (aligned with eflomal when no alignment is given); the tables, the files to
-    copy into the model and the counts."""
+    """Tables and LM of a bitext (aligned with eflomal when no alignment is given), counted in ``jobs``
+    processes; the tables, the files to copy into the model and the counts."""
     work = Path(workdir)
     files: dict[str, str] = {}
     corpus = Corpus(files=(source, target, alignment)) if alignment is not None else None
@@ -189,7 +194,7 @@ def build_statistics(
         settings.alignment = "eflomal"
         files["aligner.priors"] = str(priors)
     lm = LMSettings(order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm)
-    tables, lm_path, counts = statistics(corpus, lm, work)
+    tables, lm_path, counts = statistics(corpus, lm, work, jobs=jobs)
     files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
     return tables, files, counts
 
@@ -209,13 +214,16 @@ def tempdir() -> contextlib.AbstractContextManager[str]:
     return work_dir("moses-recaser")
 
 
-def write_statistics(source: str, target: str, alignment: str | None, settings: StatsSettings, model: str) -> str:
-    """A statistics model (tables and LM, no weights) of a bitext, for ``train --stats``; its signature."""
+def write_statistics(
+    source: str, target: str, alignment: str | None, settings: StatsSettings, model: str, jobs: int = 1
+) -> str:
+    """A statistics model (tables and LM, no weights) of a bitext, for ``train --stats``, counted in ``jobs``
+    processes (the same model for every number); its signature."""
     from moses_recaser.modeldir import write_model
 
     model_target(model)
     with tempdir() as work:
-        tables, files, counts = build_statistics(source, target, alignment, settings, work)
+        tables, files, counts = build_statistics(source, target, alignment, settings, work, jobs)
         write_model(
             model,
             settings=vars(settings),

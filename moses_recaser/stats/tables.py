@@ -35,7 +35,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.keyset import KeySet
-from moses_recaser.modeldir import MappedArrays, save_npz, text_array, words_of
+from moses_recaser.modeldir import MappedArrays, check_range, save_npz, text_array, words_of
 from moses_recaser.stats.counting import Counts
 from moses_recaser.vocab import Vocab
 
@@ -200,6 +200,11 @@ class Tables:
                 pairs=KeySet.load(arrays, f"{name}.pairs"),
                 **{attr: arrays[f"{name}_{attr}"] for attr in ("counts", "src_total", "src_types", "tgt_count")},
             )
+        check_range("forms", {"forms_count": arrays["forms_count"]}, 0, np.iinfo(np.int64).max)
+        check_range(
+            "forms", {"forms_count - forms_initial": arrays["forms_count"] - arrays["forms_initial"]}, 0, np.inf
+        )
+        check_range("forms", {"forms_initial": arrays["forms_initial"]}, 0, np.inf)
         return cls(
             cased=tts["cased"],
             lower=tts["lower"],
