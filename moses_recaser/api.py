@@ -121,7 +121,7 @@ def _bitexts(
 ) -> tuple[Any, Any]:
     """The training bitext (None with ``stats``) and the dev bitext, held out from training when not given."""
     from moses_recaser.model.train import Bitext
-    from moses_recaser.stats.counting import corpus_lines
+    from moses_recaser.stats.pieces import corpus_lines
 
     if stats is not None and (source is not None or target is not None or alignment is not None):
         raise RecaserError("--stats replaces --source, --target and --alignment: give one or the other")

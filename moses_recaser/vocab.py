@@ -6,6 +6,10 @@ A string's number is its place (``Vocab.of`` keeps the order given; ``add`` appe
 dict of the strings looked up so far, then a ``KeySet`` of stable 63-bit hashes of the strings' bytes (CRC-32
 and Adler-32) with the number of each hash's string; a hit is checked against the stored bytes. Strings of one
 vocabulary whose hashes collide are kept in a small dict of their own.
+
+It is the package's one numbering of words: stored vocabularies (tables, LM, candidates) and growing ones
+(counting's, numbering a chunk of text at a time with ``add_all``; word types with columns,
+``columns.WordTypes``). Added strings live in the dict and a list only, so growing from empty costs no hashing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ def string_hash(data: bytes) -> int:
 
 
 class Vocab:
+    """Strings numbered by their place: the stored ones (``of``, ``load``) first, then the ones added since
+    (``add``, ``add_all``), which ``arrays`` stores with them."""
+
     def __init__(
         self, blob: bytes | np.ndarray, offsets: np.ndarray, index: KeySet, ids: np.ndarray, overflow: Mapping[str, int]
     ) -> None:
@@ -110,12 +117,12 @@ class Vocab:
 
     def numbers(self, words: list[str]) -> np.ndarray:
         """The number of each word (-1: not in the vocabulary)."""
-        out = np.fromiter(map(self._known.get, words, repeat(-2)), dtype=np.int64, count=len(words))
-        missing = np.flatnonzero(out == -2)
-        if len(missing):
-            new = list(dict.fromkeys(words[i] for i in missing.tolist()))
-            found = dict(zip(new, self._search(new)))
-            out[missing] = np.fromiter((found[words[i]] for i in missing.tolist()), dtype=np.int64, count=len(missing))
+        out = self._lookup(words)
+        unseen = np.flatnonzero(out == -2)
+        if len(unseen):
+            at = unseen.tolist()
+            self._search(list(dict.fromkeys(words[i] for i in at)))
+            out[unseen] = self._known_numbers(words, at)
         return out
 
     def add(self, word: str) -> int:
@@ -127,22 +134,51 @@ class Vocab:
             self._known[word] = i
         return i
 
-    def add_all(self, words: list[str]) -> list[int]:
-        """Each word's number, the new ones appended in order of first occurrence."""
-        out = self.numbers(words)
-        if (out < 0).any():
-            return [i if i >= 0 else self.add(w) for w, i in zip(words, out.tolist())]
-        return out.tolist()
+    def add_all(self, words: list[str]) -> np.ndarray:
+        """Each word's number (int64), the new ones appended in order of first occurrence: a vocabulary grown a
+        chunk of text at a time pays one dict lookup a word, and Python work only for the words not met before."""
+        out = self._lookup(words)
+        missing = np.flatnonzero(out < 0)  # not looked up yet (-2), or known to be absent (-1)
+        if len(missing):
+            at = missing.tolist()
+            new = self._absent(list(dict.fromkeys(words[i] for i in at)))
+            self._known.update(zip(new, range(len(self), len(self) + len(new))))
+            self._added += new
+            out[missing] = self._known_numbers(words, at)
+        return out
 
-    def _search(self, words: list[str]) -> list[int]:
-        """Numbers of words not looked up yet (-1: absent), remembered."""
+    def words_from(self, start: int) -> list[str]:
+        """The strings numbered ``start`` and up, in order (after ``add_all``: the ones it appended)."""
+        stored = [self[i] for i in range(start, self._stored)]
+        return stored + self._added[max(start - self._stored, 0) :]
+
+    def _lookup(self, words: list[str]) -> np.ndarray:
+        """Each word's number as far as ``_known`` tells (-1: absent, -2: not looked up yet)."""
+        return np.fromiter(map(self._known.get, words, repeat(-2)), dtype=np.int64, count=len(words))
+
+    def _known_numbers(self, words: list[str], at: list[int]) -> np.ndarray:
+        """The numbers of ``words[i]`` for i in ``at``, every one of them in ``_known``."""
+        return np.fromiter(map(self._known.__getitem__, (words[i] for i in at)), dtype=np.int64, count=len(at))
+
+    def _absent(self, words: list[str]) -> list[str]:
+        """Of distinct words that ``_known`` does not number, those not stored either."""
+        if not self._stored:  # grown from empty: nothing to search
+            return words
+        unseen = [w for w in words if w not in self._known]
+        if unseen:
+            self._search(unseen)
+        return [w for w in words if self._known[w] < 0]
+
+    def _search(self, words: list[str]) -> None:
+        """Look up words not looked up yet among the stored strings, and remember their numbers (-1: absent)."""
+        if not self._stored:  # grown from empty: every string is an added one, and added ones are in _known
+            self._known.update(zip(words, repeat(-1)))
+            return
         encoded = [w.encode("utf-8") for w in words]
         keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
-        pos, found = self._index.find(keys) if self._stored else (keys, np.zeros(len(keys), dtype=bool))
-        at = np.where(found, self._ids[pos] if self._stored else -1, -1).tolist()
-        out = [self._check(w, b, p) for w, b, p in zip(words, encoded, at)]
-        self._known.update(zip(words, out))
-        return out
+        pos, found = self._index.find(keys)
+        at = np.where(found, self._ids[pos], -1).tolist()
+        self._known.update(zip(words, [self._check(w, b, p) for w, b, p in zip(words, encoded, at)]))
 
     def _search_one(self, word: str) -> int:
         data = word.encode("utf-8")

@@ -1,4 +1,4 @@
-"""What every worker process of a pool does first (recasing in streaming.py, counting in stats/counting.py)."""
+"""What every worker process of a pool does first (recasing in streaming.py, counting in stats/parallel.py)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from oracles import source_flags as sentence_flags
 from test_features import arpa, extractor  # noqa: F401  (fixtures)
 
 from moses_recaser import casing
+from moses_recaser.columns import WordTypes
 from moses_recaser.model.batch import alignment_pairs, gc_paused
-from moses_recaser.model.columns import WordTypes
 from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
 from moses_recaser.triples import Triple
 
@@ -198,7 +198,7 @@ def paper_extractor(arpa):  # noqa: F811
     from moses_recaser.model.extractor import FeatureExtractor
     from moses_recaser.model.features import feature_names
     from moses_recaser.stats.arpa_arrays import ArrayLM
-    from moses_recaser.stats.counting import count_triples
+    from moses_recaser.stats.in_memory import count_triples
     from moses_recaser.stats.tables import Tables
 
     return FeatureExtractor(

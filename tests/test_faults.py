@@ -168,7 +168,7 @@ def inputs(tico) -> Path:
     """Inputs every command reads, in a directory anyone may read (the child may run as nobody)."""
     from test_ems import MOSES_META
 
-    from moses_recaser.stats.counting import corpus_lines  # noqa: F401 - the package is importable
+    from moses_recaser.stats.parallel import count_corpus  # noqa: F401 - the package is importable
 
     d = Path(tempfile.mkdtemp(prefix="faults-in."))
     d.chmod(0o755)

@@ -13,7 +13,7 @@ from moses_recaser.model.extractor import FeatureExtractor, source_spans
 from moses_recaser.model.features import feature_names
 from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.arpa_arrays import ArrayLM
-from moses_recaser.stats.counting import count_text, count_triples
+from moses_recaser.stats.in_memory import count_text, count_triples
 from moses_recaser.stats.kneser_ney import estimate, write_arpa
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple

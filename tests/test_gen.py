@@ -11,7 +11,7 @@ from moses_recaser import casing
 from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.gen import MAX_CANDIDATES, gen
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.stats.counting import count_text
+from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.tables import Tables
 
 

@@ -12,7 +12,7 @@ from conftest import DATA
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.stats.build import lm_from_text
-from moses_recaser.stats.counting import count_text
+from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.kneser_ney import estimate, write_arpa
 from moses_recaser.textio import read_lines
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moses_recaser.casing import Tag
-from moses_recaser.stats.counting import count_triples
+from moses_recaser.stats.in_memory import count_triples
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
 

@@ -41,7 +41,21 @@ def test_colliding_hashes(monkeypatch, buckets):
 
 def test_added_words_are_stored():
     v = Vocab.of(["x", "y"])
-    assert v.add("z") == 2 and v.add("x") == 0 and v.add_all(["w", "y", "w"]) == [3, 1, 3]
+    assert v.add("z") == 2 and v.add("x") == 0 and v.add_all(["w", "y", "w"]).tolist() == [3, 1, 3]
     back = Vocab.load(v.arrays("v"), "v")
     assert list(back) == ["x", "y", "z", "w"] and back.numbers(["w", "q"]).tolist() == [3, -1]
     assert np.asarray(v.arrays("v")["v.ids"]).dtype == np.int32
+
+
+@pytest.mark.parametrize("stored", [[], ["b", "x"]])
+def test_add_all_numbers_new_words_in_order_of_first_occurrence(stored):
+    """The bulk path a growing vocabulary (counting, word types) takes: as ``add`` one word at a time would."""
+    chunks = [["a", "b", "a", "c"], [], ["c", "d", "b", "e", "d"]]
+    bulk, one = Vocab.of(stored), Vocab.of(stored)
+    for chunk in chunks:
+        start = len(bulk)
+        got = bulk.add_all(chunk)
+        assert got.dtype == np.int64 and got.tolist() == [one.add(w) for w in chunk]
+        assert bulk.words_from(start) == list(one)[start:]
+    assert list(bulk) == list(one) and bulk.words_from(0) == list(one)
+    assert bulk.numbers(["d", "q"]).tolist() == [list(one).index("d"), -1]

@@ -96,7 +96,7 @@ def add_lm(p: argparse.ArgumentParser) -> None:
 
 def cmd_lm(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import estimate_lm, lm_from_text
-    from moses_recaser.stats.counting import count_text
+    from moses_recaser.stats.in_memory import count_text
 
     if args.arpa is not None:
         raise RecaserError(

@@ -24,7 +24,7 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.model.columns import Columns, column, spec
+from moses_recaser.columns import Columns, column, spec
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.modeldir import check_range, save_npz

@@ -18,9 +18,9 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
+from moses_recaser.columns import WordTypes
 from moses_recaser.model.batch import alignment_pairs
 from moses_recaser.model.candidates import Candidates
-from moses_recaser.model.columns import WordTypes
 from moses_recaser.model.constraints import ConstraintInputs, fixed_forms
 from moses_recaser.model.features import OTHER_PUNCT, BatchFacts, FeatureInputs, fill
 from moses_recaser.model.gen import MAX_CANDIDATES
@@ -200,8 +200,8 @@ class FeatureExtractor:
             "e_lower": self.tables.lower.tgt_vocab.numbers(low).tolist(),
             "start": starts.tolist(),
             "count": counts.tolist(),
-            "low": keys.add_all(low),
-            "strip": keys.add_all([casing.strip_diacritics(x) for x in low]),
+            "low": keys.add_all(low).tolist(),
+            "strip": keys.add_all([casing.strip_diacritics(x) for x in low]).tolist(),
             "len": list(map(len, low)),
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
@@ -228,8 +228,8 @@ class FeatureExtractor:
             "key": sid,
             # a lowercase word, and a word whose case position does not explain, is its own positional key
             "key_pos": [k if w == x or t else source_id(w, True) for w, x, k, t in zip(words, low, sid, telling)],
-            "low": keys.add_all(low),
-            "strip": keys.add_all([casing.strip_diacritics(x) for x in low]),
+            "low": keys.add_all(low).tolist(),
+            "strip": keys.add_all([casing.strip_diacritics(x) for x in low]).tolist(),
             "len": list(map(len, low)),
             "ascii": [w.isascii() for w in words],
             "is_low": [w == x for w, x in zip(words, low)],

@@ -69,7 +69,7 @@ class TrainSettings:
             )
         if self.punct_min_count < 1:
             raise RecaserError(f"punct_min_count must be at least 1, got {self.punct_min_count}")
-        from moses_recaser.stats.counting import check_lm_order  # numpy: not at the CLI's start
+        from moses_recaser.stats.counter import check_lm_order  # numpy: not at the CLI's start
 
         check_lm_order(self.lm_order)
 

@@ -2,7 +2,7 @@
 
 1. word-align training (and dev) data, unless alignments are given (eflomal, one joint run);
 2. tables and the cased LM from the training data only (never from dev or test), streamed and counted in
-   ``jobs`` processes (``stats.counting``); target-language text without a source (``monolingual``,
+   ``jobs`` processes (``stats.parallel``); target-language text without a source (``monolingual``,
    ``--mono``) joins the LM and the target-side counts; the LM by this package's estimator or by lmplz;
 3. dev: the naive phrase aligner turns its word links into phrase pairs; lattices over GEN of the
    lowercased dev reference, with the reference form added where GEN misses it;
@@ -41,8 +41,9 @@ from moses_recaser.modeldir import write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.outputs import model_target
 from moses_recaser.stats.build import Corpus, LMSettings, is_arpa, statistics
-from moses_recaser.stats.counting import corpus_lines, count_text, pieces, read_piece
+from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
+from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered

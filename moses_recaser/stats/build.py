@@ -1,8 +1,8 @@
 """Training statistics: from a cased bitext (and its alignment) to tables and a cased LM.
 
-``statistics`` counts a corpus (``counting``) and makes the LM: modified Kneser-Ney estimated here from the
-counted n-grams, or by KenLM's lmplz (``lmplz``, which sorts on disk: the choice for large corpora), or an
-existing LM. ``write_statistics`` keeps them as a statistics model (``train --stats``).
+``statistics`` counts a corpus (``parallel.count_corpus``) and makes the LM: modified Kneser-Ney estimated here
+from the counted n-grams, or by KenLM's lmplz (``lmplz``, which sorts on disk: the choice for large corpora), or
+an existing LM. ``write_statistics`` keeps them as a statistics model (``train --stats``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
 from moses_recaser.signature import signature
-from moses_recaser.stats.counting import Counts, check_lm_order, count_corpus, pieces, read_piece
+from moses_recaser.stats.counter import check_lm_order
 from moses_recaser.stats.kneser_ney import estimate, write_arpa
+from moses_recaser.stats.merge import Counts
+from moses_recaser.stats.parallel import count_corpus
+from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.tables import Tables
 from moses_recaser.textio import read_lines, split_tokens
 from moses_recaser.triples import Triple

@@ -2,7 +2,7 @@
 
 The steps mirror lmplz's pipeline (kenlm/lm/builder):
 
-1. n-gram counts of every order (``counting``), each sentence padded as ``<s> w1 ... wn </s>`` (one ``<s>``);
+1. n-gram counts of every order (``counter``), each sentence padded as ``<s> w1 ... wn </s>`` (one ``<s>``);
 2. adjusted counts (adjust_counts.cc): the highest order keeps raw counts; a lower-order n-gram
    gets the number of distinct words seen to its left, except n-grams that begin with ``<s>``,
    which keep their raw count (nothing can stand left of ``<s>``);

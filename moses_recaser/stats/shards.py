@@ -1,11 +1,11 @@
 """Statistics in map/reduce shape, for a cluster: count shards apart, merge the counts into one model.
 
 ``moses-recaser count --shard i/N`` counts the i-th of N contiguous line blocks of the word-aligned bitext
-(``counting.Counter``: tables, punctuation and LM n-gram counts) into one ``.npz`` file;
+(``counter.Counter``: tables, punctuation and LM n-gram counts) into one ``.npz`` file;
 ``moses-recaser merge`` sums the shard files and writes the model a single pass (``stats``) writes: counts
 add up because no sentence crosses a shard, and the forms come out in order of first appearance because
 the shards are merged in order. ``train --jobs N`` and ``moses-recaser-ems train -cores N`` do the same on one
-machine (``counting.count_corpus``); this is for shards that run as jobs of their own (a Slurm array, EMS's
+machine (``parallel.count_corpus``); this is for shards that run as jobs of their own (a Slurm array, EMS's
 qsub), their files collected for the merge.
 """
 
@@ -20,7 +20,9 @@ import numpy as np
 from moses_recaser.errors import RecaserError
 from moses_recaser.modeldir import save_npz
 from moses_recaser.outputs import model_target
-from moses_recaser.stats.counting import Counter, corpus_lines, count_piece, load_shard, merge, pieces
+from moses_recaser.stats.counter import Counter, count_piece
+from moses_recaser.stats.merge import load_shard, merge
+from moses_recaser.stats.pieces import corpus_lines, pieces
 
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
 

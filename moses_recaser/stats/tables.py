@@ -10,7 +10,7 @@ sentence says nothing about how "le" is cased, and would teach that IU source wo
 - ``forms``: every cased target form with its count (all positions, and sentence-initial
   ones), the source of GEN heuristic (ii) and of the unigram baseline.
 
-The counts come from ``counting.Counts``.
+The counts come from ``merge.Counts``.
 
 Smoothing (every probability is > 0):
 
@@ -36,7 +36,7 @@ from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.keyset import KeySet
 from moses_recaser.modeldir import MappedArrays, check_range, save_npz, text_array, words_of
-from moses_recaser.stats.counting import Counts
+from moses_recaser.stats.merge import Counts
 from moses_recaser.vocab import Vocab
 
 N_TAGS = len(Tag)

@@ -1,6 +1,6 @@
 """Named numpy columns that grow as new rows arrive, and word types numbered with their columns.
 
-Recasing meets each word type many times; its facts are worked out once, when the type is first met,
+Recasing and counting meet each word type many times; its facts are worked out once, when the type is first met,
 and kept as numpy columns, so that a batch's words become type numbers in one pass and their facts
 are gathers. New rows arrive as named columns (a mapping from column name to one value per row), so
 a fact is named where it is computed and where it is read, never matched up by position.
@@ -76,8 +76,9 @@ class Columns:
 
 
 class WordTypes:
-    """Word type -> number, with per-type facts as numpy columns (``describe`` gives the new rows of a list
-    of types, once, when they are first met)."""
+    """Word type -> number (a ``Vocab``: the one numbering of words), with per-type facts as numpy columns
+    (``describe`` gives the new rows of a list of types, once, when they are first met). Invariant: the columns
+    have one row per numbered type."""
 
     def __init__(self, columns: Spec, describe: Callable[[list[str]], NewRows]) -> None:
         self.columns = list(columns)
@@ -85,16 +86,16 @@ class WordTypes:
         self.ids = Vocab.of([])
         self._cols = Columns(columns)
 
+    def __len__(self) -> int:
+        return len(self.ids)
+
     def numbers(self, words: list[str]) -> np.ndarray:
-        """The type number of every word (new types are described in order of first occurrence)."""
-        out = self.ids.numbers(words)
-        missing = np.flatnonzero(out < 0)
-        if len(missing):  # new types: described together, numbered in order of first occurrence
-            new = list(dict.fromkeys(words[i] for i in missing.tolist()))
-            for w in new:
-                self.ids.add(w)
-            self._cols.add(self.describe(new))
-            out[missing] = self.ids.numbers([words[i] for i in missing.tolist()])
+        """The type number of every word (new types are numbered, and described together, in order of first
+        occurrence)."""
+        start = len(self.ids)
+        out = self.ids.add_all(words)
+        if len(self.ids) > start:
+            self._cols.add(self.describe(self.ids.words_from(start)))
         return out
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:

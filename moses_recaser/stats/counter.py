@@ -1,0 +1,246 @@
+"""The counter of one piece of a corpus: its sentences counted a chunk at a time into numpy arrays.
+
+What is counted: the target forms (everywhere, and as a sentence's first word with a letter), punctuation
+followed by a word with a letter, linked word pairs (lowercased; and cased, with their case tags, where neither
+word is capitalized by its position), and the LM's n-grams of every sentence padded as ``<s> w1 ... wn </s>``,
+as KenLM's lmplz pads it. A ``Counter`` numbers the words of its chunks in its own vocabularies
+(``columns.WordTypes``): its Python work is per word type (met for the first time) and per token (one dict
+lookup), the rest is numpy. ``arrays`` gives everything for a shard file that ``merge`` sums.
+
+``count_piece`` reads a ``pieces.Piece`` a chunk of lines at a time: Moses' tokens (split on spaces and tabs
+only) and, for a bitext, Pharaoh ``i-j`` word links, as Moses' alignment files have them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
+
+from moses_recaser import casing
+from moses_recaser.casing import Tag
+from moses_recaser.columns import WordTypes
+from moses_recaser.errors import RecaserError
+from moses_recaser.modeldir import text_array
+from moses_recaser.moses.pharaoh import parse_links
+from moses_recaser.sentences import SENTENCE_END, first_in_sentence, positional
+from moses_recaser.stats.keycounts import GramCounts, KeyCounts, add_padded
+from moses_recaser.stats.kneser_ney import BOS, EOS, UNK
+from moses_recaser.stats.pieces import Piece, read_piece
+from moses_recaser.textio import split_tokens
+from moses_recaser.vocab import Vocab
+
+N_TAGS = len(Tag)
+CHUNK_LINES = 50_000
+FORMAT = 3  # shard count files: 3, numpy arrays of the streamed counter
+MAX_ORDER = 6  # KenLM's default build (KENLM_MAX_ORDER), which reads the LM when lmplz or --lm gives it
+_LINK_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
+_OTHER_SPACE = re.compile(r"[^\S \t\n]")  # white space Moses does not split on
+_TARGET_COLUMNS = [("lower", np.int64), ("letter", bool), ("punct", bool), ("end", bool), ("tag", np.int64)]
+_SOURCE_COLUMNS = [("lower", np.int64), ("letter", bool), ("end", bool), ("tag", np.int64)]
+
+
+def check_lm_order(order: int) -> None:
+    """An n-gram order KenLM reads: 1 to MAX_ORDER (a larger one would count without bound)."""
+    if not 1 <= order <= MAX_ORDER:
+        raise RecaserError(f"the LM order must be between 1 and {MAX_ORDER} (KenLM's limit), not {order}")
+
+
+class Counter:
+    """Counts of sentences added a chunk at a time (``add``), over its own vocabularies; ``arrays`` gives
+    them for a shard file, ``merge`` sums such files."""
+
+    def __init__(self, order: int) -> None:
+        if order != 0:  # 0: tables only
+            check_lm_order(order)
+        self.order = order
+        self.tgt_lower, self.src_lower = Vocab.of([]), Vocab.of([])  # lowercased words, numbered as met
+        self.target = WordTypes(_TARGET_COLUMNS, self._describe_target)
+        self.source = WordTypes(_SOURCE_COLUMNS, self._describe_source)
+        self.forms = np.zeros(0, dtype=np.int64)
+        self.initial = np.zeros(0, dtype=np.int64)
+        self.punct = np.zeros(0, dtype=np.int64)
+        self.lower_pairs, self.cased_pairs = KeyCounts(), KeyCounts()
+        self.tags = np.zeros((N_TAGS, N_TAGS), dtype=np.int64)
+        self.ngrams = [GramCounts(k) for k in range(1, order + 1)]
+        self.sentences = self.target_tokens = 0
+
+    def _describe_target(self, words: list[str]) -> dict[str, list]:
+        for w in words:
+            if w in (BOS, EOS, UNK):
+                raise RecaserError(f"the corpus contains the reserved token {w!r}")
+        return {
+            "lower": self.tgt_lower.add_all([casing.lower(w) for w in words]).tolist(),
+            "letter": [casing.has_letter(w) for w in words],
+            "punct": [casing.is_punctuation(w) for w in words],
+            "end": [w in SENTENCE_END for w in words],
+            "tag": [int(casing.tag(w)) for w in words],
+        }
+
+    def _describe_source(self, words: list[str]) -> dict[str, list]:
+        return {
+            "lower": self.src_lower.add_all([casing.lower(w) for w in words]).tolist(),
+            "letter": [casing.has_letter(w) for w in words],
+            "end": [w in SENTENCE_END for w in words],
+            "tag": [int(casing.tag(w)) for w in words],
+        }
+
+    def add(
+        self, targets: Sequence[list[str]], sources: Sequence[list[str]] | None = None, links: Links | None = None
+    ) -> None:
+        """Sentences of target tokens, and for a bitext their source tokens and word links."""
+        n_tgt = np.fromiter(map(len, targets), dtype=np.int64, count=len(targets))
+        tgt_start = np.cumsum(n_tgt) - n_tgt
+        tt = self.target.numbers(list(chain.from_iterable(targets)))
+        sent = np.repeat(np.arange(len(targets)), n_tgt)
+        self.sentences += len(targets)
+        self.target_tokens += len(tt)
+        V = len(self.target)
+        letter = self.target["letter"][tt]
+        first = first_in_sentence(letter, sent, tgt_start)
+        same = sent[1:] == sent[:-1]
+        follows = same & self.target["punct"][tt[:-1]] & letter[1:]
+        self.forms = add_padded(self.forms, np.bincount(tt, minlength=V))
+        self.initial = add_padded(self.initial, np.bincount(tt[tgt_start[first >= 0] + first[first >= 0]], minlength=V))
+        self.punct = add_padded(self.punct, np.bincount(tt[:-1][follows], minlength=V))
+        self._count_ngrams(tt, tgt_start, n_tgt)
+        if sources is not None and links is not None:
+            self._count_links(tt, tgt_start, n_tgt, sources, links)
+
+    def _count_ngrams(self, tt: np.ndarray, start: np.ndarray, n: np.ndarray) -> None:
+        """Every sentence as ``<s> w1 ... wn </s>`` (LM ids: <unk> 0, <s> 1, </s> 2, then the target's)."""
+        S = len(n)
+        stream = np.empty(len(tt) + 2 * S, dtype=np.int64)
+        pos = start + 2 * np.arange(S)  # where each sentence's <s> goes
+        is_word = np.ones(len(stream), dtype=bool)
+        is_word[pos] = is_word[pos + n + 1] = False
+        stream[pos], stream[pos + n + 1] = 1, 2
+        stream[is_word] = tt + 3
+        depth = np.arange(len(stream)) - np.repeat(pos, n + 2) + 1  # tokens of the sentence up to here
+        for k in range(1, self.order + 1):
+            end = np.flatnonzero((depth >= k) & (stream != 1))  # an n-gram ends at every word and </s>
+            self.ngrams[k - 1].add(np.stack([stream[end - (k - 1 - j)] for j in range(k)], axis=1))
+
+    def _count_links(
+        self, tt: np.ndarray, tgt_start: np.ndarray, n_tgt: np.ndarray, sources: Sequence[list[str]], links: Links
+    ) -> None:
+        n_src = np.fromiter(map(len, sources), dtype=np.int64, count=len(sources))
+        src_start = np.cumsum(n_src) - n_src
+        st = self.source.numbers(list(chain.from_iterable(sources)))
+        links.check(n_src, n_tgt)
+        s_flat = src_start[links.sentence] + links.src
+        t_flat = tgt_start[links.sentence] + links.tgt
+        S, T = self.source, self.target
+        src_pos = positional(S["letter"][st], S["end"][st], src_start, n_src)
+        tgt_pos = positional(T["letter"][tt], T["end"][tt], tgt_start, n_tgt)
+        fs, es = st[s_flat], tt[t_flat]
+        self.lower_pairs.add((S["lower"][fs] << 32) | T["lower"][es])
+        case = ~src_pos[s_flat] & ~tgt_pos[t_flat]  # case due to position says nothing of the word
+        self.cased_pairs.add((fs[case] << 32) | es[case])
+        self.tags += np.bincount(S["tag"][fs[case]] * N_TAGS + T["tag"][es[case]], minlength=N_TAGS * N_TAGS).reshape(
+            N_TAGS, N_TAGS
+        )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Everything counted, for a shard file (``merge`` reads it)."""
+        V = len(self.target)
+        out = {
+            "format": np.array(FORMAT),
+            "order": np.array(self.order),
+            "target.words": text_array(list(self.target.ids)),
+            "target.lower": self.target["lower"],
+            "source.words": text_array(list(self.source.ids)),
+            "source.lower": self.source["lower"],
+            "tgt_lower.words": text_array(self.tgt_lower),
+            "src_lower.words": text_array(self.src_lower),
+            "forms": add_padded(self.forms, np.zeros(V, np.int64)),
+            "initial": add_padded(self.initial, np.zeros(V, np.int64)),
+            "punct": add_padded(self.punct, np.zeros(V, np.int64)),
+            "tags": self.tags,
+            "totals": np.array([self.sentences, self.target_tokens], dtype=np.int64),
+        }
+        for name, kc in (("lower_pairs", self.lower_pairs), ("cased_pairs", self.cased_pairs)):
+            out[f"{name}.keys"], out[f"{name}.counts"] = kc.compact()
+        for k, gc in enumerate(self.ngrams, 1):
+            out[f"ngrams{k}.rows"], out[f"ngrams{k}.counts"] = gc.rows()
+        return out
+
+
+@dataclass
+class Links:
+    """The word links of a chunk's sentences, flat: sentence, source position, target position."""
+
+    sentence: np.ndarray
+    src: np.ndarray
+    tgt: np.ndarray
+    where: Callable[[int], tuple[str, int]] = field(default=lambda s: ("", 0))  # file and line of sentence s
+
+    @classmethod
+    def of(
+        cls, per_sentence: Sequence[Sequence[tuple[int, int]]], where: Callable[[int], tuple[str, int]] | None = None
+    ) -> Links:
+        """The links of each sentence, (source, target) position pairs; ``where`` names a sentence's file line."""
+        n = np.fromiter(map(len, per_sentence), dtype=np.int64, count=len(per_sentence))
+        flat = np.fromiter(
+            chain.from_iterable(chain.from_iterable(per_sentence)), dtype=np.int64, count=2 * int(n.sum())
+        ).reshape(-1, 2)
+        return cls(np.repeat(np.arange(len(per_sentence)), n), flat[:, 0], flat[:, 1], where or (lambda s: ("", 0)))
+
+    def check(self, n_src: np.ndarray, n_tgt: np.ndarray) -> None:
+        """Every link inside its sentence (``n_src``, ``n_tgt`` tokens), or an error naming the first that is not."""
+        bad = np.flatnonzero((self.src >= n_src[self.sentence]) | (self.tgt >= n_tgt[self.sentence]))
+        if len(bad):
+            k = int(bad[0])
+            s = int(self.sentence[k])
+            path, line = self.where(s)
+            raise RecaserError(
+                f"alignment link {self.src[k]}-{self.tgt[k]} is outside the sentence "
+                f"({n_src[s]} source, {n_tgt[s]} target tokens)",
+                path or None,
+                line,
+            )
+
+
+def _tokens(lines: list[str]) -> list[list[str]]:
+    """Moses' tokens of each line (spaces and tabs only): str.split where no other white space occurs."""
+    if _OTHER_SPACE.search("\n".join(lines)):
+        return [split_tokens(x) for x in lines]
+    return [x.split() for x in lines]
+
+
+def _links(lines: list[str], path: str, first_line: int) -> Links:
+    """The links of alignment lines (plain ``i-j`` lines parsed fast, others by ``parse_links``)."""
+    per = []
+    for k, line in enumerate(lines):
+        if _LINK_LINE.fullmatch(line):
+            nums = list(map(int, line.replace("-", " ").split()))
+            per.append(list(zip(nums[::2], nums[1::2])))
+        else:
+            try:
+                per.append(parse_links(line))
+            except RecaserError as exc:
+                raise exc.at(path, first_line + k) from None
+    return Links.of(per, lambda s: (path, first_line + s))
+
+
+def count_piece(piece: Piece, order: int, progress: Callable[[int], None] | None = None) -> Counter:
+    """Count one piece, a chunk of lines at a time."""
+    counter = Counter(order)
+    readers = [read_piece(piece, k) for k in range(len(piece.files))]
+    done = 0
+    while done < piece.lines:
+        n = min(CHUNK_LINES, piece.lines - done)
+        rows = [list(zip(*[next(r) for _ in range(n)])) for r in readers]  # (line numbers, texts) per file
+        first_line = rows[0][0][0]
+        if piece.bitext:
+            src, tgt, align = rows[0][1], rows[1][1], rows[2][1]
+            counter.add(_tokens(list(tgt)), _tokens(list(src)), _links(list(align), piece.files[2], first_line))
+        else:  # empty lines of target-language text are no sentences
+            counter.add([x for x in _tokens(list(rows[0][1])) if x])
+        done += n
+        if progress is not None:
+            progress(n)
+    return counter

@@ -1,0 +1,39 @@
+"""Counts of sentences held in memory (word-aligned triples, or target-language sentences): the counter and the
+merge that files go through (``counter.Counter``, ``merge.merge``), so that the counts equal those of the same
+sentences read from files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.sentences import chunks
+from moses_recaser.stats.counter import CHUNK_LINES, Counter, Links
+from moses_recaser.stats.merge import Counts, merge
+from moses_recaser.triples import Triple
+
+
+def counter_of_triples(triples: Iterable[Triple], order: int) -> Counter:
+    """The counter of word-aligned triples, fed a chunk at a time (a triple without links is an error)."""
+    counter = Counter(order)
+    for chunk in chunks(triples, CHUNK_LINES):
+        for t in chunk:
+            if t.links is None:
+                raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
+        counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links or [] for t in chunk]))
+    return counter
+
+
+def count_triples(triples: Iterable[Triple], order: int = 3) -> Counts:
+    """The counts of word-aligned triples in memory: the same counter as for files."""
+    return merge([counter_of_triples(triples, order).arrays()], order)
+
+
+def count_text(sentences: Iterable[list[str]], order: int = 3, skip_empty: bool = False) -> Counts:
+    """The target-side counts of target-language sentences in memory (an empty one counts as ``<s> </s>``,
+    as lmplz counts it, unless ``skip_empty``)."""
+    counter = Counter(order)
+    for chunk in chunks((s for s in sentences if s or not skip_empty), CHUNK_LINES):
+        counter.add(chunk)
+    return merge([counter.arrays()], order)
