@@ -42,6 +42,10 @@ def test_checksum_mismatch(model):
     path, _ = model
     with open(path / "lm.arpa", "a", encoding="utf-8") as fh:
         fh.write("extra\n")
+    with pytest.raises(RecaserError, match="lm.arpa has \\d+ bytes, not the \\d+ of its manifest"):
+        read_manifest(path)  # the size tells first
+    data = (path / "lm.arpa").read_bytes()[:-6]
+    (path / "lm.arpa").write_bytes(data[:-1] + (b"x" if data[-1:] != b"x" else b"y"))
     with pytest.raises(RecaserError, match="checksum mismatch for lm.arpa"):
         read_manifest(path)
 
