@@ -86,7 +86,7 @@ def test_atomic_directory(tmp_path):
         raise RuntimeError
     assert not target.exists() and list(tmp_path.iterdir()) == []
     with atomic_directory(target) as d:
-        (d / "manifest.yaml").write_text("format_version: 6\n")
+        (d / "manifest.yaml").write_text("format_version: 6\nfiles: {f: x}\n")
         (d / "f").write_text("x")
     with atomic_directory(target) as d:
         (d / "g").write_text("y")
