@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from enum import IntEnum
 from functools import lru_cache
 
@@ -218,3 +219,8 @@ def is_upper_word(token: str) -> bool:
 def has_lower(token: str) -> bool:
     """A lowercase letter outside escaped entities: "L&apos;HOMME" has none."""
     return any(map(str.islower, _masked(token)))
+
+
+def has_case(tokens: Sequence[str]) -> bool:
+    """Some token differs from its lowercase: the line came with case (truecased or cased MT output)."""
+    return any(lower(t) != t for t in tokens)

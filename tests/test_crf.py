@@ -10,7 +10,7 @@ import pytest
 from oracles import Lattice, batch_of, dense_viterbi
 from scipy.special import logsumexp
 
-from moses_recaser.model.crf import batch_objective, fit, forward, potentials
+from moses_recaser.model.crf import batch_objective, fit, likelihood, log_partition
 
 
 def random_lattice(rng: np.random.Generator, n: int, D: int = 3, gold: bool = True) -> Lattice:
@@ -55,8 +55,7 @@ def test_log_z_and_expectations_match_brute_force(seed, n):
     scores = feats @ w
     log_z = logsumexp(scores)
     (batch,) = batch_of([lat])
-    phi, L = potentials(batch, w)
-    _, got_z = forward(phi, L)
+    got_z = log_partition(batch, w)
     assert got_z[0] == pytest.approx(log_z, abs=1e-9)
     probs = np.exp(scores - log_z)
     expected = probs @ feats
@@ -149,3 +148,47 @@ def test_a_scaled_prior_is_the_fit_on_scaled_features():
         lat.unary[..., 1] /= 40.0
     plain = fit(batch_of(lats), 2, sigma=0.5, max_iter=500)
     assert scaled.weights * scale == pytest.approx(plain.weights, rel=1e-3, abs=1e-4)
+
+
+@pytest.mark.parametrize("size", [10.0, 60.0])
+def test_large_weights_give_the_brute_force_log_z(size):
+    """The factors are shifted by their largest value per position, so large weights neither overflow nor lose
+    the partition function (``crf._factors``)."""
+    rng = np.random.default_rng(11)
+    lat = random_lattice(rng, 4)
+    w = rng.normal(size=4) * size
+    scores = np.array([path_features(lat, p) for p in paths(lat)]) @ w
+    (batch,) = batch_of([lat])
+    assert log_partition(batch, w)[0] == pytest.approx(logsumexp(scores), rel=1e-12)
+
+
+def test_weights_beyond_any_range_give_minus_infinity_not_nan():
+    """Weights so large that every path underflows: the line search gets -inf and steps back."""
+    rng = np.random.default_rng(12)
+    lat = random_lattice(rng, 3)
+    lat.lm[1] = -rng.uniform(1, 300, size=lat.lm[1].shape)
+    (batch,) = batch_of([lat])
+    ll, grad = batch_objective(batch, np.array([1e4, 0.0, 0.0, 0.0]))
+    assert ll == -np.inf and np.isfinite(grad).all()
+
+
+def test_jobs_share_the_batches_and_give_the_same_bits():
+    """The likelihood summed across worker processes equals the one-process sum bit for bit, and so do the
+    fitted weights."""
+    rng = np.random.default_rng(13)
+    lats = [random_lattice(rng, n) for n in (1, 2, 2, 3, 4, 5, 5, 6) for _ in range(3)]
+    batches = batch_of(lats, max_batch=2)
+    w = rng.normal(size=4)
+    with likelihood(batches, 1) as one, likelihood(batches, 3) as three:
+        a, b = one(w), three(w)
+    assert a[0] == b[0] and np.array_equal(a[1], b[1])
+    assert np.array_equal(fit(batches, 3, jobs=1).weights, fit(batches, 3, jobs=2).weights)
+
+
+def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations():
+    rng = np.random.default_rng(14)
+    batches = batch_of([random_lattice(rng, n) for n in (2, 3, 4, 5) for _ in range(10)])
+    cold = fit(batches, 3, sigma=1.0)
+    warm = fit(batches, 3, sigma=1.0, init=cold.weights + 0.01)
+    assert warm.weights == pytest.approx(cold.weights, abs=1e-3)
+    assert len(warm.log) < len(cold.log)

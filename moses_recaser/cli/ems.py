@@ -72,7 +72,17 @@ def cmd_recase(args: argparse.Namespace) -> int:
     return 0
 
 
-TRAIN_SETTINGS = ("lm", "lm_order", "lmplz", "lmplz_options", "feature_set", "monolingual", "jobs", "dev_size")
+TRAIN_SETTINGS = (
+    "lm",
+    "lm_order",
+    "lmplz",
+    "lmplz_options",
+    "feature_set",
+    "input_case",
+    "monolingual",
+    "jobs",
+    "dev_size",
+)
 
 
 def add_train(p: argparse.ArgumentParser) -> None:

@@ -255,6 +255,7 @@ TRAIN_SETTINGS = (
     "lm",
     "lmplz_options",
     "monolingual",
+    "input_case",
 )
 
 

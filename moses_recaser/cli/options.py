@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, TrainSettings
+from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, INPUT_CASES, TrainSettings
 from moses_recaser.moses.formats import FORMATS
 from moses_recaser.stats.symal import SYMMETRIZATIONS
 
@@ -176,6 +176,15 @@ OPTIONS: dict[str, Option] = {
             old=["--phrase-features"],
             choices=ALIGNMENT_MODES,
             default=DEFAULTS.alignment_mode,
+        ),
+        _opt(
+            "input_case",
+            "what the output to recase comes as: lower (lowercased), or cased (truecased or cased MT output, "
+            "whose case becomes a feature: weights also fitted on dev words truecased as truecase.perl would, "
+            "or as --dev-trace has them); default %(default)s",
+            ems="-input-case",
+            choices=INPUT_CASES,
+            default=DEFAULTS.input_case,
         ),
         _opt(
             "sigma",

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from moses_recaser.model import viterbi
 from moses_recaser.model.lattice import Flat
+from moses_recaser.workers import worker_signals
 
 log = logging.getLogger(__name__)
 NEG = -np.inf
@@ -40,6 +44,26 @@ class Batch:
     @property
     def n(self) -> int:
         return self.unary.shape[1]
+
+    @cached_property
+    def gold_features(self) -> tuple[np.ndarray, float] | None:
+        """The unary features (D,) and the LM feature of the reference paths, summed over the batch; None when
+        a position is unlabeled (the reference side is then an expectation)."""
+        g = self.gold
+        if g is None or (g < 0).any():
+            return None
+        S, n = g.shape
+        rows, cols = np.arange(S)[:, None], np.arange(n)[None, :]
+        unary = self.unary[rows, cols, g].sum(axis=(0, 1))
+        path = np.concatenate([np.zeros((S, 2), dtype=np.int64), g, np.zeros((S, 1), dtype=np.int64)], axis=1)
+        steps = np.arange(n + 1)[None, :]
+        lm = self.lm[rows, steps, path[:, :-2], path[:, 1:-1], path[:, 2:]].sum()
+        return unary, float(lm)
+
+    @cached_property
+    def lm_range(self) -> tuple[np.ndarray, np.ndarray]:
+        """The least and the largest LM value per sentence and position (S, n + 1), padding included."""
+        return self.lm.min(axis=(2, 3, 4)), self.lm.max(axis=(2, 3, 4))
 
 
 def make_batches(flats: Sequence[Flat], max_batch: int = 512) -> list[Batch]:
@@ -116,61 +140,95 @@ def _dense_sentences(flat: Flat) -> list[_Dense]:
     return out
 
 
-def _lse(x: np.ndarray, axis: int | tuple[int, ...]) -> np.ndarray:
-    m = np.max(x, axis=axis, keepdims=True)
-    m_safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m_safe), axis=axis, keepdims=True)) + m_safe
-    return np.squeeze(out, axis=axis)
-
-
 def potentials(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log potentials: the unary score of each candidate (-inf for padding) and the weighted LM factor."""
     phi = batch.unary @ w[1:]
     phi = np.where(batch.valid, phi, NEG)
     return phi, w[0] * batch.lm
 
 
-def forward(phi: np.ndarray, L: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """alpha_i[s, b, c] over states (c_{i-1} = b, c_i = c); returns the alphas and log Z per sentence."""
-    S, n, K = phi.shape
-    a0 = np.full((S, K, K), NEG)
-    a0[:, 0, :] = L[:, 0, 0, 0, :] + phi[:, 0, :]
-    alphas = [a0]
-    for i in range(1, n):
-        prev = alphas[-1]
-        alphas.append(_lse(prev[:, :, :, None] + L[:, i], axis=1) + phi[:, i, None, :])
-    log_z = _lse(alphas[-1] + L[:, n, :, :, 0], axis=(1, 2))
-    return alphas, log_z
+@dataclass
+class Marginals:
+    """One forward-backward pass in probability space. Each factor is exponentiated once, shifted by its
+    largest value at its sentence and position so that nothing overflows; alpha and beta are rescaled at every
+    position (``scale``), so that ``alpha[:, i] * beta[:, i]`` is the marginal of the states at i and
+    log Z = sum(log scale) + the shifts."""
+
+    alpha: np.ndarray  # (S, n, K, K): states (c_{i-1}, c_i), rescaled to sum 1
+    beta: np.ndarray  # (S, n, K, K)
+    scale: np.ndarray  # (S, n + 1): the rescaling at each position, then the end of sentence
+    log_z: np.ndarray  # (S,); -inf where every path underflows (weights far outside any fitted range)
 
 
-def backward(phi: np.ndarray, L: np.ndarray) -> list[np.ndarray]:
-    """beta_i[s, b, c]: log sum over completions after position i, given (c_{i-1}, c_i) = (b, c)."""
-    _S, n, _K = phi.shape
-    betas = [L[:, n, :, :, 0]]
-    for i in range(n - 1, 0, -1):
-        nxt = betas[-1]
-        betas.append(_lse(L[:, i] + phi[:, i, None, None, :] + nxt[:, None, :, :], axis=3))
-    return betas[::-1]
+def _factors(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """exp(unary score) (S, n, K) and exp(LM factor) (S, n + 1, K, K, K), each divided by its largest value per
+    sentence and position (so every entry is at most 1), and the log of those divisors summed per sentence."""
+    phi = batch.unary @ w[1:]
+    phi[~batch.valid] = NEG
+    top = phi.max(axis=2)
+    top[~np.isfinite(top)] = 0.0
+    phi -= top[:, :, None]
+    low, high = batch.lm_range  # padding holds 0, so the largest is at least that of the real entries
+    lm_top = np.maximum(w[0] * low, w[0] * high)
+    lm = w[0] * batch.lm
+    lm -= lm_top[:, :, None, None, None]
+    return np.exp(phi, out=phi), np.exp(lm, out=lm), top.sum(axis=1) + lm_top.sum(axis=1)
 
 
-def expectations(batch: Batch, phi: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """log Z per sentence, and the expected unary features (D,) and LM feature summed over the batch."""
-    S, n, _K = phi.shape
-    alphas, log_z = forward(phi, L)
-    betas = backward(phi, L)
-    e_unary = np.zeros(batch.unary.shape[-1])
-    for i in range(n):
-        mu = np.exp(_lse(alphas[i] + betas[i], axis=1) - log_z[:, None])  # (S, K)
-        e_unary += np.einsum("sk,skd->d", mu, batch.unary[:, i])
-    lm = batch.lm
-    p0 = np.exp(alphas[0][:, 0, :] + betas[0][:, 0, :] - log_z[:, None])
-    e_lm = np.sum(p0 * lm[:, 0, 0, 0, :])
-    for i in range(1, n):
-        xi = alphas[i - 1][:, :, :, None] + L[:, i] + phi[:, i, None, None, :] + betas[i][:, None, :, :]
-        e_lm += np.sum(np.exp(xi - log_z[:, None, None, None]) * lm[:, i])
-    xi_end = alphas[n - 1] + L[:, n, :, :, 0] - log_z[:, None, None]
-    e_lm += np.sum(np.exp(xi_end) * lm[:, n, :, :, 0])
-    return log_z, e_unary, float(e_lm)
+def forward_backward(unary: np.ndarray, lm: np.ndarray, shift: np.ndarray) -> Marginals:
+    """The rescaled forward and backward passes over factors from ``_factors`` (``unary`` may have entries
+    zeroed to clamp positions to some candidates)."""
+    S, n, K = unary.shape
+    alpha = np.zeros((S, n, K, K))
+    beta = np.empty((S, n, K, K))
+    scale = np.empty((S, n + 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha[:, 0, 0, :] = lm[:, 0, 0, 0, :] * unary[:, 0, :]
+        for i in range(n):
+            if i:
+                alpha[:, i] = np.einsum("sbc,sbcd->scd", alpha[:, i - 1], lm[:, i]) * unary[:, i, None, :]
+            scale[:, i] = alpha[:, i].sum(axis=(1, 2))
+            alpha[:, i] /= scale[:, i, None, None]
+        end = lm[:, n, :, :, 0]
+        scale[:, n] = np.einsum("scd,scd->s", alpha[:, n - 1], end)
+        beta[:, n - 1] = end / scale[:, n, None, None]
+        for i in range(n - 1, 0, -1):
+            nxt = unary[:, i, None, :] * beta[:, i]
+            beta[:, i - 1] = np.einsum("sbcd,scd->sbc", lm[:, i], nxt) / scale[:, i, None, None]
+        log_z = np.log(scale).sum(axis=1) + shift
+    dead = ~(scale > 0).all(axis=1)
+    if dead.any():
+        log_z[dead] = NEG
+    return Marginals(alpha=alpha, beta=beta, scale=scale, log_z=log_z)
+
+
+def log_partition(batch: Batch, w: np.ndarray) -> np.ndarray:
+    """log Z per sentence of the batch."""
+    return forward_backward(*_factors(batch, w)).log_z
+
+
+def expectations(
+    batch: Batch, unary: np.ndarray, lm: np.ndarray, shift: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """log Z per sentence, and the expected unary features (D,) and LM feature summed over the batch, from the
+    factors of ``_factors``. Sentences whose every path underflows add nothing (their log Z is -inf)."""
+    m = forward_backward(unary, lm, shift)
+    n = unary.shape[1]
+    live = np.isfinite(m.log_z)
+    if not live.all():
+        m.alpha[~live], m.beta[~live], m.scale[~live] = 0.0, 0.0, 1.0
+    mu = (m.alpha * m.beta).sum(axis=2)  # (S, n, K): marginal of each candidate
+    e_unary = mu.reshape(-1) @ batch.unary.reshape(mu.size, -1)
+    raw = batch.lm
+    e_lm = float(np.sum(mu[:, 0] * raw[:, 0, 0, 0, :]))
+    if n > 1:
+        # the marginal of the trigram (c_{i-2}, c_{i-1}, c_i) at positions 1..n-1, against the LM's value there
+        ahead = unary[:, 1:, None, :] * m.beta[:, 1:] / m.scale[:, 1:n, None, None]
+        weighted = lm[:, 1:n] * raw[:, 1:n]
+        e_lm += float(np.sum(m.alpha[:, :-1] * np.sum(weighted * ahead[:, :, None], axis=-1)))
+    last = m.alpha[:, n - 1] / m.scale[:, n, None, None]
+    e_lm += float(np.sum(last * lm[:, n, :, :, 0] * raw[:, n, :, :, 0]))
+    return m.log_z, e_unary, e_lm
 
 
 def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -178,36 +236,84 @@ def batch_objective(batch: Batch, w: np.ndarray) -> tuple[float, np.ndarray]:
     (decoder output whose word the reference lacks): the likelihood is then of the labeled positions, summed
     over every path through the others, and the reference side of the gradient an expectation too."""
     assert batch.gold is not None
-    phi, L = potentials(batch, w)
-    log_z, e_unary, e_lm = expectations(batch, phi, L)
+    unary, lm, shift = _factors(batch, w)
+    log_z, e_unary, e_lm = expectations(batch, unary, lm, shift)
+    if not np.isfinite(log_z).all():  # the line search went far out: tell it so, and it steps back
+        return NEG, np.zeros_like(w)
     g = batch.gold
     grad = np.empty_like(w)
     if (g < 0).any():
-        K = phi.shape[2]
+        K = unary.shape[2]
         clamp = (g[:, :, None] < 0) | (np.arange(K)[None, None, :] == g[:, :, None])
-        log_zc, ec_unary, ec_lm = expectations(batch, np.where(clamp, phi, NEG), L)
+        log_zc, ec_unary, ec_lm = expectations(batch, np.where(clamp, unary, 0.0), lm, shift)
         grad[1:], grad[0] = ec_unary - e_unary, ec_lm - e_lm
         return float(np.sum(log_zc - log_z)), grad
-    S, n = g.shape
-    rows = np.arange(S)
-    lm = batch.lm
-    gold_unary = sum(batch.unary[rows, i, g[:, i]] for i in range(n))
-    padded = np.concatenate([np.zeros((S, 2), dtype=np.int64), g, np.zeros((S, 1), dtype=np.int64)], axis=1)
-    gold_lm = sum(lm[rows, i, padded[:, i], padded[:, i + 1], padded[:, i + 2]] for i in range(n + 1))
-    grad[1:] = gold_unary.sum(axis=0) - e_unary
-    grad[0] = gold_lm.sum() - e_lm
-    score = float(np.sum(gold_unary @ w[1:] + w[0] * gold_lm - log_z))
-    return score, grad
+    gold_unary, gold_lm = batch.gold_features  # type: ignore[misc]  # fully labeled: not None
+    grad[1:] = gold_unary - e_unary
+    grad[0] = gold_lm - e_lm
+    return float(gold_unary @ w[1:] + w[0] * gold_lm - log_z.sum()), grad
 
 
 def log_likelihood(batches: Sequence[Batch], w: np.ndarray) -> tuple[float, np.ndarray]:
+    return _sum_in_order([batch_objective(b, w) for b in batches], len(w))
+
+
+def _sum_in_order(parts: Sequence[tuple[float, np.ndarray]], dim: int) -> tuple[float, np.ndarray]:
+    """The batches' log-likelihoods and gradients added up in batch order, so the sum is the same bits
+    however the batches were shared out."""
     total = 0.0
-    grad = np.zeros_like(w)
-    for b in batches:
-        s, g = batch_objective(b, w)
+    grad = np.zeros(dim)
+    for s, g in parts:
         total += s
         grad += g
     return total, grad
+
+
+_SHARED: dict[str, Sequence[Batch]] = {}  # the batches, set before the pool forks, read by its workers
+
+
+def _share_objective(share: Sequence[int], w: np.ndarray) -> list[tuple[float, np.ndarray]]:
+    """In a worker: ``batch_objective`` of the batches numbered ``share``."""
+    batches = _SHARED["batches"]
+    return [batch_objective(batches[k], w) for k in share]
+
+
+def _shares(batches: Sequence[Batch], jobs: int) -> list[list[int]]:
+    """Batch numbers in ``jobs`` groups of about equal work (the largest batches first, each to the group
+    with the least so far)."""
+    cost = [b.lm.size + b.unary.size for b in batches]
+    load = [0] * jobs
+    out: list[list[int]] = [[] for _ in range(jobs)]
+    for k in sorted(range(len(batches)), key=lambda k: -cost[k]):
+        j = load.index(min(load))
+        out[j].append(k)
+        load[j] += cost[k]
+    return [sorted(share) for share in out if share]
+
+
+@contextmanager
+def likelihood(batches: Sequence[Batch], jobs: int = 1) -> Iterator[Callable[[np.ndarray], tuple[float, np.ndarray]]]:
+    """``log_likelihood`` over ``batches`` as a function of the weights, its batches shared among ``jobs``
+    forked processes for as long as the context lasts; the value is the same for any ``jobs``."""
+    shares = _shares(batches, jobs) if jobs > 1 else []
+    if len(shares) <= 1:
+        yield lambda w: log_likelihood(batches, w)
+        return
+    import multiprocessing as mp
+
+    _SHARED["batches"] = batches
+    try:
+        with mp.get_context("fork").Pool(len(shares), initializer=worker_signals) as pool:
+            _SHARED.clear()  # the workers have their copy; the parent keeps no second reference
+
+            def evaluate(w: np.ndarray) -> tuple[float, np.ndarray]:
+                parts = pool.starmap(_share_objective, [(share, w) for share in shares])
+                by_batch = dict(zip(chain.from_iterable(shares), chain.from_iterable(parts)))
+                return _sum_in_order([by_batch[k] for k in range(len(batches))], len(w))
+
+            yield evaluate
+    finally:
+        _SHARED.clear()
 
 
 @dataclass
@@ -237,10 +343,12 @@ def fit(
     init: np.ndarray | None = None,
     mask: np.ndarray | None = None,
     scale: np.ndarray | None = None,
+    jobs: int = 1,
 ) -> FitResult:
-    """Maximize eq. 5 with L-BFGS over the batches with a reference; ``mask`` pins weights at 0 (features
-    switched off); ``scale`` (per weight) makes the prior on weight k a Gaussian of deviation sigma / scale_k,
-    as if feature k were divided by scale_k."""
+    """Maximize eq. 5 with L-BFGS over the batches with a reference; ``init`` the weights to start from (a
+    warm start: the optimum is the same, within the optimizer's tolerance); ``mask`` pins weights at 0
+    (features switched off); ``scale`` (per weight) makes the prior on weight k a Gaussian of deviation
+    sigma / scale_k, as if feature k were divided by scale_k; ``jobs`` processes share the batches."""
     from scipy.optimize import minimize
 
     batches = [b for b in batches if b.gold is not None]
@@ -256,7 +364,7 @@ def fit(
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
         w = np.zeros(dim)
         w[keep] = x
-        ll, grad = log_likelihood(batches, w)
+        ll, grad = evaluate(w)
         obj = -(ll - float(w @ (s2 * w)) / (2 * sigma**2))
         g = -(grad - s2 * w / sigma**2)
         last.update(x=x.copy(), obj=obj, g=g[keep])
@@ -277,7 +385,7 @@ def fit(
         bar.update()
         bar.set_postfix_str(f"objective {history[-1][1]:.4f}", refresh=False)
 
-    with bar:
+    with bar, likelihood(batches, jobs) as evaluate:
         res = minimize(
             objective,
             w0[keep],

@@ -32,6 +32,7 @@ from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_senten
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
+from moses_recaser.truecaser import detruecased, sentence_starts
 from moses_recaser.vocab import Vocab
 
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
@@ -145,10 +146,16 @@ class FeatureExtractor:
         ids = {n: self._source_types[n] for n in ("strip_id", "key", "key_pos", "low", "strip")}
         check_range("source types", ids, -1, np.iinfo(np.int32).max)
 
-    def flat(self, triples: Sequence[Triple], references: Sequence[Sequence[str | None] | None] | None = None) -> Flat:
-        """The lattice of many triples at once; with ``references``, the reference's candidate at each
-        position (added to GEN where GEN misses it, as training needs)."""
-        b = self._batch(triples, references)
+    def flat(
+        self,
+        triples: Sequence[Triple],
+        references: Sequence[Sequence[str | None] | None] | None = None,
+        decoded: Sequence[Sequence[str] | None] | None = None,
+    ) -> Flat:
+        """The lattice of many lowercased triples at once; with ``references``, the reference's candidate at
+        each position (added to GEN where GEN misses it, as training needs); with ``decoded``, per sentence the
+        words as the input had them (None: it came lowercased), which join GEN and the ``decoded`` features."""
+        b = self._batch(triples, references, decoded)
         per_pos, n_pos = b.count, b.layout.n_tgt
         cstart = np.cumsum(per_pos) - per_pos
         ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
@@ -255,7 +262,12 @@ class FeatureExtractor:
         return word if word in known or low not in known else low
 
     # --- a batch ---------------------------------------------------------------------------
-    def _batch(self, triples: Sequence[Triple], references: Sequence[Sequence[str | None] | None] | None) -> BatchFacts:
+    def _batch(
+        self,
+        triples: Sequence[Triple],
+        references: Sequence[Sequence[str | None] | None] | None,
+        decoded: Sequence[Sequence[str] | None] | None = None,
+    ) -> BatchFacts:
         T = self._target_types
         layout = Layout.of([t.target for t in triples], [t.source for t in triples])
         S = len(triples)
@@ -280,10 +292,11 @@ class FeatureExtractor:
             gold=[None] * S,
             gen_misses=[0] * S,
         )
-        if b.bilingual.any():
-            pairs = self._source_side(b, triples, tt, target)
-            if references is None:
-                b.fixed = self._constrain(b, triples, tt, target, pairs)
+        pairs = self._source_side(b, triples, tt, target) if b.bilingual.any() else None
+        if decoded is not None:
+            self._decoded(b, decoded)
+        if pairs is not None and references is None:
+            b.fixed = self._constrain(b, triples, tt, target, pairs)
         if references is not None:
             self._gold(b, target, references)
         return b
@@ -310,6 +323,42 @@ class FeatureExtractor:
         for g, form in forms.items():
             b.start[g], b.count[g] = C.segment([C.id(form)])
         return why
+
+    def _decoded(self, b: BatchFacts, decoded: Sequence[Sequence[str] | None]) -> None:
+        """``b.decoded``: the candidate id of each word as its sentence came (-1 in sentences that came
+        lowercased). At a sentence start (``truecaser.sentence_starts``) the input's case tells nothing of the
+        word (truecase.perl lowercases it, a cased system capitalizes it), so the id is -1 there, unless the
+        form is of mixed case, and ``b.decoded_start`` holds the id of the form with its first letter
+        capitalized, as detruecase.perl makes it. Forms GEN lacks ('CSeries') join the word's GEN."""
+        C, layout = self.candidates, b.layout
+        ids = np.full(len(b.start), -1, dtype=np.int64)
+        start = ids.copy()
+        for s, words in enumerate(decoded):
+            if words is None:
+                continue
+            starts = [
+                f and casing.has_letter(w) and casing.tag(w) is not Tag.MX
+                for w, f in zip(words, sentence_starts(words))
+            ]
+            forms = [detruecased(w) if f else w for w, f in zip(words, starts)]
+            C.add(forms)
+            at = int(layout.tgt_start[s]) + np.arange(len(words))
+            numbers = C.strings.numbers(forms)
+            flags = np.array(starts, dtype=bool)
+            ids[at[~flags]], start[at[flags]] = numbers[~flags], numbers[flags]
+        self._join_gen(b, ids)
+        self._join_gen(b, start)
+        b.decoded, b.decoded_start = ids, start
+
+    def _join_gen(self, b: BatchFacts, want: np.ndarray) -> None:
+        """Add the candidate ``want[g]`` to the GEN of each word g that lacks it (-1: none)."""
+        C = self.candidates
+        pool = C.pool()
+        seg = np.repeat(b.start - (np.cumsum(b.count) - b.count), b.count) + np.arange(int(b.count.sum()))
+        word = np.repeat(np.arange(len(want)), b.count)
+        found = np.bincount(word, weights=pool[seg] == np.repeat(want, b.count), minlength=len(want)) > 0
+        for g in np.flatnonzero((want >= 0) & ~found).tolist():
+            b.start[g], b.count[g] = C.segment(pool[b.start[g] : b.start[g] + b.count[g]].tolist() + [int(want[g])])
 
     def _takes(self, tk: np.ndarray, sk: np.ndarray) -> np.ndarray:
         """GEN's test for an aligned source word (target type numbers ``tk``, source type numbers ``sk``):

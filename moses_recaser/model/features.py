@@ -38,8 +38,9 @@ from moses_recaser.stats.tables import Tables
 
 RARE_PRIOR = math.log(0.5)
 OTHER_PUNCT = "punct=<other>"
-# what a feature reads besides the output: nothing else, the source sentence, or its alignment to the output
-TARGET, SOURCE, ALIGNMENT = "target", "source", "alignment"
+# what a feature reads besides the output: nothing else, the source sentence, its alignment to the output, or
+# the output's own case (decoder output that has case: truecased, or cased by the MT system)
+TARGET, SOURCE, ALIGNMENT, DECODED = "target", "source", "alignment", "decoded"
 
 
 @dataclass
@@ -65,6 +66,11 @@ class BatchFacts:
     gold: list[np.ndarray | None]
     gen_misses: list[int]
     fixed: dict[int, str] = field(default_factory=dict)  # words a constraint fixed, and its name
+    # (N,) candidate id of each word's form as the input has it, when its sentence came with case (-1: none, or
+    # a word whose case would be due to its position), and at such positions the id of that form with a capital
+    # first letter (extractor.FeatureExtractor._decoded)
+    decoded: np.ndarray | None = None
+    decoded_start: np.ndarray | None = None
 
 
 class _Gathered:
@@ -121,6 +127,18 @@ class FeatureInputs:
     def src_identical(self) -> np.ndarray:
         """The candidate equals, up to diacritics, a source word whose case is not explained by position."""
         return self.b.bilingual[self.S] & self.not_an & in_source(self.S, self.cand.strip, self.b.src_keys)
+
+    @cached_property
+    def decoded(self) -> np.ndarray:
+        """The candidate is the word's form as the input has it (sentences that came with case)."""
+        d = self.b.decoded
+        return np.zeros(len(self.ids), dtype=bool) if d is None else d[self.G] == self.ids
+
+    @cached_property
+    def decoded_start(self) -> np.ndarray:
+        """The candidate is the input's form with a capital first letter, at a sentence start."""
+        d = self.b.decoded_start
+        return np.zeros(len(self.ids), dtype=bool) if d is None else d[self.G] == self.ids
 
     @cached_property
     def translation(self) -> Translation:
@@ -324,18 +342,49 @@ FEATURES: tuple[Feature, ...] = (
         reads=SOURCE,
     ),
 )
-BY_NAME = {f.name: f for f in FEATURES}
+# the features of the input's own case, on in a model trained for cased input (TrainSettings.input_case)
+DECODED_FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "decoded",
+        "the candidate is the word as the input has it (truecased or cased decoder output)",
+        lambda x: x.decoded,
+        reads=DECODED,
+    ),
+    Feature(
+        "decoded:cased",
+        "the same, for a form with a capital: the decoder chose a capital (a name, a title), which tells more "
+        "than a lowercase form does",
+        lambda x: x.decoded & (x.cand.tag != int(Tag.AL)) & x.not_an,
+        reads=DECODED,
+    ),
+    Feature(
+        "decoded:start",
+        "at a sentence start (where a truecaser lowercases and a cased system capitalizes), the candidate is "
+        "the input's form with a capital first letter: what detruecase.perl makes of it",
+        lambda x: x.decoded_start,
+        reads=DECODED,
+    ),
+    Feature(
+        "decoded:mixed",
+        "the same, for a form of mixed case ('iPhone', 'CSeries', 'NSA.gov'), which no table or rule would "
+        "make: kept unless the evidence against it is strong",
+        lambda x: x.decoded & (x.cand.tag == int(Tag.MX)),
+        reads=DECODED,
+    ),
+)
+BY_NAME = {f.name: f for f in FEATURES + DECODED_FEATURES}
 
 
 def in_set(feature: Feature, feature_set: str) -> bool:
     return feature.paper or feature_set == "full"
 
 
-def feature_names(feature_set: str, punctuation: Sequence[str]) -> list[str]:
-    """The columns of a feature set, in ``FEATURES`` order (a family's columns in its place)."""
+def feature_names(feature_set: str, punctuation: Sequence[str], decoded: bool = False) -> list[str]:
+    """The columns of a feature set, in ``FEATURES`` order (a family's columns in its place), then, with
+    ``decoded``, those of ``DECODED_FEATURES``."""
     names: list[str] = []
-    for f in FEATURES:
-        if in_set(f, feature_set):
+    for f in FEATURES + (DECODED_FEATURES if decoded else ()):
+        if in_set(f, feature_set) or f.reads == DECODED:
             names += f.columns(punctuation) if f.columns is not None else [f.name]
     return names
 
@@ -356,7 +405,7 @@ def fill(U: np.ndarray, x: FeatureInputs, names: Sequence[str], index: dict[str,
     bilingual = bool(x.b.bilingual.any())
     for name in names:
         f = feature_of(name)
-        if f.name in done or (f.reads != TARGET and not bilingual):
+        if f.name in done or (f.reads in (SOURCE, ALIGNMENT) and not bilingual):
             continue
         done.add(f.name)
         v = f.value(x)
@@ -395,7 +444,7 @@ def feature_revision() -> str:
     from moses_recaser.model import candidates, extractor, gen
 
     digest = hashlib.sha256()
-    for f in FEATURES:
+    for f in FEATURES + DECODED_FEATURES:
         digest.update(f"{f.name}\0{f.paper}\0{f.reads}\0{f.doc}\0".encode())
     for module in (sys.modules[__name__], candidates, extractor, gen):
         digest.update(inspect.getsource(module).encode())

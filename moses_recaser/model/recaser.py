@@ -27,7 +27,7 @@ from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.crf import make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
-from moses_recaser.model.modes import MODES, Weights, mode_of
+from moses_recaser.model.modes import Weights, mode_of
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.modeldir import Manifest, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.moses.formats import FORMATS, Line, Record
@@ -67,7 +67,6 @@ def lm_file(model_dir: Path, manifest: Manifest) -> Path:
     raise RecaserError("the model has no LM file", str(model_dir))
 
 
-MODE_ROW = {m.name: k for k, m in enumerate(MODES)}
 # a word alignment: a Pharaoh line ("0-0 1-2") or (source, target) index pairs
 Alignment = Union[str, Sequence[tuple[int, int]]]
 # what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
@@ -256,8 +255,8 @@ class Recaser:
             ) from None
 
     def _recased(self, triples: Sequence[Triple]) -> list[list[str]]:
-        views, modes = self._views(triples)
-        flat = self.extractor.flat(views)
+        views, modes, decoded = self._views(triples)
+        flat = self.extractor.flat(views, decoded=decoded)
         W = self.weights.matrix()
         if (modes == modes[0]).all():
             phi = flat.unary @ W[modes[0], 1:]
@@ -269,20 +268,25 @@ class Recaser:
         check_case_only_all([t.target for t in triples], out)
         return out
 
-    def _views(self, triples: Sequence[Triple]) -> tuple[list[Triple], np.ndarray]:
-        """The lowercased triples as their modes see them, and each one's mode (its row in MODES)."""
-        views, modes = [], []
+    def _views(self, triples: Sequence[Triple]) -> tuple[list[Triple], np.ndarray, list[list[str] | None] | None]:
+        """The lowercased triples as their modes see them, each one's mode (its row of the weights), and, in a
+        model trained for cased input, the words of each sentence that came with case (None: lowercased input,
+        whose case tells nothing; such a sentence is recased as by a model without it)."""
+        rows = {name: k for k, name in enumerate(self.weights.modes)}
+        views, modes, decoded = [], [], []
         for t in triples:
-            mode = mode_of(t, self.prefer)
+            cased = self.weights.cased and casing.has_case(t.target)
+            mode = mode_of(t, self.prefer, cased)
             views.append(mode.view(lowered(t)))
-            modes.append(MODE_ROW[mode.name])
-        return views, np.array(modes, dtype=np.int64)
+            modes.append(rows[mode.name])
+            decoded.append(t.target if cased else None)
+        return views, np.array(modes, dtype=np.int64), decoded if self.weights.cased else None
 
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
         given the best path); ``fixed_by`` names the constraint that fixed a word."""
-        views, modes = self._views([triple])
-        flat = self.extractor.flat(views)
+        views, modes, decoded = self._views([triple])
+        flat = self.extractor.flat(views, decoded=decoded)
         if not len(flat.per_pos):
             return []
         w = self.weights.matrix()[modes[0]]

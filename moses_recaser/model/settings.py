@@ -21,6 +21,10 @@ FEATURE_SETS = ("paper", "full")
 DEV_SIZE = 2000
 # times a punctuation token must come before a word (training and dev) to get a feature column of its own
 PUNCT_MIN_COUNT = 2
+# what the output to recase comes as: "lower" (lowercased, the paper's setting), or "cased" (truecased or cased
+# MT output, whose case is then a feature: weights fitted on dev words cased as a truecaser cases them, or as
+# the decoder did with --dev-trace; lowercased lines are still recased by the "lower" weights)
+INPUT_CASES = ("lower", "cased")
 
 
 @dataclass
@@ -54,10 +58,13 @@ class TrainSettings:
     monolingual: list[str] = field(default_factory=list)
     monolingual_digest: str | None = None  # sha256 of their contents, set when read
     dev_decoded: bool = False  # the weights were fitted on decoder output for dev (train(dev_output=...))
+    input_case: str = "lower"  # INPUT_CASES
 
     def check(self) -> None:
         if self.feature_set not in FEATURE_SETS:
             raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
+        if self.input_case not in INPUT_CASES:
+            raise RecaserError(f"unknown input case {self.input_case!r}; choose one of {', '.join(INPUT_CASES)}")
         if self.alignment_mode not in ("phrase", "links"):
             raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
         for sigma in (self.sigma, *self.sigma_grid):
@@ -94,6 +101,8 @@ class TrainSettings:
             parts.append(("mono", self.monolingual_digest[:8]))
         if self.dev_decoded:
             parts.append(("dev", "decoded"))
+        if self.input_case != "lower":
+            parts.append(("in", self.input_case))
         if weights is not None:
             parts.append(("w", hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8]))
         return signature(*parts)

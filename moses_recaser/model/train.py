@@ -27,12 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from moses_recaser.casing import has_case
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.features import feature_names
 from moses_recaser.model.lattice import Flat
-from moses_recaser.model.modes import BY_NAME, MODES, Weights, mask_of
+from moses_recaser.model.modes import BY_NAME, CASE_SUFFIX, CASED_MODES, MODES, Weights, mask_of
 from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
 from moses_recaser.model.settings import TrainSettings
@@ -47,6 +48,7 @@ from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
+from moses_recaser.truecaser import Truecaser
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +76,22 @@ def punctuation_vocabulary(triples: Sequence[Triple], min_count: int, counted: d
 
 
 def reference_lattices(
-    extractor: FeatureExtractor, triples: Sequence[Triple], references: Sequence[Sequence[str | None]] | None = None
+    extractor: FeatureExtractor,
+    triples: Sequence[Triple],
+    references: Sequence[Sequence[str | None]] | None = None,
+    decoded: Sequence[Sequence[str] | None] | None = None,
 ) -> tuple[list[Flat], int, int]:
     """Lattices of lowercased triples with their reference, the triples' own targets unless ``references``
-    (chunk by chunk); returns them, the words, and the words whose reference GEN gives."""
+    (chunk by chunk), and with ``decoded``, the words as the input to recase would have them; returns them,
+    the words, and the words whose reference GEN gives."""
     flats: list[Flat] = []
     words = hits = 0
     refs: Sequence[Sequence[str | None]] = references if references is not None else [t.target for t in triples]
     for k in range(0, len(triples), CHUNK):
         part = triples[k : k + CHUNK]
-        flat = extractor.flat([lowered(t) for t in part], refs[k : k + CHUNK])
+        flat = extractor.flat(
+            [lowered(t) for t in part], refs[k : k + CHUNK], None if decoded is None else decoded[k : k + CHUNK]
+        )
         words += len(flat.per_pos)
         hits += len(flat.per_pos) - sum(flat.gen_misses)
         flats.append(flat)
@@ -255,7 +263,8 @@ def train(
     else:
         dev_triples, dev_refs = dev_output.triples(dev, dev_set)
     punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
-    names = feature_names(settings.feature_set, punct)
+    names = feature_names(settings.feature_set, punct, decoded=settings.input_case == "cased")
+    dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else None
 
     with _timed(report, "lattices"):
         extractor = FeatureExtractor(
@@ -265,10 +274,12 @@ def train(
         report.heldout_sentences = settings.heldout_sentences
         if settings.sigma_grid:
             settings = replace(
-                settings, sigma=_cross_validated_sigma(extractor, dev_triples, dev_refs, settings, names)
+                settings, sigma=_cross_validated_sigma(extractor, dev_triples, dev_refs, settings, names, jobs)
             )
     with _timed(report, "crf"):
-        weights, fit_log = _fit_modes(extractor, dev_triples, dev_refs, heldout, settings, names, report)
+        weights, fit_log = _fit_modes(
+            extractor, dev_triples, dev_refs, heldout, settings, names, report, jobs, dev_cased
+        )
 
     # GEN and candidate facts of every training type, so that recasing starts warm
     extractor.save_registry(work / "candidates.npz")
@@ -352,6 +363,7 @@ def _cross_validated_sigma(
     dev_refs: Sequence[Sequence[str | None]],
     settings: TrainSettings,
     names: list[str],
+    jobs: int = 1,
 ) -> float:
     """``select_sigma`` over two contiguous halves of dev, so that a document stays within one."""
     half, view = len(dev_triples) // 2, BY_NAME["both"].view
@@ -360,7 +372,18 @@ def _cross_validated_sigma(
         reference_lattices(extractor, [view(t) for t in dev_triples[half:]], dev_refs[half:])[0],
     ]
     cv_scale = feature_scale(halves[0] + halves[1]) if settings.feature_scaling else None
-    return select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale)
+    return select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale, jobs)
+
+
+def _dev_cased(dev_triples: Sequence[Triple], tables: Tables, decoder_output: bool) -> list[list[str]]:
+    """The dev words as a truecased system would output them, to fit the weights of cased input: the dev
+    reference truecased as Moses' truecase.perl would (``truecaser``, from the training target's forms), or
+    the decoder's output for dev as it is (truecased, when its system truecases; lowercased output is
+    truecased too)."""
+    truecaser = Truecaser.of_forms(tables.forms)
+    return [
+        list(t.target) if decoder_output and has_case(t.target) else truecaser.truecase(t.target) for t in dev_triples
+    ]
 
 
 def _fit_modes(
@@ -371,24 +394,47 @@ def _fit_modes(
     settings: TrainSettings,
     names: list[str],
     report: TrainReport,
+    jobs: int = 1,
+    dev_cased: Sequence[Sequence[str]] | None = None,
 ) -> tuple[Weights, list[tuple[int, float, float]]]:
-    """The weights of every input mode (``modes.MODES``), each fitted on dev lattices of what the mode has;
-    the report gets the dev figures and the fit of the first mode (both)."""
+    """The weights of every input mode (``modes.MODES``), each fitted on dev lattices of what the mode has,
+    starting from the weights of the mode before it (the modes read nested or near sets of features, so the
+    fits start close to their optimum); with ``dev_cased`` (the dev words as cased input would have them), the
+    weights of ``modes.CASED_MODES`` too, each starting from its lowercase twin's. The report gets the dev
+    figures and the fit of the first mode (both)."""
     by_mode: dict[str, np.ndarray] = {}
+    previous: np.ndarray | None = None
     scale: np.ndarray | None = None
     fit_log: list[tuple[int, float, float]] = []
-    for mode in MODES:
-        flats, words, hits = reference_lattices(extractor, [mode.view(t) for t in dev_triples], dev_refs)
-        for fold_extractor, held in heldout:
-            flats += reference_lattices(fold_extractor, [mode.view(t) for t in held])[0]
+    held_cased = (
+        [[Truecaser.of_forms(fx.tables.forms).truecase(t.target) for t in held] for fx, held in heldout]
+        if dev_cased is not None
+        else [None] * len(heldout)
+    )
+    for mode in MODES + (CASED_MODES if dev_cased is not None else ()):
+        if mode.cased:
+            previous = by_mode[mode.name.removesuffix(CASE_SUFFIX)]
+        flats, words, hits = reference_lattices(
+            extractor, [mode.view(t) for t in dev_triples], dev_refs, dev_cased if mode.cased else None
+        )
+        for (fold_extractor, held), cased in zip(heldout, held_cased):
+            view = [mode.view(t) for t in held]
+            flats += reference_lattices(fold_extractor, view, decoded=cased if mode.cased else None)[0]
         if settings.feature_scaling and scale is None:  # the first mode (both) reads every feature
             scale = feature_scale(flats)
         log.info("training the %s weights (%s; sigma %g)", mode.name, mode.doc.split(":")[0], settings.sigma)
         result = fit(
-            make_batches(flats), len(names), settings.sigma, settings.max_iter, mask=mask_of(mode, names), scale=scale
+            make_batches(flats),
+            len(names),
+            settings.sigma,
+            settings.max_iter,
+            init=previous,
+            mask=mask_of(mode, names),
+            scale=scale,
+            jobs=jobs,
         )
         warn_unconverged(result, f"the {mode.name} weights")
-        by_mode[mode.name] = result.weights
+        by_mode[mode.name] = previous = result.weights
         if mode.name == "both":
             report.dev_sentences, report.dev_words = len(dev_triples), words
             report.gen_oracle = hits / words if words else 0.0
@@ -435,17 +481,19 @@ def select_sigma(
     grid: Sequence[float],
     max_iter: int,
     scale: np.ndarray | None = None,
+    jobs: int = 1,
 ) -> float:
     """The sigma of ``grid`` with the best 2-fold cross-validated word accuracy: weights fitted on one half
-    of the dev lattices decode the other."""
+    of the dev lattices decode the other. Each half's fit starts from its fit at the sigma before."""
     batches = [make_batches(h) for h in halves]
     best = (-1.0, float(grid[0]))
+    start: list[np.ndarray | None] = [None, None]
     for sigma in grid:
         correct = total = 0
         for k in (0, 1):
-            result = fit(batches[k], n_features, sigma, max_iter, scale=scale)
+            result = fit(batches[k], n_features, sigma, max_iter, init=start[k], scale=scale, jobs=jobs)
             warn_unconverged(result, f"the cross-validation fit (sigma {sigma:g}, half {k + 1})")
-            w = result.weights
+            w = start[k] = result.weights
             for flat in halves[1 - k]:
                 paths = flat.best_paths(flat.unary @ w[1:], np.full(len(flat.n_pos), w[0]))
                 for path, gold in zip(paths, flat.gold):
