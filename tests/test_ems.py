@@ -89,6 +89,12 @@ recase-output
 \tpass-unless: recaser
 \tignore-if: output-truecaser
 \ttemplate: $recaser -moses $RECASING:decoder -in IN -model IN1 > OUT
+detruecase-output
+\tin: transliterated-output
+\tout: recased-output
+\tdefault-name: evaluation/truecased
+\tignore-unless: output-truecaser
+\ttemplate: $detruecaser < IN > OUT
 detokenize-output
 \tin: recased-output
 \tout: detokenized-output
@@ -111,8 +117,10 @@ def test_patch_changes_only_the_recaser_steps():
     patched = patch_meta(MOSES_META)
     meta = read_meta(patched.text)
     train = meta.find("RECASING", "train")
-    assert train.names("in") == ["cased-corpus", "TRAINING:word-alignment"]
+    assert train.names("in") == ["cased-corpus", "TRAINING:word-alignment", "tokenized"]
     assert "-source-corpus IN.$input-extension" in train.attrs["template"]
+    assert " -mono IN2 " in train.attrs["template"]  # [RECASING] tokenized: empty when the config names none
+    assert meta.find("RECASING", "tokenize").attrs["ignore-unless"] == "raw"
     assert train.names("rerun-on-change") == ["recaser-train", "recasing-settings"]
     recase = meta.find("EVALUATION", "recase-output")
     assert recase.names("in") == ["transliterated-output", "RECASING:recase-config", "system-output", "tokenized-input"]
@@ -133,6 +141,22 @@ def test_patch_changes_only_the_recaser_steps():
         if (step.section, step.name) not in changed:
             new = meta.find(step.section, step.name)
             assert meta.lines[new.start : new.end] == original.lines[step.start : step.end]
+    # the truecase layout: the recaser in detruecase-output's place, reading what recase-output reads
+    assert meta.find("EVALUATION", "detruecase-output").attrs["ignore-if"] == "recaser"
+    truecased = meta.find("EVALUATION", "recase-truecased-output")
+    assert truecased.names("in") == recase.names("in") and truecased.attrs["template"] == recase.attrs["template"]
+    assert truecased.attrs["ignore-unless"] == "AND output-truecaser recaser"
+    assert truecased.attrs["ignore-if"] == "stock-recaser"
+    stock = meta.find("EVALUATION", "detruecase-output-stock")
+    assert stock.attrs["template"] == "$stock-recaser < IN > OUT"
+    assert stock.attrs["ignore-unless"] == "AND output-truecaser recaser stock-recaser"
+    evaluation = [s.name for s in meta.steps if s.section == "EVALUATION"]
+    assert evaluation[evaluation.index("detruecase-output") :][:4] == [
+        "detruecase-output",
+        "recase-truecased-output",
+        "detruecase-output-stock",
+        "detokenize-output",
+    ]
     # a meta without $?name templates: the decoder's settings cannot be passed, and the notes say so
     assert "-decoder-settings" not in recase.attrs["template"]
     assert any("optional template variables" in n for n in patched.notes)
@@ -140,7 +164,8 @@ def test_patch_changes_only_the_recaser_steps():
 
 def test_every_input_of_the_patched_steps_is_produced_by_some_step():
     meta = read_meta(patch_meta(MOSES_META).text)
-    ours = [meta.find(p.section, p.name) for p in PATCHES]
+    # RECASING tokenize keeps Moses' own input, raw: a file the config names, which no step writes
+    ours = [meta.find(p.section, p.name) for p in PATCHES if p.name != "tokenize"]
     assert dangling_inputs(meta, ours) == []
     # and the check itself catches a dangling name
     broken = read_meta(patch_meta(MOSES_META.replace("\tout: word-alignment", "\tout: aligned")).text)
@@ -552,9 +577,171 @@ def test_config_merge_of_an_empty_config_is_refused(tmp_path, text):
 def test_config_merge_adds_each_missing_section_once():
     from moses_recaser.ems.config import merge, read_config
 
-    merged = merge("[GENERAL]\nworking-dir = /x\n", "/bin/moses-recaser-ems").text
+    merged = merge("[GENERAL]\nworking-dir = /x\n", "/bin/moses-recaser-ems", lowercase=True).text
     headers = [line for line in merged.splitlines() if line.startswith("[")]
     assert headers == ["[GENERAL]", "[RECASING]", "[EVALUATION]"], merged
     cfg = read_config(merged)
     assert cfg.lookup("GENERAL", "output-lowercaser") and cfg.lookup("RECASING", "decoder")
     assert cfg.lookup("EVALUATION", "report-segmentation") == "yes"
+
+
+# A truecasing config as Moses' example configs are (config.toy: truecase.perl, detruecase.perl, [RECASING] IGNORE)
+TRUECASING = """[GENERAL]
+working-dir = /x
+cores = 2
+output-extension = en
+data = /data
+input-truecaser = $moses-script-dir/recaser/truecase.perl
+output-truecaser = $moses-script-dir/recaser/truecase.perl
+detruecaser = $moses-script-dir/recaser/detruecase.perl
+
+[LM]
+order = 5
+
+[LM:nc]
+raw-corpus = /data/nc.en
+
+[RECASING] IGNORE
+recasing-settings = ""
+decoder = $moses-bin-dir/moses
+
+[EVALUATION]
+decoder-settings = "-threads 2"
+
+[EVALUATION:test]
+input-sgm = /data/test.sgm
+"""
+EMS_BIN = "/bin/moses-recaser-ems"
+
+
+def _merged(text: str = TRUECASING, **kw):
+    from moses_recaser.ems.config import merge, read_config
+
+    merged = merge(text, EMS_BIN, **kw)
+    return merged, read_config(merged.text)
+
+
+def test_config_merge_keeps_truecasing_and_puts_the_recaser_in_detruecase_outputs_place():
+    merged, cfg = _merged()
+    kept = [
+        x
+        for x in TRUECASING.splitlines(keepends=True)
+        if x.split(" = ")[0] in ("input-truecaser", "output-truecaser", "detruecaser")
+    ]
+    assert len(kept) == 3 and all(x in merged.text.splitlines(keepends=True) for x in kept)
+    assert "lowercase" not in merged.text and "#input-truecaser" not in merged.text
+    assert cfg.lookup("RECASING", "recasing-settings") == "-dev-size 2000 -cores $cores -input-case cased"
+    assert cfg.lookup("RECASING", "tokenized") == "[LM:nc:tokenized-corpus]"  # the recaser's -mono text
+    assert cfg.lookup("EVALUATION", "recaser") == f"{EMS_BIN} recase"
+    assert cfg.lookup("RECASING", "recaser-train") == f"{EMS_BIN} train"
+    assert any("recase-truecased-output" in n for n in merged.notes)
+    assert not [n for n in merged.notes if n.startswith("problem")], merged.notes
+    # merged again: nothing more to change
+    assert _merged(merged.text)[0].text == merged.text
+
+
+def test_config_merge_lowercase_is_an_explicit_switch():
+    merged, cfg = _merged(lowercase=True)
+    for key in ("input-truecaser", "output-truecaser", "detruecaser"):
+        assert cfg.lookup("GENERAL", key) is None and f"\n#{key} = " in merged.text
+    assert cfg.lookup("GENERAL", "output-lowercaser") == "$moses-script-dir/tokenizer/lowercase.perl"
+    assert cfg.lookup("RECASING", "recasing-settings") == "-dev-size 2000 -cores $cores"
+    assert not [n for n in merged.notes if n.startswith("problem")], merged.notes
+    # a truecase-layout config switched later keeps its settings but for -input-case
+    again, cfg = _merged(_merged()[0].text, lowercase=True)
+    assert cfg.lookup("RECASING", "recasing-settings") == "-dev-size 2000 -cores $cores"
+    # a lowercasing config is merged in the lowercase layout without the option
+    assert _merged(merged.text)[0].text == merged.text
+
+
+def test_config_merge_of_a_config_that_restores_no_case_asks_for_the_switch(tmp_path):
+    with pytest.raises(RecaserError) as err:
+        _merged("[GENERAL]\nworking-dir = /x\n")
+    assert err.value.reason == (
+        "this config neither truecases (output-truecaser) nor lowercases (output-lowercaser): its decoder writes "
+        "cased text; give --lowercase to switch it to lowercasing and the recaser"
+    )
+    src, out = tmp_path / "config", tmp_path / "merged"
+    src.write_text("[GENERAL]\nworking-dir = /x\n", encoding="utf-8")
+    proc = subprocess.run([EMS, "config", "--merge", str(src), "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr == f"moses-recaser-ems: error: {src}: {err.value.reason}\n"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "tokenized", "note"),
+    [
+        ("", "", "[LM:nc:tokenized-corpus]", "reads the LM corpus"),
+        # the config's own recaser text wins: Moses' train-recaser.perl trains on it
+        ("[RECASING] IGNORE\n", "[RECASING] IGNORE\nraw = /data/big.en\n", None, "[RECASING] raw: kept"),
+        ("[RECASING] IGNORE\n", "[RECASING] IGNORE\ntokenized = /data/tok.en\n", "/data/tok.en", "tokenized: kept"),
+        # an LM on the bitext's own target side is not more text
+        ("raw-corpus = /data/nc.en\n", "parallel-corpus-stem = /data/bitext\n", None, "trains on the bitext alone"),
+        # nor is the bitext's target file itself (config.toy's LM), which also holds the held-out dev lines
+        ("[LM]", "[CORPUS:nc]\nraw-stem = $data/nc\n\n[LM]", None, "[LM:nc] passed over: the bitext's target side"),
+        ("[RECASING]", "[LM:news]\nraw-corpus = /data/news.en\n\n[RECASING]", "[LM:nc:tokenized-corpus]", "1 other"),
+    ],
+)
+def test_config_merge_names_the_cased_text_the_recasers_training_reads(old, new, tokenized, note):
+    merged, cfg = _merged(TRUECASING.replace(old, new, 1))
+    assert (
+        cfg.get("RECASING", "tokenized") is None
+        if tokenized is None
+        else cfg.lookup("RECASING", "tokenized") == tokenized
+    )
+    assert any(note in n for n in merged.notes), merged.notes
+
+
+@pytest.mark.parametrize(
+    ("lowercase", "stock"), [(False, "$detruecaser"), (True, "$moses-script-dir/recaser/recase.perl")]
+)
+def test_config_merge_stock_set_restores_case_as_stock_moses_does_in_the_layout(lowercase, stock):
+    merged, cfg = _merged(stock_set=True, lowercase=lowercase)
+    assert cfg.sets("EVALUATION") == ["EVALUATION:test", "EVALUATION:test-stock"]
+    assert cfg.get("EVALUATION:test-stock", "stock-recaser").value == stock
+    assert cfg.get("EVALUATION:test-stock", "input-sgm").value == "/data/test.sgm"
+
+
+def _problems(text: str) -> list[str]:
+    from moses_recaser.ems.config import check, read_config
+
+    return check(read_config(text))
+
+
+def test_check_names_what_each_layout_lacks():
+    # truecase layout, as Moses ships it: detruecase.perl runs, and what the recaser needs is named
+    problems = _problems(TRUECASING)
+    assert problems[0] == "note: truecase layout: the patched meta runs the recaser as recase-truecased-output"
+    assert [p for p in problems if p.startswith("problem")] == [
+        "problem: [RECASING] is missing or IGNORE: EMS trains no recaser",
+        "problem: no evaluation set sets 'recaser': detruecase.perl runs",
+        'problem: [RECASING] recaser-train is not set ("moses-recaser-ems train")',
+    ]
+    assert any("lack -input-case cased" in p for p in problems)
+    assert any("no [RECASING] raw or tokenized" in p for p in problems)
+    # merged: clean in both layouts
+    for lowercase in (False, True):
+        assert not [p for p in _problems(_merged(lowercase=lowercase)[0].text) if not p.startswith("note: ")]
+    # lowercase layout: recasing-settings fitted for cased input do not fit it
+    lower = _merged(lowercase=True)[0].text.replace("-cores $cores", "-cores $cores -input-case cased")
+    assert _problems(lower)[0] == "note: lowercase layout: the patched meta runs the recaser as recase-output"
+    assert any("hold -input-case cased, but the recaser reads lowercased output" in p for p in _problems(lower))
+    no_recaser = "\n".join(x for x in lower.splitlines() if not x.startswith("recaser ="))
+    assert "problem: no evaluation set sets 'recaser': EMS recases nothing" in _problems(no_recaser)
+    stock = no_recaser.replace("[EVALUATION]\n", "[EVALUATION]\nrecaser = $moses-script-dir/recaser/recase.perl\n")
+    assert any(p.startswith("note: recaser is '$moses-script-dir/recaser/recase.perl'") for p in _problems(stock))
+    # neither layout: the decoder writes cased text
+    assert _problems("[GENERAL]\nworking-dir = /x\n")[0].startswith(
+        "problem: the config neither truecases (output-truecaser) nor lowercases (output-lowercaser)"
+    )
+
+
+def test_ems_train_takes_mono_files_and_an_empty_mono():
+    """The patched train step writes '-mono IN2'; EMS leaves IN2 empty when the config names no cased text."""
+    from moses_recaser.cli.ems import build_parser
+
+    base = ["train", "-dir", "d", "-corpus", "c.en", "-config", "ini"]
+    parse = build_parser().parse_args
+    assert parse([*base[:5], "-mono", "-config", "ini", "-cores", "2"]).monolingual is None
+    assert parse([*base, "-mono"]).monolingual is None
+    assert parse([*base, "-mono", "a.en", "-mono", "b.en"]).monolingual == ["a.en", "b.en"]

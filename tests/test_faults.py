@@ -216,6 +216,9 @@ input-extension = fr
 output-extension = en
 input-tokenizer = $moses-script-dir/tokenizer/tokenizer.perl -l $input-extension
 output-tokenizer = $moses-script-dir/tokenizer/tokenizer.perl -l $output-extension
+input-truecaser = $moses-script-dir/recaser/truecase.perl
+output-truecaser = $moses-script-dir/recaser/truecase.perl
+detruecaser = $moses-script-dir/recaser/detruecase.perl
 [CORPUS]
 [CORPUS:toy]
 raw-stem = /tmp/never-used/toy

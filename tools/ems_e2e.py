@@ -6,8 +6,9 @@
    system trained on newstest 2008-2012 (13,573 sentence pairs), aligned by EMS's own eflomal step, its LM
    on the English side, untuned (config.toy's weights), tested on the first --test-lines of newstest2014;
    scored with tokenized BLEU (multi-bleu.perl, cased and -lc) and sacrebleu (cased and -lc);
-3. follows docs/ems.md: ``moses-recaser-ems meta``, ``moses-recaser-ems config --merge --stock-set`` (a second
-   evaluation set recases the same test set with train-recaser.perl + recase.perl, trained by EMS in the run);
+3. follows docs/ems.md's lowercase layout: ``moses-recaser-ems meta``, ``moses-recaser-ems config --merge
+   --lowercase --stock-set`` (a second evaluation set recases the same test set with train-recaser.perl +
+   recase.perl, trained by EMS in the run);
 4. runs ``experiment.perl -exec`` and prints the table of EMS's own report (evaluation/report.1).
 
     python tools/ems_e2e.py --work /tmp/ems-e2e [--moses-dir DIR] [--data-root ../shared/corpora] [--test-lines 500]
@@ -120,7 +121,8 @@ def run(args: argparse.Namespace, exp: Path) -> None:
     subprocess.run(
         [ems, "meta", "--moses-meta", str(moses / "scripts/ems/experiment.meta"), "-o", str(meta)], check=True
     )
-    subprocess.run([ems, "config", "--merge", str(toy), "--stock-set", "-o", str(config)], check=True)
+    merge = [ems, "config", "--merge", str(toy), "--lowercase", "--stock-set", "-o", str(config)]
+    subprocess.run(merge, check=True)
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     with open(args.work / "experiment.log", "w") as log:
         subprocess.run(

@@ -5,9 +5,11 @@
   for the bilingual model. With recase.perl's flags alone it runs in monolingual mode.
 - ``train``: ``-dir DIR -corpus CASED_TARGET -config OUT`` as train-recaser.perl's EMS template, plus
   ``-source-corpus CASED_SOURCE -alignment ALIGN`` (EMS's word alignment), ``-cores N``, ``-lmplz BIN`` and
-  ``-mono FILE`` for target-language text without a source (the LM corpus).
+  ``-mono FILE`` for target-language text without a source (the LM corpus; a ``-mono`` without a file, as
+  EMS writes it when the config names no such text, adds none).
 - ``meta``: patch an installed ``experiment.meta`` with this project's step definitions.
-- ``config``: switch a working EMS config to the recaser; ``check``: what keeps one from running it.
+- ``config``: put the recaser into a working EMS config (keeping its truecasing, or ``--lowercase``);
+  ``check``: what keeps one from running it.
 
 Errors go to stderr as ``moses-recaser-ems: error: ...`` with exit code 2.
 """
@@ -18,6 +20,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from moses_recaser.cli.common import command_parser, main_of
 from moses_recaser.cli.options import add
@@ -72,6 +75,14 @@ def cmd_recase(args: argparse.Namespace) -> int:
     return 0
 
 
+class _AppendGiven(argparse.Action):
+    """``-mono FILE`` adds FILE, as often as it is given; ``-mono`` without a file adds nothing."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        if values:
+            setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), values])
+
+
 TRAIN_SETTINGS = (
     "lm",
     "lm_order",
@@ -85,6 +96,11 @@ TRAIN_SETTINGS = (
 )
 
 
+# the patched meta's train step passes [RECASING] tokenized as "-mono IN2", which EMS leaves empty when the
+# config names none (experiment.perl's input of an ignored step): "-mono" then stands before the next flag
+TRAIN_OVERRIDES: dict[str, dict[str, Any]] = {"monolingual": {"nargs": "?", "action": _AppendGiven}}
+
+
 def add_train(p: argparse.ArgumentParser) -> None:
     _flag(p, "dir", required=True, help="working directory (EMS: OUT.model)")
     _flag(p, "corpus", required=True, help="cased tokenized target corpus")
@@ -92,7 +108,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
     _flag(p, "source-corpus", dest="source_corpus", help="cased tokenized source corpus, line-parallel")
     add(p, "alignment", ems=True, help="word alignment of source and corpus (EMS: model/aligned.grow-diag-final-and)")
     for name in TRAIN_SETTINGS:
-        add(p, name, ems=True)
+        add(p, name, ems=True, **TRAIN_OVERRIDES.get(name, {}))
     for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
         _flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
     p.set_defaults(reads=("corpus", "source_corpus", "alignment", "lm", "monolingual"), writes=("config",))
@@ -136,7 +152,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     from moses_recaser.textio import read_text
 
     try:
-        merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set)
+        merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set, lowercase=args.lowercase)
     except RecaserError as exc:
         if exc.path is not None:
             raise
@@ -184,9 +200,16 @@ def add_meta(p: argparse.ArgumentParser) -> None:
 def add_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", required=True, metavar="CONFIG", help="a working EMS config (e.g. Moses' config.toy)")
     p.add_argument(
+        "--lowercase",
+        action="store_true",
+        help="switch the config to lowercasing (truecasing commented out) and run the recaser in recase.perl's "
+        "place; without it a truecasing config keeps its truecasing and the recaser replaces detruecase.perl",
+    )
+    p.add_argument(
         "--stock-set",
         action="store_true",
-        help="also recase the first evaluation set with Moses' recase.perl, for a comparison in one run",
+        help="also restore case in a copy of the first evaluation set as stock Moses does (detruecase.perl; "
+        "with --lowercase, recase.perl trained in the same run), for a comparison in one run",
     )
     add(p, "output", required=True, help="the new config, for experiment.perl -config")
     p.set_defaults(reads=("merge",), writes=("output",))
@@ -203,7 +226,8 @@ COMMANDS = (
     ("meta", "patch Moses' experiment.meta with the bilingual recaser's steps", add_meta, cmd_meta),
     (
         "config",
-        "an EMS config switched to the bilingual recaser (lowercasing, [RECASING], the decoder's -t and word links)",
+        "an EMS config with the bilingual recaser in place of detruecase.perl (--lowercase: of recase.perl), "
+        "[RECASING], the decoder's -t and word links",
         add_config,
         cmd_config,
     ),

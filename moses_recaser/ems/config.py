@@ -1,10 +1,13 @@
 """Read, check and amend a Moses EMS config the way ``experiment.perl`` (``read_config``) reads it.
 
-``merge`` turns a working EMS config into one that recases with moses-recaser: it switches truecasing to
-lowercasing, enables ``[RECASING]`` and sets what the patched meta's steps read, and (``stock_set``)
-adds an evaluation set that recases the same test set with Moses' own recaser. Every line it does not
-change stays as it was; a changed line is kept, commented out, above its replacement. ``check`` names
-what keeps a config from running the recaser.
+``merge`` turns a working EMS config into one that recases with moses-recaser, in one of two layouts
+(``LAYOUTS``): a truecasing config keeps its truecasing and the recaser takes detruecase.perl's place; a
+lowercasing one (or any, with ``lowercase``) runs the recaser in recase.perl's place. It enables
+``[RECASING]``, sets what the patched meta's steps read, names the cased target-language text the
+recaser's training reads as ``-mono``, and (``stock_set``) adds an evaluation set that restores case on the
+same test set as stock Moses does in that layout. Every line it does not change stays as it was; a changed
+line is kept, commented out, above its replacement. ``check`` names what keeps a config from running the
+recaser in its layout.
 """
 
 from __future__ import annotations
@@ -20,8 +23,40 @@ from moses_recaser.model.settings import DEV_SIZE
 _SECTION = re.compile(r"^\[(.+)\]")
 _PARAM = re.compile(r"^(\S+) = (.+)$")
 LOWERCASER = "$moses-script-dir/tokenizer/lowercase.perl"
+DETRUECASER = "$moses-script-dir/recaser/detruecase.perl"
 TRUECASING = ("input-truecaser", "output-truecaser", "detruecaser")
 MARK = "# moses-recaser-ems config: "
+# [LM] set settings whose tokenized-corpus is not the set's own cased target text
+_NOT_OWN_TEXT = ("parallel-corpus-stem", "concatenate-files", "concatenate-files-split", "bilingual-lm")
+_OWN_TEXT = ("raw-corpus", "tokenized-corpus", "get-corpus-script")
+_VARIABLE = re.compile(r"\$\{([a-z][a-z\-:\d]*)\}|\$([a-z][a-z\-:\d]*)", re.I)  # read_config's
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a config restores case, and the recaser in it: ``step`` is the patched meta's step that runs it,
+    in place of ``replaces``; ``settings``, added to ``recasing-settings``, fit its weights for what it reads;
+    ``stock``, the ``stock-recaser`` of a ``--stock-set`` set, is what stock Moses runs in its place."""
+
+    name: str
+    step: str
+    replaces: str
+    settings: str
+    stock: str
+
+
+LAYOUTS = {
+    "truecase": Layout(
+        "truecase",
+        "recase-truecased-output",
+        "detruecase-output (detruecase.perl)",
+        "-input-case cased",
+        "$detruecaser",
+    ),
+    "lowercase": Layout(
+        "lowercase", "recase-output", "recase-output (recase.perl)", "", "$moses-script-dir/recaser/recase.perl"
+    ),
+}
 
 
 @dataclass
@@ -148,34 +183,39 @@ class _Editor:
         return "".join(out)
 
 
-def merge(text: str, ems_command: str, stock_set: bool = False) -> Merged:
-    """The config switched to the bilingual recaser (see the module docstring). ``ems_command``: how EMS's
-    step scripts call moses-recaser-ems (an absolute path, so that they find it whatever their PATH)."""
+def layout_of(cfg: Config) -> Layout | None:
+    """The config's layout: truecase when it sets output-truecaser (EMS then runs detruecase-output, never
+    recase-output), lowercase when it sets output-lowercaser, None when its decoder writes cased text."""
+    if cfg.lookup("GENERAL", "output-truecaser") is not None:
+        return LAYOUTS["truecase"]
+    if cfg.lookup("GENERAL", "output-lowercaser") is not None:
+        return LAYOUTS["lowercase"]
+    return None
+
+
+def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool = False) -> Merged:
+    """The config with the bilingual recaser in its layout (see the module docstring); ``lowercase`` switches a
+    truecasing (or cased) config to lowercasing first. ``ems_command``: how EMS's step scripts call
+    moses-recaser-ems (an absolute path, so that they find it whatever their PATH)."""
     cfg = read_config(text)
     if not cfg.params and all(s.start < 0 for s in cfg.sections):
         raise RecaserError(
             "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
         )
-    ed = _Editor(cfg)
-    notes: list[str] = []
-    for p in [p for p in cfg.params if p.key in TRUECASING]:
-        ed.comment_out(p, "truecasing off: the recaser restores case from lowercased output")
-        notes.append(
-            f"[{p.section}] {p.key}: commented out (EMS runs detruecase-output, not a recaser, while "
-            "output-truecaser is set)"
+    layout = LAYOUTS["lowercase"] if lowercase else layout_of(cfg)
+    if layout is None:
+        raise RecaserError(
+            "this config neither truecases (output-truecaser) nor lowercases (output-lowercaser): its decoder "
+            "writes cased text; give --lowercase to switch it to lowercasing and the recaser"
         )
-    for key in ("input-lowercaser", "output-lowercaser"):
-        if cfg.lookup("GENERAL", key) is None:
-            ed.set("GENERAL", key, LOWERCASER, "")
-            notes.append(f"[GENERAL] {key} = {LOWERCASER}: the system translates lowercased text")
+    ed = _Editor(cfg)
+    notes = _to_lowercasing(cfg, ed) if layout.name == "lowercase" else [_kept_truecasing(cfg, layout)]
     recasing = cfg.section("RECASING")
     if recasing is not None and recasing.ignored:
         ed.enable(recasing)
         notes.append("[RECASING]: enabled (it was IGNORE)")
     ed.set("RECASING", "recaser-train", f'"{ems_command} train"', "moses-recaser: the recaser's training step")
-    if "-dev-size" not in (cfg.lookup("RECASING", "recasing-settings") or ""):  # not ours yet
-        cores = " -cores $cores" if cfg.lookup("GENERAL", "cores") else ""
-        ed.set("RECASING", "recasing-settings", f'"-dev-size {DEV_SIZE}{cores}"', "")
+    ed.set("RECASING", "recasing-settings", _recasing_settings(cfg, layout), "")
     if cfg.lookup("RECASING", "decoder") is None:
         ed.set("RECASING", "decoder", "$moses-bin-dir/moses", "")
     ed.set("EVALUATION", "recaser", f'"{ems_command} recase"', "moses-recaser: the recaser of every evaluation set")
@@ -186,25 +226,138 @@ def merge(text: str, ems_command: str, stock_set: bool = False) -> Merged:
         "report-precision-by-coverage: set (the decoder writes -t markers and word links, the recaser "
         "reads them)"
     )
+    notes.append(_mono_text(cfg, ed))
     if stock_set:
-        notes += _stock_set(cfg, ed)
+        notes += _stock_set(cfg, ed, layout)
     merged = ed.text()
     return Merged(merged, notes + check(read_config(merged)))
 
 
-def _stock_set(cfg: Config, ed: _Editor) -> list[str]:
-    """A copy of the first evaluation set that recases with Moses' recase.perl (trained by EMS on the same
-    cased corpus: the patched meta's [RECASING] train-stock)."""
+def _to_lowercasing(cfg: Config, ed: _Editor) -> list[str]:
+    """The lowercase layout: truecasing commented out (with output-truecaser set, EMS runs detruecase-output
+    and never recase-output), the lowercasers set where missing."""
+    notes = []
+    for p in [p for p in cfg.params if p.key in TRUECASING]:
+        ed.comment_out(p, "truecasing off (--lowercase): the recaser restores case from lowercased output")
+        notes.append(f"[{p.section}] {p.key}: commented out (--lowercase: the system translates lowercased text)")
+    for key in ("input-lowercaser", "output-lowercaser"):
+        if cfg.lookup("GENERAL", key) is None:
+            ed.set("GENERAL", key, LOWERCASER, "")
+            notes.append(f"[GENERAL] {key} = {LOWERCASER}: the system translates lowercased text")
+    return notes
+
+
+def _kept_truecasing(cfg: Config, layout: Layout) -> str:
+    kept = [k for k in TRUECASING if cfg.lookup("GENERAL", k) is not None]
+    return (
+        f"[GENERAL] {', '.join(kept)}: kept; the recaser runs in place of {layout.replaces}, as {layout.step}, "
+        "reading the truecased output (--lowercase switches to lowercasing instead)"
+    )
+
+
+def _recasing_settings(cfg: Config, layout: Layout) -> str:
+    """The layout's recasing-settings: ours (they hold -dev-size) kept but for -input-case, which the layout
+    decides; anything else (Moses' recasing-settings are train-recaser.perl's) replaced by the defaults."""
+    words = (_own(cfg, "RECASING", "recasing-settings") or "").split()
+    if "-dev-size" not in words:
+        cores = ["-cores", "$cores"] if cfg.lookup("GENERAL", "cores") else []
+        words = ["-dev-size", str(DEV_SIZE), *cores]
+    kept = [w for k, w in enumerate(words) if w != "-input-case" and (k == 0 or words[k - 1] != "-input-case")]
+    return '"' + " ".join([*kept, *layout.settings.split()]) + '"'
+
+
+def _own(cfg: Config, section: str, key: str) -> str | None:
+    """A setting as ``section`` sets it, read even where the section is IGNORE (merge enables [RECASING]),
+    else backed off as experiment.perl does."""
+    p = cfg.get(section, key)
+    return p.value if p is not None else cfg.lookup(section, key)
+
+
+def resolve(cfg: Config, section: str, value: str) -> str:
+    """``value`` with its ``$name`` and ``${name}`` replaced as experiment.perl's read_config does (from the set's
+    section, its module's, then [GENERAL]; ``$MODULE:name`` from that module); an unknown name stays."""
+    for _ in range(100):  # experiment.perl's limit: a circular definition stays unresolved
+
+        def value_of(m: re.Match[str]) -> str:
+            where, _, key = (m.group(1) or m.group(2)).rpartition(":")
+            return cfg.lookup(where or section, key) or m.group(0)
+
+        resolved = _VARIABLE.sub(value_of, value)
+        if resolved == value:
+            break
+        value = resolved
+    return value
+
+
+def _bitext_targets(cfg: Config) -> set[str]:
+    """The target-side files of the [CORPUS] sets, resolved: an LM corpus among them adds no text."""
+    return {
+        resolve(cfg, s, f"{stem}.$output-extension")
+        for s in cfg.sets("CORPUS")
+        for stem in (cfg.lookup(s, "raw-stem"), cfg.lookup(s, "tokenized-stem"))
+        if stem
+    }
+
+
+def lm_text_sets(cfg: Config) -> tuple[list[str], list[str]]:
+    """The [LM] sets whose tokenized-corpus is cased target-language text of their own, and those whose corpus
+    is a bitext's target side (no more text, and it holds the lines the recaser's training holds out as dev)."""
+    own: list[str] = []
+    bitext: list[str] = []
+    targets = _bitext_targets(cfg)
+    for s in cfg.sets("LM"):
+        if not any(cfg.lookup(s, k) for k in _OWN_TEXT) or any(cfg.lookup(s, k) for k in _NOT_OWN_TEXT):
+            continue
+        corpus = cfg.lookup(s, "raw-corpus") or cfg.lookup(s, "tokenized-corpus")
+        (bitext if corpus and resolve(cfg, s, corpus) in targets else own).append(s.split(":", 1)[1])
+    return own, bitext
+
+
+def _mono_text(cfg: Config, ed: _Editor) -> str:
+    """[RECASING] tokenized, the text Moses' own recaser trains on and the patched train step reads as -mono:
+    the config's own (raw or tokenized, read even where [RECASING] was IGNORE, which merge enables), else the
+    first [LM] set's tokenized corpus that is not a bitext's target side, cross-directed as Moses' example
+    configs suggest."""
+    for key in ("tokenized", "raw"):
+        if _own(cfg, "RECASING", key) is not None:
+            return f"[RECASING] {key}: kept; the recaser's training reads it (tokenized) as -mono"
+    sets, bitext = lm_text_sets(cfg)
+    passed = (
+        f"; {', '.join(f'[LM:{b}]' for b in bitext)} passed over: the bitext's target side, which holds the "
+        "recaser's held-out dev lines"
+        if bitext
+        else ""
+    )
+    if not sets:
+        return (
+            "no cased target-language text beyond the bitext ([RECASING] raw or tokenized, or an [LM] set's "
+            f"corpus): the recaser trains on the bitext alone{passed}"
+        )
+    ed.set("RECASING", "tokenized", f"[LM:{sets[0]}:tokenized-corpus]", "")
+    others = f"; {len(sets) - 1} other LM set(s) not read: -mono takes one" if len(sets) > 1 else ""
+    return (
+        f"[RECASING] tokenized = [LM:{sets[0]}:tokenized-corpus]: the recaser's training reads the LM corpus "
+        f"(cased, tokenized) as -mono{others}{passed}"
+    )
+
+
+def _stock_set(cfg: Config, ed: _Editor, layout: Layout) -> list[str]:
+    """A copy of the first evaluation set that restores case as stock Moses does in the layout, with
+    ``stock-recaser``: detruecase.perl (the config's own detruecaser) in the truecase layout, recase.perl
+    (trained by EMS on the same cased corpus: the patched meta's [RECASING] train-stock) in the lowercase."""
     sets = cfg.sets("EVALUATION")
     if not sets:
         return ["no [EVALUATION:set] to compare the stock recaser on: none added"]
     first = sets[0]
     name = f"{first}-stock"
-    lines = ["# the same test set, recased by Moses' own recaser (trained on the same corpus)\n"]
+    stock = layout.stock
+    if stock == "$detruecaser" and cfg.lookup("GENERAL", "detruecaser") is None:
+        stock = DETRUECASER
+    lines = [f"# the same test set, its case restored as stock Moses does ({stock})\n"]
     lines += [f"{p.key} = {_quoted(p.value)}\n" for p in cfg.params if p.section == first]
-    lines.append("stock-recaser = $moses-script-dir/recaser/recase.perl\n")
+    lines.append(f"stock-recaser = {stock}\n")
     ed.trailing.setdefault(name, []).extend(lines)
-    return [f"[{name}]: added, {first} recased by recase.perl (stock-recaser)"]
+    return [f"[{name}]: added, {first} with its case restored by {stock} (stock-recaser)"]
 
 
 def _quoted(value: str) -> str:
@@ -212,21 +365,31 @@ def _quoted(value: str) -> str:
 
 
 def check(cfg: Config) -> list[str]:
-    """What keeps the config from running moses-recaser, each with what to change."""
-    problems = []
-    if cfg.lookup("GENERAL", "output-truecaser") is not None:
-        problems.append(
-            "problem: output-truecaser is set, so EMS runs detruecase-output and never the recaser: "
-            "replace input-truecaser, output-truecaser and detruecaser with input-lowercaser and "
-            "output-lowercaser (moses-recaser-ems config --merge does it)"
-        )
+    """What keeps the config from running moses-recaser in its layout, each with what to change."""
+    layout = layout_of(cfg)
+    if layout is None:
+        problems = [
+            "problem: the config neither truecases (output-truecaser) nor lowercases (output-lowercaser), so "
+            "its decoder writes cased text and no step restores case (moses-recaser-ems config --merge "
+            "--lowercase switches it to lowercasing)"
+        ]
+    else:
+        problems = [f"note: {layout.name} layout: the patched meta runs the recaser as {layout.step}"]
     recasing = cfg.section("RECASING")
     if recasing is None or recasing.ignored:
         problems.append("problem: [RECASING] is missing or IGNORE: EMS trains no recaser")
     if cfg.lookup("EVALUATION", "recaser") is None and not any(cfg.get(s, "recaser") for s in cfg.sets("EVALUATION")):
-        problems.append("problem: no evaluation set sets 'recaser': EMS recases nothing")
+        what = "detruecase.perl runs" if layout is LAYOUTS["truecase"] else "EMS recases nothing"
+        problems.append(f"problem: no evaluation set sets 'recaser': {what}")
     if cfg.lookup("RECASING", "recaser-train") is None:
         problems.append('problem: [RECASING] recaser-train is not set ("moses-recaser-ems train")')
+    recaser = cfg.lookup("EVALUATION", "recaser") or ""
+    if recaser and "moses-recaser-ems" not in recaser:
+        problems.append(
+            f"note: recaser is {recaser!r}: the patched meta's steps pass it -trace, -source and -alignment, "
+            "which only moses-recaser-ems recase takes (Moses' recase.perl goes in a --stock-set set)"
+        )
+    problems += _check_settings(cfg, layout)
     if cfg.lookup("TRAINING", "config") is not None and cfg.lookup("TRAINING", "word-alignment") is None:
         problems.append(
             "note: [TRAINING] config is given, so EMS aligns nothing for the system, but the recaser's "
@@ -239,4 +402,23 @@ def check(cfg: Config) -> list[str]:
             "note: without report-precision-by-coverage the decoder writes no word links (.wa): the "
             "recaser uses its phrase spans only"
         )
+    if all(cfg.lookup("RECASING", k) is None for k in ("raw", "tokenized")):
+        problems.append(
+            "note: no [RECASING] raw or tokenized: the recaser's training reads no cased target-language text "
+            "beyond the bitext (-mono); e.g. tokenized = [LM:set:tokenized-corpus]"
+        )
     return problems
+
+
+def _check_settings(cfg: Config, layout: Layout | None) -> list[str]:
+    """recasing-settings against the layout: fitted for the input case the recaser will read."""
+    words = (cfg.lookup("RECASING", "recasing-settings") or "").split()
+    cased = any(w == "-input-case" and words[k + 1 : k + 2] == ["cased"] for k, w in enumerate(words))
+    if layout is LAYOUTS["truecase"] and not cased:
+        return [
+            "note: recasing-settings lack -input-case cased: the recaser's weights are fitted for lowercased "
+            "input, and it reads truecased output here"
+        ]
+    if layout is LAYOUTS["lowercase"] and cased:
+        return ["note: recasing-settings hold -input-case cased, but the recaser reads lowercased output here: drop it"]
+    return []

@@ -8,6 +8,18 @@ rewrite the steps it patches and leave every other line of the user's file byte 
 
 What the patch does is declared once, in ``PATCHES``; the steps it adds are in ``recaser.meta`` beside
 this module (``moses-recaser-ems meta`` merges them, the file is not a meta of its own).
+
+Which of the steps that write ``recased-output`` runs is decided by experiment.perl's conditions alone
+(``ignore-unless``: ignored unless one of the names is set, all of them after ``AND``; ``ignore-if``:
+ignored if one is set), so that exactly one runs in each evaluation set:
+
+===================================  ==========================  ===========================
+config of the set                    lowercase (no truecaser)    truecase (output-truecaser)
+===================================  ==========================  ===========================
+no ``recaser``                       recase-output, passed       detruecase-output (stock)
+``recaser``                          recase-output               recase-truecased-output
+``recaser`` and ``stock-recaser``    recase-output-stock         detruecase-output-stock
+===================================  ==========================  ===========================
 """
 
 from __future__ import annotations
@@ -162,6 +174,39 @@ def _recase_output_stock(base: Step | None, ours: Step | None, meta: Meta) -> di
     }
 
 
+def _with(attrs: dict[str, str], key: str, name: str) -> dict[str, str]:
+    """``attrs`` with ``name`` added to the names of ``key`` (experiment.perl keeps one ``ignore-if`` line)."""
+    return {**attrs, key: " ".join(dict.fromkeys([*attrs.get(key, "").split(), name]))}
+
+
+def _detruecase_output(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """Moses' step, ignored where the recaser takes its place: a config without ``recaser`` runs it as before."""
+    assert base is not None
+    return _with(base.attrs, "ignore-if", "recaser")
+
+
+def _detruecase_output_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """Moses' detruecase step, in truecasing sets that set ``stock-recaser`` (``$detruecaser``, what the set
+    would run without the recaser) where ``recaser`` ignores detruecase-output: the truecase layout's
+    comparison, beside the recaser's set. Without ``recaser``, detruecase-output runs and this is ignored."""
+    assert base is not None
+    return {
+        "in": base.names("in")[0],
+        "out": "recased-output",
+        "default-name": base.attrs.get("default-name", "evaluation/truecased"),
+        "ignore-unless": "AND output-truecaser recaser stock-recaser",
+        "rerun-on-change": "stock-recaser",
+        "template": "$stock-recaser < IN > OUT",
+    }
+
+
+def _tokenize_raw(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """Moses' step, ignored without ``raw``: the recaser's training then reads no ``-mono`` text (an empty
+    input) instead of tokenizing a file the config does not name."""
+    assert base is not None
+    return {**base.attrs, "ignore-unless": "raw"}
+
+
 def _remove_markup(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
     """Moses' step, also run when report-precision-by-coverage alone makes the decoder write -t markers."""
     assert base is not None
@@ -171,13 +216,23 @@ def _remove_markup(base: Step | None, ours: Step | None, meta: Meta) -> dict[str
 PATCHES: tuple[Patch, ...] = (
     Patch(
         "RECASING",
+        "tokenize",
+        _tokenize_raw,
+        note="changed: ignored without [RECASING] raw (the recaser's -mono text is then none, or 'tokenized')",
+    ),
+    Patch(
+        "RECASING",
         "consolidate-cased",
         _ours,
         before="train",
         note="added: the cased, cleaned bitext, consolidated from [CORPUS] as the truecaser's",
     ),
     Patch(
-        "RECASING", "train", _ours, note="replaced: moses-recaser-ems train on that bitext and TRAINING:word-alignment"
+        "RECASING",
+        "train",
+        _ours,
+        note="replaced: moses-recaser-ems train on that bitext and TRAINING:word-alignment, with [RECASING] "
+        "tokenized (if any) as -mono",
     ),
     Patch(
         "RECASING",
@@ -206,6 +261,29 @@ PATCHES: tuple[Patch, ...] = (
         derive_from="recase-output",
         after="recase-output",
         note="added: recase.perl, in evaluation sets that set stock-recaser",
+    ),
+    Patch(
+        "EVALUATION",
+        "detruecase-output",
+        _detruecase_output,
+        note="changed: ignored when recaser is set (truecasing configs without it run it as before)",
+    ),
+    Patch(
+        "EVALUATION",
+        "recase-truecased-output",
+        _recase_output,
+        derive_from="detruecase-output",
+        after="detruecase-output",
+        note="added: the recaser in detruecase-output's place, reading what recase-output reads, when both "
+        "output-truecaser and recaser are set",
+    ),
+    Patch(
+        "EVALUATION",
+        "detruecase-output-stock",
+        _detruecase_output_stock,
+        derive_from="detruecase-output",
+        after="detruecase-output",
+        note="added: detruecase.perl, in truecasing evaluation sets that set stock-recaser",
     ),
 )
 
