@@ -175,3 +175,20 @@ def test_wmt21_references_count_as_held_out(tmp_path):
     assert held[2].read_text(encoding="utf-8") == "Reference sentence one , about Some Names here .\n"  # tokenized
     with pytest.raises(RecaserError, match="repeats 1 of the 1 target lines of newstest2021"):
         monolingual_text(cfg, root, tmp_path / "cache", held)
+
+
+def test_dev_reference_lines_in_the_mono_text_are_left_out(tico, tmp_path):
+    """An LM corpus often holds the bitext's target side, dev included (moses-recaser-ems holds dev out of the
+    bitext): the LM and the forms must not have seen the lines the weights are fitted on."""
+    from moses_recaser.stats.tables import Tables
+
+    extra = "Zorglubia is a country .\n"
+    (tmp_path / "with_dev.en").write_text((tico / "dev.en").read_text(encoding="utf-8") + extra, encoding="utf-8")
+    (tmp_path / "without.en").write_text(extra, encoding="utf-8")
+    common = ["-q", "train", "--source", str(tico / "train.fr"), "--target", str(tico / "train.en")]
+    common += ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en"), "--max-iter", "1"]
+    for name in ("with_dev", "without"):
+        assert main([*common, "--monolingual", str(tmp_path / f"{name}.en"), "-o", str(tmp_path / name)]) == 0
+    a, b = (Tables.load(tmp_path / name).forms for name in ("with_dev", "without"))
+    assert list(a.vocab) == list(b.vocab) and (a.count == b.count).all() and (a.initial == b.initial).all()
+    assert "Zorglubia" in list(a.vocab)

@@ -254,7 +254,8 @@ def train(
             tables, lm_path = preloaded.tables, preloaded.lm_path
         else:
             assert train is not None
-            tables, lm_path = _train_statistics(train, train_set, settings, lmplz, work, jobs)
+            dev_lines = frozenset(" ".join(t.target) for t in dev_set)
+            tables, lm_path = _train_statistics(train, train_set, settings, lmplz, work, jobs, dev_lines)
         files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
 
     if dev_output is None:
@@ -344,15 +345,23 @@ def _read_and_align(
 
 
 def _train_statistics(
-    train: Bitext, train_set: list[Triple], settings: TrainSettings, lmplz: str | None, work: Path, jobs: int
+    train: Bitext,
+    train_set: list[Triple],
+    settings: TrainSettings,
+    lmplz: str | None,
+    work: Path,
+    jobs: int,
+    dev_lines: frozenset[str] = frozenset(),
 ) -> tuple[Tables, Path]:
-    """Tables and LM of the training bitext: from the triples in memory when it was read, else streamed."""
+    """Tables and LM of the training bitext: from the triples in memory when it was read, else streamed; the
+    monolingual text less ``dev_lines`` (the dev reference: it often holds the bitext's target side, from
+    which dev may have been held out)."""
+    mono = settings.monolingual
     if train_set or train.alignment is None:
-        corpus = Corpus(triples=train_set, mono=settings.monolingual)
+        corpus = Corpus(triples=train_set, mono=mono, exclude=dev_lines)
     else:
-        corpus = Corpus(
-            files=(train.source, train.target, train.alignment), lines=train.lines, mono=settings.monolingual
-        )
+        files = (train.source, train.target, train.alignment)
+        corpus = Corpus(files=files, lines=train.lines, mono=mono, exclude=dev_lines)
     tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs)
     return tables, lm_path
 

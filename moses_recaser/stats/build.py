@@ -62,6 +62,8 @@ class Corpus:
     lines: tuple[int, int] | None = None
     triples: Sequence[Triple] | None = None
     mono: Sequence[str] = field(default_factory=tuple)
+    # lines of ``mono`` left out (tokens joined by spaces): the dev reference, which the LM must not have seen
+    exclude: frozenset[str] = frozenset()
 
     def targets(self) -> Iterator[list[str]]:
         """The LM's text: the bitext's target sentences, then the target-language text's (empty lines left
@@ -72,7 +74,9 @@ class Corpus:
             for piece in pieces(self.files[1:2], 1, self.lines):
                 yield from (split_tokens(x) for _, x in read_piece(piece))
         for path in self.mono:
-            yield from (toks for toks in map(split_tokens, read_lines(path)) if toks)
+            yield from (
+                toks for toks in map(split_tokens, read_lines(path)) if toks and " ".join(toks) not in self.exclude
+            )
 
 
 @dataclass
@@ -99,6 +103,7 @@ def statistics(
         corpus.triples,
         work,
         quiet,
+        corpus.exclude,
     )
     tables = Tables.from_counts(counts)
     log.info(

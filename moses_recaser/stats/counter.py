@@ -14,7 +14,7 @@ only) and, for a bitext, Pharaoh ``i-j`` word links, as Moses' alignment files h
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -226,8 +226,11 @@ def _links(lines: list[str], path: str, first_line: int) -> Links:
     return Links.of(per, lambda s: (path, first_line + s))
 
 
-def count_piece(piece: Piece, order: int, progress: Callable[[int], None] | None = None) -> Counter:
-    """Count one piece, a chunk of lines at a time."""
+def count_piece(
+    piece: Piece, order: int, progress: Callable[[int], None] | None = None, exclude: Collection[str] = ()
+) -> Counter:
+    """Count one piece, a chunk of lines at a time; lines of target-language text whose tokens, joined by
+    spaces, are in ``exclude`` (a dev set's reference) are left out."""
     counter = Counter(order)
     readers = [read_piece(piece, k) for k in range(len(piece.files))]
     done = 0
@@ -239,7 +242,7 @@ def count_piece(piece: Piece, order: int, progress: Callable[[int], None] | None
             src, tgt, align = rows[0][1], rows[1][1], rows[2][1]
             counter.add(_tokens(list(tgt)), _tokens(list(src)), _links(list(align), piece.files[2], first_line))
         else:  # empty lines of target-language text are no sentences
-            counter.add([x for x in _tokens(list(rows[0][1])) if x])
+            counter.add([x for x in _tokens(list(rows[0][1])) if x and not (exclude and " ".join(x) in exclude)])
         done += n
         if progress is not None:
             progress(n)

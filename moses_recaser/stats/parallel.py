@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
 from pathlib import Path
 
@@ -35,17 +35,19 @@ def count_corpus(
     triples: Iterable[Triple] | None = None,
     work: Path | None = None,
     quiet: bool = False,
+    exclude: Collection[str] = frozenset(),
 ) -> Counts:
     """The counts of a word-aligned bitext (files: source, target, alignment; lines [start, end) of them) or of
     word-aligned ``triples`` in memory, and of target-language text (``mono`` files, empty lines left out),
-    counted in ``jobs`` processes; the same counts whatever ``jobs`` is."""
+    counted in ``jobs`` processes; the same counts whatever ``jobs`` is. Target-language lines in ``exclude``
+    (tokens joined by spaces: the dev reference) are not counted."""
     check_workers(jobs, "--jobs")
     parts = (pieces(bitext, jobs, lines) if bitext else []) + [p for m in mono for p in pieces([m], jobs)]
     first = [counter_of_triples(triples, order).arrays()] if triples is not None else []
     total = sum(p.lines for p in parts)
     if jobs <= 1 or len(parts) <= 1:
         with _progress(total, quiet) as tick:
-            return merge(chain(first, (count_piece(p, order, tick).arrays() for p in parts)), order)
+            return merge(chain(first, (count_piece(p, order, tick, exclude).arrays() for p in parts)), order)
     import multiprocessing as mp
 
     from moses_recaser.outputs import work_dir
@@ -54,7 +56,9 @@ def count_corpus(
     with work_dir("moses-recaser-counts", work) as tmp:
         done = ctx.Value("q", 0)
         with _progress(total, quiet, done), ctx.Pool(jobs, initializer=_init_worker, initargs=(done,)) as pool:
-            paths = pool.starmap(_count_to_file, [(p, order, f"{tmp}/shard.{i}.npz") for i, p in enumerate(parts)])
+            paths = pool.starmap(
+                _count_to_file, [(p, order, f"{tmp}/shard.{i}.npz", exclude) for i, p in enumerate(parts)]
+            )
         return merge(chain(first, map(load_shard, paths)), order)
 
 
@@ -67,7 +71,7 @@ def _init_worker(done: object) -> None:
     _DONE["value"] = done
 
 
-def _count_to_file(piece: Piece, order: int, path: str) -> str:
+def _count_to_file(piece: Piece, order: int, path: str, exclude: Collection[str]) -> str:
     """Count a piece into a shard file (returned), adding its lines to the shared count as they are done."""
     done = _DONE["value"]
 
@@ -75,7 +79,7 @@ def _count_to_file(piece: Piece, order: int, path: str) -> str:
         with done.get_lock():  # type: ignore[attr-defined]
             done.value += n  # type: ignore[attr-defined]
 
-    save_npz(path, count_piece(piece, order, tick).arrays())
+    save_npz(path, count_piece(piece, order, tick, exclude).arrays())
     return path
 
 
