@@ -101,6 +101,16 @@ class Vocab:
             return self._added[i - self._stored]
         return str(self._blob[self._offsets[i] : self._offsets[i + 1]], "utf-8")
 
+    def strings(self, ids: np.ndarray) -> list[str]:
+        """The string of each number in ``ids`` (each distinct one decoded once)."""
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        stored = uniq[uniq < self._stored]
+        starts, ends = self._offsets[stored].tolist(), self._offsets[stored + 1].tolist()
+        blob = self._blob
+        decoded = [str(blob[a:b], "utf-8") for a, b in zip(starts, ends)]
+        decoded += [self._added[i - self._stored] for i in uniq[len(stored) :].tolist()]
+        return [decoded[k] for k in inverse.tolist()]
+
     def __iter__(self) -> Iterator[str]:
         blob, off = bytes(self._blob), self._offsets.tolist()
         yield from (blob[off[i] : off[i + 1]].decode("utf-8") for i in range(self._stored))

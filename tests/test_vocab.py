@@ -59,3 +59,13 @@ def test_add_all_numbers_new_words_in_order_of_first_occurrence(stored):
         assert bulk.words_from(start) == list(one)[start:]
     assert list(bulk) == list(one) and bulk.words_from(0) == list(one)
     assert bulk.numbers(["d", "q"]).tolist() == [list(one).index("d"), -1]
+
+
+def test_strings_of_many_numbers_at_once():
+    """``strings`` gives what indexing gives, for stored and added strings, repeated and in any order."""
+    v = Vocab.of(["a", "Öl", "b", "naïve"])
+    v.add("new")
+    v.add("ßig")
+    ids = np.array([5, 0, 1, 4, 1, 3, 5, 2, 0])
+    assert v.strings(ids) == [v[i] for i in ids.tolist()]
+    assert v.strings(np.zeros(0, dtype=np.int64)) == []

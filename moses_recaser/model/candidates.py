@@ -52,7 +52,7 @@ class Facts:
 
 @dataclass
 class SourceFacts:
-    """Per-source-key columns (``Candidates.source_id``)."""
+    """Per-source-key columns (``Candidates.source_ids``)."""
 
     cased: np.ndarray = column(np.int64)  # id among the cased table's sources (-1: none)
     lower: np.ndarray = column(np.int64)  # id of its lowercase among the lowercase table's sources (-1: none)
@@ -96,7 +96,7 @@ class Candidates:
         self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
         # stored training forms by lowercase (load): lowercase -> row, offsets, form ids
         self._seen: tuple[Vocab, np.ndarray, np.ndarray] | None = None
-        self.sources = Vocab.of([])  # source key -> id (source_id)
+        self.sources = Vocab.of([])  # source key -> id (source_ids)
         self._src_facts = Columns(_SOURCE_FACTS)
 
     @cached_property
@@ -169,10 +169,19 @@ class Candidates:
             i = self._strip_of[word] = self._strip.add(casing.strip_diacritics(word))
         return i
 
+    def strip_ids(self, words: list[str]) -> list[int]:
+        """``strip_id`` of each word, the new ones numbered together."""
+        new = [w for w in dict.fromkeys(words) if w not in self._strip_of]
+        if new:
+            self._strip_of.update(zip(new, self._strip.add_all([casing.strip_diacritics(w) for w in new]).tolist()))
+        return [self._strip_of[w] for w in words]
+
     def _describe(self, forms: list[str]) -> dict[str, list]:
         """The facts (``Facts``) of each form, a column at a time."""
-        is_cap, strip_id, training = casing.is_capitalized, self.strip_id, self.is_training_type
+        is_cap, training = casing.is_capitalized, self.is_training_type
         heads = [c.split("-", 1)[0] if "-" in c else c for c in forms]
+        cap_heads = [is_cap(h) for h in heads]
+        head_ids = self.strip_ids([h for h, c in zip(heads, cap_heads) if c])[::-1]
         n = len(forms)
         return {
             "cap": list(map(is_cap, forms)),
@@ -180,12 +189,12 @@ class Candidates:
             "prior": self.prior.log_probs(forms) if self.prior is not None else [0.0] * n,
             "unseen": (self.tables.forms.vocab.numbers(forms) < 0).tolist(),
             "short": [len(c) <= 3 or sum(map(str.isalpha, c)) <= 3 for c in forms],
-            "strip": list(map(strip_id, forms)),
+            "strip": self.strip_ids(forms),
             "cased": self.tables.cased.tgt_vocab.numbers(forms).tolist(),
             "upper": list(map(casing.is_upper_word, forms)),
             "lm": self.lm_ids(forms).tolist() if self.lm_ids is not None else [-1] * n,
             "oov": [not training(casing.lower(c)) for c in forms],
-            "head": [strip_id(h) if is_cap(h) else -1 for h in heads],
+            "head": [head_ids.pop() if c else -1 for c in cap_heads],
         }
 
     def segment(self, ids: Sequence[int]) -> tuple[int, int]:
@@ -291,21 +300,23 @@ class Candidates:
     def _settings(self) -> list[int]:
         return [int(self.prior is not None), self.max_candidates, self.lm_vocab]
 
-    def source_id(self, key: str) -> int:
-        i = self.sources.get(key)
-        if i < 0:
-            i = self.sources.add(key)
-            t = casing.tag(key)
+    def source_ids(self, keys: list[str]) -> list[int]:
+        """The id of each source key (a source word as the tables know it), the new ones described together."""
+        start = len(self.sources)
+        ids = self.sources.add_all(keys)
+        new = self.sources.words_from(start)
+        if new:
+            tags = [casing.tag(k) for k in new]
             self._src_facts.add(
                 {
-                    "cased": [self.tables.cased.src_vocab.get(key)],
-                    "lower": [self.tables.lower.src_vocab.get(casing.lower(key))],
-                    "tag": [int(t)],
-                    "has_case": [t is not Tag.AN],
-                    "upper": [casing.is_upper_word(key)],
+                    "cased": self.tables.cased.src_vocab.numbers(new).tolist(),
+                    "lower": self.tables.lower.src_vocab.numbers([casing.lower(k) for k in new]).tolist(),
+                    "tag": [int(t) for t in tags],
+                    "has_case": [t is not Tag.AN for t in tags],
+                    "upper": [casing.is_upper_word(k) for k in new],
                 }
             )
-        return i
+        return ids.tolist()
 
     def source_facts(self) -> SourceFacts:
         return SourceFacts(**{name: self._src_facts[name] for name, _ in _SOURCE_FACTS})

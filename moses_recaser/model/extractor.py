@@ -220,10 +220,14 @@ class FeatureExtractor:
         }
 
     def _describe_source(self, words: list[str]) -> dict[str, list]:
-        keys, source_id = self._keys, self._source_id
+        keys = self._keys
         low = [casing.lower(w) for w in words]
-        sid = [source_id(w, False) for w in words]
+        sid = self.candidates.source_ids(words)
         telling = [_telling_case(w) for w in words]
+        by_position = [k for k, (w, x, t) in enumerate(zip(words, low, telling)) if not (w == x or t)]
+        key_pos = list(sid)
+        for k, i in zip(by_position, self.candidates.source_ids([self._as_known(words[k]) for k in by_position])):
+            key_pos[k] = i
         return {
             "letter": [casing.has_letter(w) for w in words],
             "end": [w in SENTENCE_END for w in words],
@@ -231,10 +235,10 @@ class FeatureExtractor:
             "cap": [casing.is_capitalized(w) for w in words],
             "long": [len(w) > 3 for w in words],
             "telling": telling,
-            "strip_id": list(map(self.candidates.strip_id, words)),
+            "strip_id": self.candidates.strip_ids(words),
             "key": sid,
             # a lowercase word, and a word whose case position does not explain, is its own positional key
-            "key_pos": [k if w == x or t else source_id(w, True) for w, x, k, t in zip(words, low, sid, telling)],
+            "key_pos": key_pos,
             "low": keys.add_all(low).tolist(),
             "strip": keys.add_all([casing.strip_diacritics(x) for x in low]).tolist(),
             "len": list(map(len, low)),
@@ -248,11 +252,6 @@ class FeatureExtractor:
     def _parts(self, word: str) -> list[int]:
         """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""
         return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
-
-    def _source_id(self, word: str, positional: bool) -> int:
-        """``Candidates.source_id`` of a source word as the tables know it (``_as_known``) when it is
-        capitalized by its position."""
-        return self.candidates.source_id(self._as_known(word) if positional else word)
 
     def _as_known(self, word: str) -> str:
         """A source word capitalized by its position as the tables know it: in lowercase if they know it only

@@ -62,7 +62,7 @@ class BatchFacts:
     part_keys: np.ndarray  # (sentence << 32) + Candidates.strip_id of each capitalized part of a hyphenated source word
     spans: np.ndarray | None  # (N,) candidate id of each word's source span form (-1: none)
     pair_pos: np.ndarray  # (P,) (target word, aligned source word) pairs: the word ...
-    pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_id)
+    pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_ids)
     gold: list[np.ndarray | None]
     gen_misses: list[int]
     fixed: dict[int, str] = field(default_factory=dict)  # words a constraint fixed, and its name

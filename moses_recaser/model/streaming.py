@@ -15,7 +15,7 @@ from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
 from moses_recaser.workers import check_workers, worker_signals
 
-CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
+CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
 
 
