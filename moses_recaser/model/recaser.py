@@ -24,7 +24,6 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.batch import gc_paused
-from moses_recaser.model.crf import make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import Weights, mode_of
@@ -291,6 +290,8 @@ class Recaser:
             return []
         w = self.weights.matrix()[modes[0]]
         best = flat.best_paths(flat.unary @ w[1:], np.array([w[0]]))[0]
+        from moses_recaser.model.crf import make_batches  # the training code, for this one view
+
         (batch,) = make_batches([flat])
         unary, lm = batch.unary[0], batch.lm[0]
         padded = [0, 0] + best.tolist() + [0]

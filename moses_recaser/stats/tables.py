@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,8 +37,10 @@ from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.keyset import KeySet
 from moses_recaser.modeldir import MappedArrays, check_range, save_npz, text_array, words_of
-from moses_recaser.stats.merge import Counts
 from moses_recaser.vocab import Vocab
+
+if TYPE_CHECKING:  # recasing loads tables without the counting code
+    from moses_recaser.stats.merge import Counts
 
 N_TAGS = len(Tag)
 
