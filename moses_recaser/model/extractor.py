@@ -325,29 +325,33 @@ class FeatureExtractor:
 
     def _decoded(self, b: BatchFacts, decoded: Sequence[Sequence[str] | None]) -> None:
         """``b.decoded``: the candidate id of each word as its sentence came (-1 in sentences that came
-        lowercased). At a sentence start (``truecaser.sentence_starts``) the input's case tells nothing of the
-        word (truecase.perl lowercases it, a cased system capitalizes it), so the id is -1 there, unless the
-        form is of mixed case, and ``b.decoded_start`` holds the id of the form with its first letter
-        capitalized, as detruecase.perl makes it. Forms GEN lacks ('CSeries') join the word's GEN."""
+        lowercased), and ``b.decoded_truecased``: the line starts in lowercase, as truecased output does. In such
+        a line, a word at a sentence start (``truecaser.sentence_starts``) has the form truecase.perl gave it,
+        which tells nothing of its case there, so its id is -1, unless the form is of mixed case, and
+        ``b.decoded_start`` holds the id of the form with its first character capitalized, as detruecase.perl
+        makes it (in a line that starts with a capital, a sentence start's form counts as it is, and
+        ``decoded_start`` holds it too). Forms GEN lacks ('CSeries') join the word's GEN."""
         C, layout = self.candidates, b.layout
         ids = np.full(len(b.start), -1, dtype=np.int64)
         start = ids.copy()
+        truecased = np.zeros(len(decoded), dtype=bool)
         for s, words in enumerate(decoded):
             if words is None:
                 continue
-            starts = [
-                f and casing.has_letter(w) and casing.tag(w) is not Tag.MX
-                for w, f in zip(words, sentence_starts(words))
-            ]
+            first = next((w for w in words if casing.has_letter(w)), "")
+            truecased[s] = casing.has_letter(first) and casing.tag(first) is Tag.AL
+            at_start = sentence_starts(words)
+            starts = [f and casing.has_letter(w) and casing.tag(w) is not Tag.MX for w, f in zip(words, at_start)]
             forms = [detruecased(w) if f else w for w, f in zip(words, starts)]
-            C.add(forms)
+            C.add([*words, *forms])
             at = int(layout.tgt_start[s]) + np.arange(len(words))
-            numbers = C.strings.numbers(forms)
             flags = np.array(starts, dtype=bool)
-            ids[at[~flags]], start[at[flags]] = numbers[~flags], numbers[flags]
+            start[at[flags]] = C.strings.numbers(forms)[flags]
+            as_is = C.strings.numbers(list(words))
+            ids[at] = np.where(flags, -1, as_is) if truecased[s] else as_is
         self._join_gen(b, ids)
         self._join_gen(b, start)
-        b.decoded, b.decoded_start = ids, start
+        b.decoded, b.decoded_start, b.decoded_truecased = ids, start, truecased
 
     def _join_gen(self, b: BatchFacts, want: np.ndarray) -> None:
         """Add the candidate ``want[g]`` to the GEN of each word g that lacks it (-1: none)."""
