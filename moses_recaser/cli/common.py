@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from moses_recaser import __version__
-from moses_recaser.cli.options import add, check_required
+from moses_recaser.cli.options import add, finish_settings
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.outputs import STDOUT, check_output, write_error
@@ -148,7 +148,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     try:
         with contextlib.redirect_stdout(shown):
             args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
-        check_required(args.subparser, args)
+        finish_settings(args.subparser, args)
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())
     _setup_logging(args, prog)

@@ -240,11 +240,12 @@ class Recaser:
 
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
-        """Recased target tokens for each triple (empty targets give empty lists). A NaN met on the way (a model
-        whose numbers were edited to fit their checksums: a negative count, a NaN probability) is a RecaserError,
-        not a warning and a wrong answer."""
+        """Recased target tokens for each triple (empty targets give empty lists). A NaN, a division by zero or an
+        overflow met on the way (a model whose numbers were edited to fit their checksums: a negative count, a
+        NaN probability) is a RecaserError, not a warning and a wrong answer; code that means to divide by zero
+        (a log of 0) says so in an errstate of its own."""
         try:
-            with np.errstate(invalid="raise"):
+            with np.errstate(invalid="raise", divide="raise", over="raise"):
                 return self._recased(triples)
         except FloatingPointError as exc:
             raise RecaserError(

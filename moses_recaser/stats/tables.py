@@ -36,7 +36,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.keyset import KeySet
-from moses_recaser.modeldir import MappedArrays, check_range, save_npz, text_array, words_of
+from moses_recaser.modeldir import MappedArrays, check_range, check_shapes, save_npz, text_array, words_of
 from moses_recaser.vocab import Vocab
 
 if TYPE_CHECKING:  # recasing loads tables without the counting code
@@ -60,6 +60,14 @@ class TranslationTable:
     def __post_init__(self) -> None:
         n_links = float(self.tgt_count.sum())
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
+
+    def check(self, what: str) -> None:
+        """Arrays loaded from a model fit each other: a count per pair, a total and a type count per source word, a
+        count per target word (a look at their shapes, not a pass over them: a negative count is met where it is
+        used, as a division by zero or a NaN, ``Recaser.recase_batch``). Raises ValueError (a damaged model)."""
+        check_shapes(what, {"counts": self.counts}, "iu", len(self.pairs))
+        check_shapes(what, {"src_total": self.src_total, "src_types": self.src_types}, "iu", len(self.src_vocab))
+        check_shapes(what, {"tgt_count": self.tgt_count}, "iu", len(self.tgt_vocab))
 
     @classmethod
     def from_pairs(
@@ -203,6 +211,9 @@ class Tables:
                 pairs=KeySet.load(arrays, f"{name}.pairs"),
                 **{attr: arrays[f"{name}_{attr}"] for attr in ("counts", "src_total", "src_types", "tgt_count")},
             )
+            tts[name].check(f"{name} table")
+        if arrays["tag_counts"].shape != (N_TAGS, N_TAGS):
+            raise ValueError(f"tag table: tag_counts has shape {arrays['tag_counts'].shape}, not {(N_TAGS, N_TAGS)}")
         check_range("forms", {"forms_count": arrays["forms_count"]}, 0, np.iinfo(np.int64).max)
         check_range(
             "forms", {"forms_count - forms_initial": arrays["forms_count"] - arrays["forms_initial"]}, 0, np.inf
