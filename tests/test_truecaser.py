@@ -90,3 +90,12 @@ def test_sentence_starts_are_those_detruecase_perl_capitalizes(tmp_path):
         for line in lines
     ]
     assert ours == theirs
+
+
+def test_a_rare_form_is_not_known_with_a_minimum_share():
+    """``min_share``: a form that makes less than that share of its word's counts (a headline's 'Next') is not
+    kept; truecase.perl's model (share 0) keeps every form seen."""
+    lines = [["a", "next", "day"]] * 19 + [["The", "Next", "Day"]]
+    assert truecaser_of(lines).truecase(["the", "Next", "day"]) == ["the", "Next", "day"]
+    tc = Truecaser.of_forms(Tables.from_counts(count_text(lines, order=1)).forms, min_share=0.1)
+    assert tc.truecase(["the", "Next", "day"]) == ["the", "next", "day"]

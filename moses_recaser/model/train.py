@@ -20,13 +20,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from moses_recaser import casing
 from moses_recaser.casing import has_case
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
@@ -48,7 +49,7 @@ from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
-from moses_recaser.truecaser import Truecaser
+from moses_recaser.truecaser import Truecaser, sentence_starts
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,7 @@ def train(
         dev_triples, dev_refs = dev_output.triples(dev, dev_set)
     punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
     names = feature_names(settings.feature_set, punct, decoded=settings.input_case == "cased")
-    dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else None
+    dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else []
 
     with _timed(report, "lattices"):
         extractor = FeatureExtractor(
@@ -384,15 +385,51 @@ def _cross_validated_sigma(
     return select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale, jobs)
 
 
-def _dev_cased(dev_triples: Sequence[Triple], tables: Tables, decoder_output: bool) -> list[list[str]]:
-    """The dev words as a truecased system would output them, to fit the weights of cased input: the dev
-    reference truecased as Moses' truecase.perl would (``truecaser``, from the training target's forms), or
-    the decoder's output for dev as it is (truecased, when its system truecases; lowercased output is
-    truecased too)."""
-    truecaser = Truecaser.of_forms(tables.forms)
-    return [
-        list(t.target) if decoder_output and has_case(t.target) else truecaser.truecase(t.target) for t in dev_triples
-    ]
+def _dev_cased(dev_triples: Sequence[Triple], tables: Tables, decoder_output: bool) -> list[list[list[str]]]:
+    """The dev words as output with case would come, to fit the weights of cased input, in each form such output
+    takes: the decoder's output for dev as the decoder cased it (lowercased output truecased), or else the dev
+    reference twice: cased as a truecased Moses system would output it (``as_decoded``), and as it is (what a
+    cased MT system outputs at best)."""
+    truecaser = Truecaser.of_forms(tables.forms, DECODED_SHARE)
+    if decoder_output:
+        return [[list(t.target) if has_case(t.target) else truecaser.truecase(t.target) for t in dev_triples]]
+    forms = _forms_by_lower(tables)
+    return [[as_decoded(t, tables, truecaser, forms) for t in dev_triples], [list(t.target) for t in dev_triples]]
+
+
+# a form makes at least this share of its word's training counts for a truecased system to output it unprompted:
+# rarer ones (a headline's capitals, 'Next' in a title) come out of the decoder in the word's usual form
+DECODED_SHARE = 0.1
+
+
+def _forms_by_lower(tables: Tables) -> dict[str, list[str]]:
+    """The training target's forms of each lowercase word (those seen where they do not start a sentence)."""
+    forms: dict[str, list[str]] = {}
+    for form, n in zip(tables.forms.vocab, (tables.forms.count - tables.forms.initial).tolist()):
+        if n > 0:
+            forms.setdefault(casing.lower(form), []).append(form)
+    return forms
+
+
+def as_decoded(t: Triple, tables: Tables, truecaser: Truecaser, forms: Mapping[str, Sequence[str]]) -> list[str]:
+    """A reference sentence cased as a truecased Moses system would likely output it: truecase.perl's form (with
+    ``DECODED_SHARE``), except that a word linked to source words whose training forms differ takes the form
+    those source words translate to most (p(E|F) of the cased table, summed over them), as the decoder's phrase
+    table would give it, right or wrong for this sentence (a sentence start keeps truecase.perl's form)."""
+    out = truecaser.truecase(t.target)
+    aligned: dict[int, list[str]] = {}
+    for i, j in t.links or []:
+        aligned.setdefault(j, []).append(t.source[i])
+    table = tables.cased
+    for j, start in enumerate(sentence_starts(out)):
+        options = forms.get(casing.lower(t.target[j]), ())
+        if start or len(options) < 2 or j not in aligned:
+            continue
+        src = table.src_vocab.numbers([w if w in table.src_vocab else casing.lower(w) for w in aligned[j]])
+        tgt = table.tgt_vocab.numbers(list(options))
+        p = table.probs(np.repeat(src, len(tgt)), np.tile(tgt, len(src))).reshape(len(src), len(tgt)).sum(axis=0)
+        out[j] = options[int(np.argmax(p))]
+    return out
 
 
 def _fit_modes(
@@ -404,28 +441,27 @@ def _fit_modes(
     names: list[str],
     report: TrainReport,
     jobs: int = 1,
-    dev_cased: Sequence[Sequence[str]] | None = None,
+    dev_cased: Sequence[Sequence[Sequence[str]]] = (),
 ) -> tuple[Weights, list[tuple[int, float, float]]]:
     """The weights of every input mode (``modes.MODES``), each fitted on dev lattices of what the mode has,
     starting from the weights of the mode before it (the modes read nested or near sets of features, so the
-    fits start close to their optimum); with ``dev_cased`` (the dev words as cased input would have them), the
-    weights of ``modes.CASED_MODES`` too, each starting from its lowercase twin's. The report gets the dev
-    figures and the fit of the first mode (both)."""
+    fits start close to their optimum); with ``dev_cased`` (the dev words as cased input would have them, in
+    one or more variants, each a copy of the dev lattices), the weights of ``modes.CASED_MODES`` too, each
+    starting from its lowercase twin's. The report gets the dev figures and the fit of the first mode (both)."""
     by_mode: dict[str, np.ndarray] = {}
     previous: np.ndarray | None = None
     scale: np.ndarray | None = None
     fit_log: list[tuple[int, float, float]] = []
-    held_cased = (
-        [[Truecaser.of_forms(fx.tables.forms).truecase(t.target) for t in held] for fx, held in heldout]
-        if dev_cased is not None
-        else [None] * len(heldout)
-    )
-    for mode in MODES + (CASED_MODES if dev_cased is not None else ()):
+    held_cased = [[Truecaser.of_forms(fx.tables.forms).truecase(t.target) for t in held] for fx, held in heldout]
+    for mode in MODES + (CASED_MODES if dev_cased else ()):
+        views = [mode.view(t) for t in dev_triples]
         if mode.cased:
             previous = by_mode[mode.name.removesuffix(CASE_SUFFIX)]
-        flats, words, hits = reference_lattices(
-            extractor, [mode.view(t) for t in dev_triples], dev_refs, dev_cased if mode.cased else None
-        )
+            flats, words, hits = reference_lattices(extractor, views, dev_refs, dev_cased[0])
+            for variant in dev_cased[1:]:
+                flats += reference_lattices(extractor, views, dev_refs, variant)[0]
+        else:
+            flats, words, hits = reference_lattices(extractor, views, dev_refs)
         for (fold_extractor, held), cased in zip(heldout, held_cased):
             view = [mode.view(t) for t in held]
             flats += reference_lattices(fold_extractor, view, decoded=cased if mode.cased else None)[0]
