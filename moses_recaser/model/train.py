@@ -328,16 +328,27 @@ def _read_and_align(
 ) -> tuple[list[Triple], bool]:
     """The training sentences read into memory (only where that cannot be avoided: eflomal, held-out folds),
     and whether eflomal aligned anything: the training bitext without an alignment, and dev when ``dev_links``
-    (decoder output has the decoder's alignment). Aligned triples get their links in place."""
-    in_memory = train is not None and (train.alignment is None or dev_links or settings.heldout_sentences)
+    (decoder output has the decoder's alignment). Aligned triples get their links in place. A training bitext
+    with its alignment is not read into memory for dev's sake: dev is aligned alone, with eflomal priors made
+    from the training alignment (``eflomal.priors_of_alignment``), which also go into the model."""
+    in_memory = train is not None and (train.alignment is None or settings.heldout_sentences)
     train_set = train.triples() if in_memory and train is not None else []
     if not ((train is not None and train.alignment is None) or dev_links):
         return train_set, False
-    from moses_recaser.stats.eflomal import align
+    from moses_recaser.stats.eflomal import align, priors_of_alignment
 
-    both = train_set + dev_set
+    priors = work / "aligner.priors"
+    given = train is not None and train.alignment is not None
+    if given:
+        assert train is not None and train.alignment is not None
+        priors_of_alignment(train.source, train.target, train.alignment, priors, train.lines)
+    both = ([] if given else train_set) + dev_set
     links = align(
-        [t.source for t in both], [t.target for t in both], settings.symmetrization, priors_out=work / "aligner.priors"
+        [t.source for t in both],
+        [t.target for t in both],
+        settings.symmetrization,
+        priors=priors if given else None,
+        priors_out=None if given else priors,
     )
     for t, a in zip(both, links):
         if t.links is None:
