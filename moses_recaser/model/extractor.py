@@ -364,8 +364,8 @@ class FeatureExtractor:
         a line, a word at a sentence start (``truecaser.sentence_starts``) has the form truecase.perl gave it,
         which tells nothing of its case there, so its id is -1, unless the form is of mixed case, and
         ``b.decoded_start`` holds the id of the form with its first character capitalized, as detruecase.perl
-        makes it (in a line that starts with a capital, a sentence start's form counts as it is, and
-        ``decoded_start`` holds it too). Forms GEN lacks ('CSeries') join the word's GEN."""
+        makes it (in a line that starts with a capital, as cased MT output does, every word's form counts as
+        it is, and no ``decoded_start`` is set). Forms GEN lacks ('CSeries') join the word's GEN."""
         C, layout = self.candidates, b.layout
         ids = np.full(len(b.start), -1, dtype=np.int64)
         start = ids.copy()
@@ -380,10 +380,12 @@ class FeatureExtractor:
             forms = [detruecased(w) if f else w for w, f in zip(words, starts)]
             C.add([*words, *forms])
             at = int(layout.tgt_start[s]) + np.arange(len(words))
-            flags = np.array(starts, dtype=bool)
-            start[at[flags]] = C.strings.numbers(forms)[flags]
             as_is = C.strings.numbers(list(words))
-            ids[at] = np.where(flags, -1, as_is) if truecased[s] else as_is
+            if truecased[s]:
+                flags = np.array(starts, dtype=bool)
+                start[at[flags]] = C.strings.numbers(forms)[flags]
+                as_is[flags] = -1
+            ids[at] = as_is
         self._join_gen(b, ids)
         self._join_gen(b, start)
         b.decoded, b.decoded_start, b.decoded_truecased = ids, start, truecased

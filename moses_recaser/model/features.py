@@ -390,6 +390,12 @@ DECODED_FEATURES: tuple[Feature, ...] = (
         lambda x: x.decoded_start,
     ),
     *_by_line(
+        "decoded:first",
+        "the same, at the line's first word with a letter, which position would capitalize: a cased system "
+        "writes '700 dead from ...' in lowercase on purpose",
+        lambda x: x.decoded & (x.P == x.b.first[x.S]),
+    ),
+    *_by_line(
         "decoded:mixed",
         "the same, for a form of mixed case ('iPhone', 'CSeries', 'NSA.gov'), which no table or rule would "
         "make: kept unless the evidence against it is strong",
