@@ -403,9 +403,6 @@ def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
-    from moses_recaser.model.streaming import single_threaded_blas
-
-    single_threaded_blas()
     from moses_recaser.api import Recaser
 
     recaser = Recaser.load(args.model, alignment_mode=args.alignment_mode)

@@ -396,6 +396,12 @@ DECODED_FEATURES: tuple[Feature, ...] = (
         lambda x: x.decoded & (x.P == x.b.first[x.S]),
     ),
     *_by_line(
+        "decoded:upper",
+        "the same, for a form in capitals ('US', 'CD', 'II'): an acronym the decoder copied from its "
+        "training text, which a language model of common words would lowercase ('us', 'cd')",
+        lambda x: x.decoded & (x.cand.tag == int(Tag.AU)),
+    ),
+    *_by_line(
         "decoded:mixed",
         "the same, for a form of mixed case ('iPhone', 'CSeries', 'NSA.gov'), which no table or rule would "
         "make: kept unless the evidence against it is strong",
