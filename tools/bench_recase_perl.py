@@ -25,12 +25,10 @@ import resource
 import statistics
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import tree_rss_kib  # noqa: E402  (a script beside this one)
+from bench_train import run_measured  # noqa: E402  (a script beside this one)
 
 BIN = Path(sys.executable).parent
 
@@ -38,30 +36,11 @@ BIN = Path(sys.executable).parent
 def run(cmd: list[str], stdout: Path) -> dict[str, float]:
     """One process: wall s, CPU s of it and its children, peak RSS MiB of its process tree."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
     with open(stdout, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
-        peak = 0
-        stop = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak
-            while True:
-                peak = max(peak, tree_rss_kib(proc.pid))
-                if stop.wait(0.02):
-                    return
-
-        thread = threading.Thread(target=sample, daemon=True)
-        thread.start()
-        code = proc.wait()
-        wall = time.perf_counter() - t0
-        stop.set()
-        thread.join()
-    if code != 0:
-        sys.exit(f"failed ({code}): {' '.join(cmd)}")
+        wall, peak = run_measured(cmd, interval=0.02, stdout=out, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak / 1024}
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak}
 
 
 def precision(hyp: Path, ref: Path) -> float:
