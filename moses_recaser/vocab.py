@@ -127,7 +127,7 @@ class Vocab:
         stored = uniq[uniq < self._stored]
         starts, ends = self._offsets[stored].tolist(), self._offsets[stored + 1].tolist()
         blob = self._blob
-        decoded = [str(blob[a:b], "utf-8") for a, b in zip(starts, ends)]
+        decoded = [_text(blob[a:b]) for a, b in zip(starts, ends)]
         decoded += [self._added[i - self._stored] for i in uniq[len(stored) :].tolist()]
         return [decoded[k] for k in inverse.tolist()]
 

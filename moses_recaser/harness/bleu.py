@@ -103,9 +103,7 @@ def run_bleu(
             cased = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(src_tok, tok, links))]
             row["native:tok"] = sacrebleu_scores([detok.detokenize(t) for t in tok], refs)
             text = [detok.detokenize(t) for t in crf.recase_batch(cased)]
-            (out / f"{pair}.{system}.native-crf.{tgt_lang}").write_text(
-                "".join(x + "\n" for x in text), encoding="utf-8"
-            )
+            _write(out / f"{pair}.{system}.native-crf.{tgt_lang}", text)
             row["native:crf"] = sacrebleu_scores(text, refs)
         results["systems"][system] = row
         log.info(

@@ -2,7 +2,8 @@
 
 The LM feature conditions on the two previous candidates, so the lattice is second order: its
 states at position i are pairs (candidate at i-1, candidate at i), and the LM factor at i scores
-the triple (c_{i-2}, c_{i-1}, c_i); position n is the end of sentence. All sums run in log space.
+the triple (c_{i-2}, c_{i-1}, c_i); position n is the end of sentence. Forward-backward runs in probability
+space, each position's messages rescaled to sum to one (their logs summed give log Z).
 Sentences of equal length are stacked and processed together (numpy over the batch and the
 candidate axes), which is exact: padding candidates get a score of -inf.
 
@@ -138,13 +139,6 @@ def _dense_sentences(flat: Flat) -> list[_Dense]:
         p0 += n
         out.append(_Dense(unary=unary, lm=lm[s], valid=valid, gold=flat.gold[s]))
     return out
-
-
-def potentials(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Log potentials: the unary score of each candidate (-inf for padding) and the weighted LM factor."""
-    phi = batch.unary @ w[1:]
-    phi = np.where(batch.valid, phi, NEG)
-    return phi, w[0] * batch.lm
 
 
 @dataclass

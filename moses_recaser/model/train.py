@@ -463,7 +463,7 @@ def _fit_modes(
     previous: np.ndarray | None = None
     scale: np.ndarray | None = None
     fit_log: list[tuple[int, float, float]] = []
-    held_cased = [[Truecaser.of_forms(fx.tables.forms).truecase(t.target) for t in held] for fx, held in heldout]
+    held_cased = [_truecased(fx, held) if dev_cased else [] for fx, held in heldout]
     for mode in MODES + (CASED_MODES if dev_cased else ()):
         views = [mode.view(t) for t in dev_triples]
         if mode.cased:
@@ -498,6 +498,12 @@ def _fit_modes(
             fit_log = result.log
             log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
     return Weights(names=names, by_mode=by_mode), fit_log
+
+
+def _truecased(fold: FeatureExtractor, held: Sequence[Triple]) -> list[list[str]]:
+    """A held-out fold's target sentences as truecase.perl would case them, with a truecaser of the fold's forms."""
+    truecaser = Truecaser.of_forms(fold.tables.forms)
+    return [truecaser.truecase(t.target) for t in held]
 
 
 def _write(
