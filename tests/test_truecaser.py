@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from test_ems_moses import SHARED, _need_shared
+from conftest import SHARED, need_shared
 
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.in_memory import count_text
@@ -41,7 +41,7 @@ def test_the_same_as_moses_truecaser_on_real_text(tmp_path):
     """train-truecaser.perl + truecase.perl against Truecaser.of_forms on the same tokenized text: they
     differ only where Moses also starts a sentence inside a line (after ':' and the like), which the form counts
     do not know."""
-    _need_shared()
+    need_shared()
     tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp_path), "mosesdecoder/scripts/recaser"], check=True)
     scripts = tmp_path / "mosesdecoder/scripts/recaser"
@@ -72,7 +72,7 @@ def test_the_same_as_moses_truecaser_on_real_text(tmp_path):
 
 def test_sentence_starts_are_those_detruecase_perl_capitalizes(tmp_path):
     """detruecase.perl capitalizes the first letter at each sentence start; ``sentence_starts`` marks the same."""
-    _need_shared()
+    need_shared()
     tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp_path), "mosesdecoder/scripts/recaser"], check=True)
     tok = tokenizer("en")
