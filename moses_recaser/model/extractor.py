@@ -347,6 +347,7 @@ class FeatureExtractor:
                 target=target,
                 source=pairs.source,
                 tgt_positional=positional(T["letter"][tt], T["end"][tt], layout.tgt_start, layout.n_tgt),
+                src_letter=Sr["letter"][pairs.st],
                 src_lower=Sr["has_lower"][pairs.st],
                 src_upper=Sr["upper"][pairs.st],
                 pair_pos=pairs.pos,
