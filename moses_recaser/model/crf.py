@@ -269,13 +269,68 @@ def _sum_in_order(parts: Sequence[tuple[float, np.ndarray]], dim: int) -> tuple[
     return total, grad
 
 
-_SHARED: dict[str, Sequence[Batch]] = {}  # the batches, set before the pool forks, read by its workers
+def serve() -> None:
+    """A worker process (``likelihood``): reads its batches, then weight vectors, pickled from stdin, and writes
+    the objective of each of its batches at each, until it reads None (an error is written back, for the parent
+    to raise)."""
+    import pickle
+    import sys
+
+    worker_signals()
+    into, out = sys.stdin.buffer, sys.stdout.buffer
+    batches = pickle.load(into)
+    while (w := pickle.load(into)) is not None:
+        try:
+            reply: object = [batch_objective(b, w) for b in batches]
+        except Exception as exc:  # noqa: BLE001 (the parent raises it)
+            reply = exc
+        pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
 
 
-def _share_objective(share: Sequence[int], w: np.ndarray) -> list[tuple[float, np.ndarray]]:
-    """In a worker: ``batch_objective`` of the batches numbered ``share``."""
-    batches = _SHARED["batches"]
-    return [batch_objective(batches[k], w) for k in share]
+class _Worker:
+    """A process of a fresh interpreter that holds some batches and answers ``serve``'s requests: started, not
+    forked, so that it holds its batches only (a forked copy of a training process holds, and counts in the
+    run's memory, everything the process holds)."""
+
+    def __init__(self, batches: Sequence[Batch]) -> None:
+        import pickle
+        import subprocess
+        import sys
+
+        code = "from moses_recaser.model.crf import serve; serve()"
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._pickle = pickle
+        self.send(list(batches))
+
+    def send(self, obj: object) -> None:
+        assert self.proc.stdin is not None
+        self._pickle.dump(obj, self.proc.stdin, protocol=self._pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.flush()
+
+    def receive(self) -> list[tuple[float, np.ndarray]]:
+        assert self.proc.stdout is not None
+        try:
+            reply = self._pickle.load(self.proc.stdout)
+        except EOFError:
+            raise RuntimeError(f"a CRF worker ended (exit code {self.proc.wait()})") from None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def stop(self) -> None:
+        """Tell the worker to end, and end it if it does not."""
+        try:
+            self.send(None)
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001 (a worker that hangs is ended)
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _shares(batches: Sequence[Batch], jobs: int) -> list[list[int]]:
@@ -294,26 +349,27 @@ def _shares(batches: Sequence[Batch], jobs: int) -> list[list[int]]:
 @contextmanager
 def likelihood(batches: Sequence[Batch], jobs: int = 1) -> Iterator[Callable[[np.ndarray], tuple[float, np.ndarray]]]:
     """``log_likelihood`` over ``batches`` as a function of the weights, its batches shared among ``jobs``
-    forked processes for as long as the context lasts; the value is the same for any ``jobs``."""
+    processes (``_Worker``) for as long as the context lasts; the value is the same for any ``jobs``."""
     shares = _shares(batches, jobs) if jobs > 1 else []
     if len(shares) <= 1:
         yield lambda w: log_likelihood(batches, w)
         return
-    import multiprocessing as mp
-
-    _SHARED["batches"] = batches
+    workers: list[_Worker] = []
     try:
-        with mp.get_context("fork").Pool(len(shares), initializer=worker_signals) as pool:
-            _SHARED.clear()  # the workers have their copy; the parent keeps no second reference
+        for share in shares:
+            workers.append(_Worker([batches[k] for k in share]))
 
-            def evaluate(w: np.ndarray) -> tuple[float, np.ndarray]:
-                parts = pool.starmap(_share_objective, [(share, w) for share in shares])
-                by_batch = dict(zip(chain.from_iterable(shares), chain.from_iterable(parts)))
-                return _sum_in_order([by_batch[k] for k in range(len(batches))], len(w))
+        def evaluate(w: np.ndarray) -> tuple[float, np.ndarray]:
+            for worker in workers:
+                worker.send(w)
+            parts = [worker.receive() for worker in workers]
+            by_batch = dict(zip(chain.from_iterable(shares), chain.from_iterable(parts)))
+            return _sum_in_order([by_batch[k] for k in range(len(batches))], len(w))
 
-            yield evaluate
+        yield evaluate
     finally:
-        _SHARED.clear()
+        for worker in workers:
+            worker.stop()
 
 
 @dataclass
