@@ -430,10 +430,9 @@ DAMAGED = (
 
 
 def resolve_model(path: str | os.PathLike[str]) -> Path:
-    """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes)."""
-    p = Path(path)
-    if not os.path.lexists(p):
-        put_back(p.parent, p.name)  # a replacement that died between its two renames left the model aside
+    """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes).
+    A model that a replacement left aside when it died between its two renames is put back first, at either."""
+    p = _put_back(Path(path))
     if p.is_dir():
         return p
     if not os.path.lexists(p):
@@ -445,7 +444,14 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("model:"):
             target = Path(line.split(":", 1)[1].strip())
-            return target if target.is_absolute() else p.parent / target
+            return _put_back(target if target.is_absolute() else p.parent / target)
         if line.strip() and not line.startswith("#"):
             raise RecaserError("not a moses-recaser model pointer (expected 'model: DIR')", str(p), lineno)
     raise RecaserError("not a moses-recaser model pointer (no 'model:' line)", str(p))
+
+
+def _put_back(p: Path) -> Path:
+    """``p``, with the model a dead replacement left aside put back at it if nothing is there."""
+    if not os.path.lexists(p):
+        put_back(p.parent, p.name)
+    return p

@@ -14,8 +14,15 @@ from typing import BinaryIO
 
 from moses_recaser.errors import RecaserError
 
-# Moses splits input on runs of spaces and tabs only (not on other Unicode white space).
+# The project's one tokenization is Moses': a line is trimmed of " \t\n\r" at both ends (moses/Util.h Trim, in
+# Sentence::init), then split on runs of spaces and tabs only. Any other character, other Unicode white space
+# included (\v, \f, \x1c, \x85, U+3000: str.split() would split there), is part of a token.
 _TOKEN_SEP = re.compile(r"[ \t]+")
+_TRIM = " \t\n\r"
+# What no token can hold, so that a line written from tokens splits back into the same tokens: a space or tab
+# (they split it), a line end (\n ends the line; \r ends it for many readers, and is trimmed at its end) or a NUL
+# (not text). The JSON Lines reader refuses tokens holding one (``triples``).
+NOT_IN_TOKEN = re.compile(r"[ \t\n\r\0]")
 
 # The most tokens a sentence may hold on either side where it is recased or fitted as one (recase, triples,
 # phrase-align, train's dev): memory and time per sentence grow with its length (about 2.7 KB and 0.1 ms a
@@ -33,8 +40,9 @@ def check_length(tokens: list[str]) -> None:
 
 
 def split_tokens(line: str) -> list[str]:
-    """Split a line into tokens the way the Moses decoder does."""
-    line = line.strip(" \t")
+    """Split a line into tokens the way the Moses decoder does (see ``_TOKEN_SEP``). Invariant: joined with
+    spaces, the tokens split back into themselves."""
+    line = line.strip(_TRIM)
     return _TOKEN_SEP.split(line) if line else []
 
 

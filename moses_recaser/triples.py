@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import LineReader, check_length
+from moses_recaser.textio import NOT_IN_TOKEN, LineReader, check_length
 
 Phrase = tuple[int, int, int, int]
 Link = tuple[int, int]
@@ -162,23 +162,23 @@ def _ints(value: Any, key: str) -> list[int]:
     return value
 
 
-# what no token read from a line can hold: a space or tab would split it in the output (Moses splits lines on
-# them), a line end would split the line, a NUL is not text (numpy's string arrays drop it)
-_NOT_IN_TOKEN = re.compile(r"[ \t\n\r\0]")
+# what no string written on a line can hold: a line end would split the line, a NUL is not text (numpy's string
+# arrays drop it); a token holds neither, nor a space or tab (``textio.NOT_IN_TOKEN``: the one tokenization's)
 _NOT_IN_FIELD = re.compile(r"[\n\r\0]")
 
 
 def _str_list(value: Any, key: str, *, tokens: bool = False) -> list[str]:
-    """A list of strings that can be written back on one line: ``tokens``, each a non-empty token without white
-    space; else strings without line ends. Text that is not Unicode (a lone surrogate, "\\ud800") is refused:
+    """A list of strings that can be written back on one line: ``tokens``, each a non-empty token that splits
+    back into itself (``textio.NOT_IN_TOKEN``: other Unicode white space is a token's, as in Moses); else strings
+    without line ends. Text that is not Unicode (a lone surrogate, "\\ud800") is refused:
     it cannot be written as UTF-8."""
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise RecaserError(f"'{key}' must be a list of strings")
     for k, x in enumerate(value):
-        if tokens and (not x or _NOT_IN_TOKEN.search(x)):
+        if tokens and (not x or NOT_IN_TOKEN.search(x)):
             raise RecaserError(
-                f"'{key}' entry {k} ({x!r}) is not a token: it is empty or holds white space or a line end "
-                "(tokens are split on spaces and tabs)"
+                f"'{key}' entry {k} ({x!r}) is not a token: it is empty or holds a space, tab, line end or NUL "
+                "(tokens are split on spaces and tabs, as in Moses)"
             )
         if not tokens and _NOT_IN_FIELD.search(x):
             raise RecaserError(f"'{key}' entry {k} ({x!r}) holds a line end or a NUL")

@@ -29,19 +29,23 @@ class Truecaser:
     known: frozenset[str]  # every form seen where it does not start a sentence
 
     @classmethod
-    def of_forms(cls, forms: Forms) -> Truecaser:
+    def of_forms(cls, forms: Forms, min_share: float = 0.0) -> Truecaser:
         """The truecasing model of the training target's form counts (``train-truecaser.perl``'s, but for
-        ties, which go to the form that sorts first)."""
+        ties, which go to the form that sorts first). With ``min_share``, a form is known only when it makes at
+        least that share of its lowercase word's counts: rarer forms (a headline's capitals) take the best."""
         top: dict[str, tuple[int, str]] = {}
-        known = []
+        total: dict[str, int] = {}
+        counted = []
         for form, n in zip(forms.vocab, (forms.count - forms.initial).tolist()):
             if n <= 0 or not casing.has_letter(form):
                 continue
-            known.append(form)
             low = casing.lower(form)
+            counted.append((form, low, n))
+            total[low] = total.get(low, 0) + n
             if n > top.get(low, (0, ""))[0]:
                 top[low] = (n, form)
-        return cls(best={low: form for low, (_, form) in top.items()}, known=frozenset(known))
+        known = frozenset(form for form, low, n in counted if n >= min_share * total[low])
+        return cls(best={low: form for low, (_, form) in top.items()}, known=known)
 
     def truecase(self, tokens: Sequence[str]) -> list[str]:
         """A tokenized sentence truecased as ``truecase.perl`` does it."""

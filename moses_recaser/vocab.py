@@ -20,7 +20,19 @@ from itertools import repeat
 
 import numpy as np
 
+from moses_recaser.errors import RecaserError
 from moses_recaser.keyset import KeySet
+
+
+def _text(data: bytes | memoryview) -> str:
+    """A stored string's UTF-8 bytes as text. Bytes that are not UTF-8 (a model edited with its checksums made to
+    match: a vocabulary's strings are decoded when read, not at load) are a RecaserError."""
+    try:
+        return str(data, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecaserError(
+            f"a stored string is not UTF-8 ({exc.reason}): the model is damaged; train it again or copy it anew"
+        ) from None
 
 
 def string_hash(data: bytes) -> int:
@@ -79,7 +91,9 @@ class Vocab:
 
     @classmethod
     def load(cls, z: Mapping[str, np.ndarray], prefix: str) -> Vocab:
-        """A stored vocabulary, its arrays checked to fit each other (a damaged model is a ValueError)."""
+        """A stored vocabulary, its arrays checked to fit each other (a damaged model is a ValueError): the strings'
+        offsets run in order from 0 to the blob's end, and every id names one of them. A string that is not UTF-8
+        is met when it is read (``__getitem__``)."""
         from moses_recaser.modeldir import check_shapes
 
         text = str(z[f"{prefix}.overflow"])
@@ -89,7 +103,13 @@ class Vocab:
         n = check_shapes(prefix, {"offsets": offsets}, "iu") - 1
         check_shapes(prefix, {"ids": ids}, "iu", len(index))
         check_shapes(prefix, {"blob": blob}, "u")
-        if n < 0 or int(offsets[0]) != 0 or int(offsets[-1]) != len(blob) or (ids.size and int(ids.max()) >= n):
+        if (
+            n < 0
+            or int(offsets[0]) != 0
+            or int(offsets[-1]) != len(blob)
+            or (ids.size and not 0 <= int(ids.min()) <= int(ids.max()) < n)
+            or bool((offsets[1:] < offsets[:-1]).any())
+        ):
             raise ValueError(f"{prefix}: offsets or ids do not fit the stored strings")
         return cls(blob, offsets, index, ids, overflow)
 
@@ -99,11 +119,21 @@ class Vocab:
     def __getitem__(self, i: int) -> str:
         if i >= self._stored:
             return self._added[i - self._stored]
-        return str(self._blob[self._offsets[i] : self._offsets[i + 1]], "utf-8")
+        return _text(self._blob[self._offsets[i] : self._offsets[i + 1]])
+
+    def strings(self, ids: np.ndarray) -> list[str]:
+        """The string of each number in ``ids`` (each distinct one decoded once)."""
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        stored = uniq[uniq < self._stored]
+        starts, ends = self._offsets[stored].tolist(), self._offsets[stored + 1].tolist()
+        blob = self._blob
+        decoded = [_text(blob[a:b]) for a, b in zip(starts, ends)]
+        decoded += [self._added[i - self._stored] for i in uniq[len(stored) :].tolist()]
+        return [decoded[k] for k in inverse.tolist()]
 
     def __iter__(self) -> Iterator[str]:
         blob, off = bytes(self._blob), self._offsets.tolist()
-        yield from (blob[off[i] : off[i + 1]].decode("utf-8") for i in range(self._stored))
+        yield from (_text(blob[off[i] : off[i + 1]]) for i in range(self._stored))
         yield from self._added
 
     def __contains__(self, word: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -72,3 +73,16 @@ def tico(tmp_path_factory):
         work=work,
     )
     return d
+
+
+# Moses' own scripts and metas (../shared/moses beside the project): the tests that drive them skip without it,
+# and CI (MOSES_RECASER_REQUIRE_SHARED=1) fails instead
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "moses"
+
+
+def need_shared() -> None:
+    if not list(SHARED.glob("mosesdecoder-*.tar.xz")):
+        reason = f"needs Moses' own scripts: {SHARED} (../shared/moses beside the project) is missing"
+        if os.environ.get("MOSES_RECASER_REQUIRE_SHARED") == "1":
+            pytest.fail(reason + "; MOSES_RECASER_REQUIRE_SHARED=1 makes that a failure")
+        pytest.skip(reason)

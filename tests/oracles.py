@@ -18,10 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from moses_recaser import casing
-from moses_recaser.model.crf import Batch, make_batches, potentials
+from moses_recaser.model.crf import Batch, make_batches
 from moses_recaser.sentences import FINAL, HEADLINE_MAX, SENTENCE_END
 
 NEG = -np.inf
+
+
+def potentials(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log potentials: the unary score of each candidate (-inf for padding) and the weighted LM factor."""
+    phi = batch.unary @ w[1:]
+    phi = np.where(batch.valid, phi, NEG)
+    return phi, w[0] * batch.lm
 
 
 def positional(tokens: Sequence[str]) -> set[int]:

@@ -50,3 +50,22 @@ def test_empty_sentences_keep_their_line(bitext):
     src, tgt = bitext
     links = align([src[0], [], src[1]], [tgt[0], [], tgt[1]])
     assert len(links) == 3 and links[1] == []
+
+
+def test_priors_of_an_existing_alignment_align_new_text_as_it_does(bitext, tmp_path):
+    """``priors_of_alignment``: priors from a word alignment file (the symmetrized links standing for both
+    directions) let eflomal align new sentences alone nearly as one joint run aligns them."""
+    from moses_recaser.moses.pharaoh import format_links
+    from moses_recaser.stats.eflomal import priors_of_alignment
+
+    src, tgt = bitext
+    joint = align(src, tgt)
+    for name, rows in (("src", src), ("tgt", tgt)):
+        (tmp_path / name).write_text("".join(" ".join(r) + "\n" for r in rows[:250]), encoding="utf-8")
+    (tmp_path / "wa").write_text("".join(format_links(a) + "\n" for a in joint[:250]), encoding="utf-8")
+    priors = tmp_path / "priors"
+    priors_of_alignment(str(tmp_path / "src"), str(tmp_path / "tgt"), str(tmp_path / "wa"), priors, max_lines=200)
+    new = align(src[250:], tgt[250:], priors=priors)
+    alone = align(src[250:], tgt[250:])
+    agree = [sum(len(set(a) & set(b)) for a, b in zip(x, joint[250:])) for x in (new, alone)]
+    assert agree[0] > agree[1], agree  # the priors carry the joint run's knowledge to 50 sentences aligned alone

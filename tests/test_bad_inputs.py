@@ -3,6 +3,7 @@ and no output file (outputs are written to a temporary name and renamed only on 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -269,13 +270,22 @@ def test_jsonl_edges_are_refused_at_their_line(tmp_path, capsys, line, reason):
     _fails(capsys, argv, str(triples), 2, reason, out)
 
 
-def test_jsonl_tokens_that_survive_a_round_trip_are_kept(tmp_path):
-    """White space other than spaces and tabs (no-break space, U+2028) is part of a token, as in text input."""
+@pytest.mark.parametrize("char", ["\u00a0", "\u2028", "\v", "\f", "\x1c", "\x85", "\u3000"])
+def test_jsonl_tokens_that_survive_a_round_trip_are_kept(tmp_path, char):
+    """White space other than spaces and tabs (what str.split() would split on, and Moses does not) is part of a
+    token in JSON Lines as in text input: the two readers give the same tokens, and the line written from them
+    splits back into them."""
+    from moses_recaser.moses.bitext import read_monolingual
+    from moses_recaser.textio import split_tokens
     from moses_recaser.triples import read_triples
 
+    tokens = [f"a{char}b", "c", f"{char}d"]
     triples = tmp_path / "t.jsonl"
-    triples.write_text(_line(target='["a\\u00a0b", "c\\u2028d"]') + "\n", encoding="utf-8")
-    assert next(read_triples(str(triples))).target == ["a\u00a0b", "c\u2028d"]
+    triples.write_text(_line(target=json.dumps(tokens)) + "\n", encoding="utf-8")
+    text = _write(tmp_path / "t.txt", " ".join(tokens) + "\n")
+    assert next(read_triples(str(triples))).target == tokens
+    assert next(read_monolingual(text)).target == tokens
+    assert split_tokens(" ".join(tokens)) == tokens
 
 
 def test_the_token_limit_per_line(tico, tmp_path, capsys):

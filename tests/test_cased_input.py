@@ -131,3 +131,25 @@ def test_the_model_records_the_setting(models):
     r = Recaser.load(models / "model.cased")
     assert "|in:cased|" in r.signature and r.manifest.settings["input_case"] == "cased"
     assert "|in:" not in Recaser.load(models / "model.lower").signature
+
+
+def test_dev_words_cased_as_a_truecased_decoder_would():
+    """``as_decoded``: a word linked to a source word takes the form that word translates to most in training
+    (right or wrong for this sentence), other words truecase.perl's form, a sentence start its truecased form."""
+    from moses_recaser.model.train import DECODED_SHARE, _forms_by_lower, as_decoded
+    from moses_recaser.stats.in_memory import count_triples
+    from moses_recaser.stats.tables import Tables
+    from moses_recaser.truecaser import Truecaser
+
+    corpus = [Triple(k, ["la", "Réserve", "fédérale"], ["the", "Federal", "Reserve"], links=[(0, 0), (1, 2), (2, 1)])
+              for k in range(3)]  # fmt: skip
+    corpus += [Triple(3, ["un", "impôt", "fédéral"], ["a", "federal", "tax"], links=[(0, 0), (1, 2), (2, 1)])]
+    corpus += [Triple(4, ["un", "impôt"], ["a", "federal", "tax"], links=[(0, 0), (1, 2)])] * 5
+    tables = Tables.from_counts(count_triples(corpus, order=1))
+    truecaser = Truecaser.of_forms(tables.forms, DECODED_SHARE)
+    forms = _forms_by_lower(tables)
+    ref = Triple(
+        0, ["Federal", "la", "fédérale", "impôt"], ["federal", "the", "federal", "tax"], links=[(2, 2), (3, 3)]
+    )
+    # 'federal' linked to 'fédérale' comes out as 'Federal' (wrong here); the first word is truecased
+    assert as_decoded(ref, tables, truecaser, forms) == ["federal", "the", "Federal", "tax"]

@@ -75,7 +75,20 @@ def test_every_flag_has_help():
 
 
 def test_settings_table_in_docs_is_the_registry():
-    assert markdown_table() in DOCS.read_text(encoding="utf-8"), "regenerate: python tools/settings_table.py"
+    table = markdown_table(main_cli.build_parser(), ems_cli.build_parser())
+    assert table in DOCS.read_text(encoding="utf-8"), "regenerate: python tools/settings_table.py"
+
+
+def test_settings_table_names_the_subcommands_that_take_a_flag():
+    """EMS passes -cores to the train step only; the input flags are recase's (and triples')."""
+    rows = {
+        r.split(" | ")[0].strip("| `"): r.split(" | ")
+        for r in markdown_table(main_cli.build_parser(), ems_cli.build_parser()).splitlines()[2:]
+    }
+    assert rows["jobs"][2] == "`-cores` (train)"
+    assert rows["trace_format"][1].startswith("`--trace-format` (") and "recase" in rows["trace_format"][1]
+    assert rows["nbest"][1].startswith("`--nbest` (") and rows["trace"][2] == "`-trace` (recase)"
+    assert all(r[1] for r in rows.values()), [n for n, r in rows.items() if not r[1]]  # each on moses-recaser
 
 
 def test_old_spellings_work_and_warn(tico, tmp_path, capsys):
@@ -192,14 +205,39 @@ def test_python_dash_m():
     assert done.returncode == 0 and "recase" in done.stdout and "train" in done.stdout
 
 
-def test_lm_old_form_is_refused_with_the_new_one(tmp_path, capsys):
-    """``lm -o 3 --arpa X`` of earlier releases: -o is now the output, so the old line is an error that says how to
-    write it, never a file named 3."""
+@pytest.mark.parametrize(
+    "old",
+    [
+        ["--order", "2", "--text", "C", "--arpa", "OUT"],
+        ["-o", "2", "--text", "C", "--arpa", "OUT"],  # -o was the order, beside --arpa
+        ["--arpa", "OUT", "-o", "2", "--input", "C"],
+    ],
+)
+def test_lm_old_form_works_and_warns(tmp_path, capsys, old):
+    """``lm --order N --text C --arpa OUT`` of earlier releases writes what ``lm --lm-order N --input C -o OUT``
+    does, and names each new spelling; -q keeps the warnings off stderr."""
     corpus = tmp_path / "c"
-    corpus.write_text("a b c\n" * 5, encoding="utf-8")
-    err = _error(["lm", "-o", "3", "--text", str(corpus), "--arpa", str(tmp_path / "x.arpa")], capsys)
-    assert f"write -o {tmp_path / 'x.arpa'} --lm-order 3" in err
-    assert not (tmp_path / "3").exists() and not (tmp_path / "x.arpa").exists()
+    corpus.write_text("a b c\nb c d\n" * 5, encoding="utf-8")
+    assert main(["-q", "lm", "--lm-order", "2", "--input", str(corpus), "-o", str(tmp_path / "new.arpa")]) == 0
+    args = ["lm", *[str(corpus) if x == "C" else str(tmp_path / "old.arpa") if x == "OUT" else x for x in old]]
+    capsys.readouterr()
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "--arpa FILE is deprecated; use -o FILE" in err
+    assert ("--order is deprecated; use --lm-order" in err) or (
+        "-o 2 beside --arpa is deprecated; use --lm-order 2" in err
+    )
+    assert (tmp_path / "old.arpa").read_bytes() == (tmp_path / "new.arpa").read_bytes()
+    assert not (tmp_path / "2").exists()
+    assert main(["-q", *args]) == 0 and capsys.readouterr().err == ""
+
+
+def test_lm_old_output_beside_a_new_one_is_refused(tmp_path, capsys):
+    corpus = tmp_path / "c"
+    corpus.write_text("a b c\n", encoding="utf-8")
+    err = _error(["lm", "--input", str(corpus), "--arpa", str(tmp_path / "x.arpa"), "-o", str(tmp_path / "y")], capsys)
+    assert err.endswith("both name the output; give -o only (see moses-recaser lm --help)") and "\n" not in err
+    assert not (tmp_path / "x.arpa").exists() and not (tmp_path / "y").exists()
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")

@@ -120,6 +120,24 @@ def test_stats_command_builds_a_model(tmp_path):
     assert kenlm.Model(str(model / "lm.arpa")).order == 2
 
 
+def test_stats_jobs_give_the_same_model(tmp_path):
+    """``stats --jobs N`` (as ``train``'s) counts in N processes; the model is the one of one process, byte for
+    byte."""
+    words = ["Le chat dort .", "le chien mange à Paris .", "OK ."]
+    src = _write(tmp_path / "f", [f"{w} {k}" for k in range(300) for w in words])
+    tgt = _write(tmp_path / "e", [f"{w.replace('Le', 'The')} {k}" for k in range(300) for w in words])
+    wa = _write(
+        tmp_path / "a", [" ".join(f"{i}-{i}" for i in range(len(w.split()) + 1)) for _ in range(300) for w in words]
+    )
+    models = {}
+    for jobs in ("1", "2"):
+        models[jobs] = tmp_path / f"model{jobs}"
+        args = ["stats", "--source", src, "--target", tgt, "--alignment", wa, "-o", str(models[jobs])]
+        assert main(["-q", *args, "--jobs", jobs]) == 0
+    one, two = ({p.name: p.read_bytes() for p in m.iterdir()} for m in models.values())
+    assert one == two and "tables.npz" in one
+
+
 def test_stats_command_mismatched_corpus(tmp_path, capsys):
     src = _write(tmp_path / "f", ["a", "b", "c"])
     tgt = _write(tmp_path / "e", ["a", "b"])

@@ -52,6 +52,14 @@ def test_a_line_with_one_acronym_or_lowercase_letters_is_not_in_capitals(tico):
         assert not any("fixed_by" in r for r in rows), src
 
 
+def test_a_chinese_line_with_two_acronyms_is_not_in_capitals(tico):
+    # no lowercase letter in a CJK line, and two all-upper words: the WMT21 zh-en outputs came back in capitals
+    src = "菲律宾 总统府 新闻部 ( PCOO ) 部长 在 接受 DZBB 电台 采访 时 说".split()
+    tgt = "minister of the philippine presidential communications operations office ( pcoo ) told dzbb radio".split()
+    rows = _recaser(tico).explain(Triple(0, src, tgt, links=_diagonal(src, tgt)))
+    assert not any("fixed_by" in r for r in rows)
+
+
 def _upper_file(path, out) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     out.write_text("".join(" ".join(map(casing.upper_all, x.split())) + "\n" for x in lines), encoding="utf-8")

@@ -7,7 +7,6 @@ MOSES_RECASER_REQUIRE_SHARED=1 (set by .ci/run) makes that a failure.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -15,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SHARED, need_shared
 
 from moses_recaser.cli.ems import build_parser
 from moses_recaser.ems.meta import PATCHES, dangling_inputs, patch_meta, read_meta
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "moses"
 EMS = str(Path(sys.executable).parent / "moses-recaser-ems")
 METAS = ["RELEASE-2.1", "RELEASE-3.0", "RELEASE-4.0", "master-34452895"]
 # master's experiment.perl cannot read RELEASE-2.1's meta to the end: its LM steps are named otherwise, and it
@@ -29,16 +28,8 @@ STOPS = {"RELEASE-2.1": r"ERROR: number of defined LM sets \(\d+:[\w,]+\) and LM
 TRUECASING = ("input-truecaser", "output-truecaser", "detruecaser")
 
 
-def _need_shared() -> None:
-    if not list(SHARED.glob("mosesdecoder-*.tar.xz")):
-        reason = f"needs Moses' own scripts: {SHARED} (../shared/moses beside the project) is missing"
-        if os.environ.get("MOSES_RECASER_REQUIRE_SHARED") == "1":
-            pytest.fail(reason + "; MOSES_RECASER_REQUIRE_SHARED=1 makes that a failure")
-        pytest.skip(reason)
-
-
 def _meta(name: str) -> Path:
-    _need_shared()
+    need_shared()
     return SHARED / "experiment-meta" / f"{name}.experiment.meta"
 
 
@@ -46,7 +37,7 @@ def _meta(name: str) -> Path:
 def moses(tmp_path_factory) -> Path:
     """A Moses tree: the real scripts from the source archive, and stand-ins for the binaries (a dry run only
     checks that the files the config names exist)."""
-    _need_shared()
+    need_shared()
     root = tmp_path_factory.mktemp("moses")
     tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(root), "mosesdecoder/scripts"], check=True)

@@ -23,6 +23,7 @@ from moses_recaser.model.recaser import Recaser
 from moses_recaser.modeldir import save_npz
 from moses_recaser.moses.formats import FORMATS, Inputs
 from moses_recaser.outputs import HOST, TAG, atomic_directory
+from moses_recaser.triples import Triple
 
 CLI = str(Path(sys.executable).parent / "moses-recaser")
 
@@ -174,7 +175,23 @@ def _edited(arrays: dict[str, np.ndarray], name: str, how: str) -> dict[str, np.
         out[name] = np.full(a.shape, np.nan, a.dtype) if a.dtype.kind == "f" else -np.abs(a) - 1
     elif how == "huge":  # an index past any array; an infinite probability
         out[name] = np.full(a.shape, np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).max, a.dtype)
+    elif how == "reverse":  # every value in range, each in another's place
+        out[name] = a.reshape(-1)[::-1].reshape(a.shape).copy()
+    else:  # "one-..." the middle value, "tail-..." the second half: an edit that loading alone may not meet
+        flat = a.reshape(-1).copy()
+        part = slice(flat.size // 2, flat.size // 2 + 1) if how.startswith("one") else slice(flat.size // 2, None)
+        flat[part] = _partial_value(a, how.endswith("huge"))
+        out[name] = flat.reshape(a.shape)
     return out
+
+
+def _partial_value(a: np.ndarray, huge: bool) -> float | int:
+    """A value that no model holds: an index far past any array (in an int32 slot too), a count below zero, -1 where
+    -1 means none is allowed, so -2; NaN or -inf for a probability."""
+    if a.dtype.kind == "f":
+        return np.nan if huge else -np.inf
+    info = np.iinfo(a.dtype)
+    return min(info.max, 2**31 - 2) if huge or info.min == 0 else -2
 
 
 EDITS = ("missing", "dtype", "shorter", "negative", "huge")
@@ -213,14 +230,67 @@ def test_every_hand_edit_of_the_arrays_is_an_error_or_a_case_only_output(model, 
     assert tried == sum(len(a) for a in pristine.values()) and errors > tried // 2
 
 
-def test_a_model_left_aside_by_a_dead_replacement_is_put_back_by_the_next_reader(model, tico):
+def _bilingual(tico: Path) -> list[Triple]:
+    """The training and test lines, lowercased, with their sources and the diagonal word links: recasing them
+    meets nearly every word type of the model, on both sides."""
+    triples = []
+    for part in ("train", "test"):
+        src = (tico / f"{part}.fr").read_text(encoding="utf-8").splitlines()
+        tgt = (tico / f"{part}.en").read_text(encoding="utf-8").splitlines()
+        for f, e in zip(src, tgt):
+            fs, es = f.split(" "), e.lower().split(" ")
+            triples.append(Triple(len(triples), fs, es, links=[(i, i) for i in range(min(len(fs), len(es)))]))
+    return triples
+
+
+# edits of one value, half an array or its order, each of which an earlier version met only in the middle of
+# recasing (an IndexError, a division by zero, a token changed by a candidate that was not a recasing: exit 3)
+PARTIAL_EDITS = [
+    ("candidates.npz", "facts.lm", "one-huge"),
+    ("candidates.npz", "facts.tag", "one-huge"),
+    ("candidates.npz", "facts.cased", "one-huge"),
+    ("candidates.npz", "src.cased", "one-huge"),
+    ("candidates.npz", "src.lower", "tail-huge"),
+    ("candidates.npz", "src.tag", "tail-huge"),
+    ("candidates.npz", "types.source.key", "one-huge"),
+    ("candidates.npz", "types.source.key_pos", "tail-huge"),
+    ("candidates.npz", "types.target.e_lower", "one-huge"),
+    ("candidates.npz", "gen", "reverse"),
+    ("candidates.npz", "strings.blob", "reverse"),
+    ("candidates.npz", "strings.offsets", "one-negative"),
+    ("candidates.npz", "strings.offsets", "one-huge"),
+    ("tables.npz", "lower_src_total", "tail-negative"),
+    ("tables.npz", "cased_src_types", "tail-negative"),
+]
+
+
+@pytest.mark.parametrize(("npz", "name", "how"), PARTIAL_EDITS, ids=[":".join(e) for e in PARTIAL_EDITS])
+def test_a_partly_edited_array_is_an_error_or_a_case_only_output(model, tico, npz, name, how):
+    """Checksums made to match an edit of part of an array: recasing sentences that meet it is a RecaserError
+    (checked at load, or where the value is used) or case-only output; nothing else escapes, no numpy warning."""
+    triples = _bilingual(tico)
+    save_npz(model / npz, _edited(_arrays(model / npz), name, how))
+    _rehash(model)
+    try:
+        out = Recaser(model).recase_batch(triples)
+    except RecaserError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert [[w.lower() for w in s] for s in out] == [t.target for t in triples]
+
+
+@pytest.mark.parametrize("through", ["directory", "pointer"])
+def test_a_model_left_aside_by_a_dead_replacement_is_put_back_by_the_next_reader(model, tico, through):
     """A replacement without RENAME_EXCHANGE that died between its two renames left the model only under its
-    aside name: recasing (a reading run, not just the next writing one) puts it back and uses it."""
+    aside name: recasing (a reading run, not just the next writing one) puts it back and uses it, named
+    directly or through the pointer file of ``moses-recaser-ems train -config``."""
     with subprocess.Popen([sys.executable, "-c", "pass"]) as child:
         child.wait()
     aside = model.parent / f".{model.name}.{TAG}-{HOST}-{child.pid}-0badc0de.old"
     os.rename(model, aside)
-    proc = _recase_cli(model, tico / "test.lc.en")
+    pointer = model.parent / "recaser.config"
+    pointer.write_text(f"model: {model.name}\n", encoding="utf-8")
+    proc = _recase_cli(model if through == "directory" else pointer, tico / "test.lc.en")
     assert proc.returncode == 0 and model.is_dir() and not aside.exists(), proc.stderr
     assert "put back" in proc.stderr
 

@@ -186,7 +186,14 @@ def test_a_model_holding_a_users_file_is_not_replaced(tmp_path, capsys):
     assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
 
 
-def test_a_replaced_model_keeps_its_directorys_mode(tmp_path):
+@pytest.mark.parametrize("exchange", [True, False])
+def test_a_replaced_model_keeps_its_directorys_mode(tmp_path, monkeypatch, exchange):
+    """Swapped in one rename-exchange, or (without renameat2) set aside and renamed in: either way the path's
+    mode is the one its owner gave it."""
+    from moses_recaser import outputs
+
+    if not exchange:
+        monkeypatch.setattr(outputs, "_renameat2", lambda src, dst, flags: False)
     model = tmp_path / "model"
     with _umask(0o022):
         assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0

@@ -301,10 +301,23 @@ def test_bilingual_trace_output_is_identical_across_threads(tico, tmp_path):
 
 
 def test_recasing_commands_can_still_limit_blas_threads():
-    # cli.single_threaded_blas works only while numpy is unloaded: importing the CLIs must not load it
+    # workers.single_threaded_blas works only while numpy is unloaded: importing the CLIs must not load it
     code = "import sys, moses_recaser.cli.main, moses_recaser.cli.ems; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_recase_command_sets_one_blas_thread_before_numpy_loads(tico):
+    # single_threaded_blas sets the variable only while numpy is unloaded (it once sat in a module that loads it)
+    lc = tico / "test.lc.en"
+    code = (
+        "import os, sys; from moses_recaser.cli.main import main; "
+        f"main(['-q', 'recase', '--model', {str(tico / 'model')!r}, '--input', {str(lc)!r}, '-o', os.devnull]); "
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["1", "True"]
 
 
 def test_the_console_command_flushes_its_output_and_exit_code(tico, tmp_path):

@@ -52,10 +52,15 @@ def test_zip_readers_reports_the_longer_file(tmp_path):
         (" \t ", []),
         ("a\u3000b", ["a\u3000b"]),
         ("a\u2009b", ["a\u2009b"]),
+        ("a\vb \x1c \x85c", ["a\vb", "\x1c", "\x85c"]),
+        ("a b\r", ["a", "b"]),  # Moses trims " \t\n\r" at the ends (a "\r\r\n" line end)
+        ("\r a\rb", ["a\rb"]),
     ],
 )
 def test_split_tokens(line, tokens):
+    """Moses' tokens; joined with spaces, they split back into themselves."""
     assert split_tokens(line) == tokens
+    assert split_tokens(" ".join(tokens)) == tokens
 
 
 def test_atomic_output_leaves_nothing_on_error(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from test_ems_moses import SHARED, _need_shared
+from conftest import SHARED, need_shared
 
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.in_memory import count_text
@@ -41,7 +41,7 @@ def test_the_same_as_moses_truecaser_on_real_text(tmp_path):
     """train-truecaser.perl + truecase.perl against Truecaser.of_forms on the same tokenized text: they
     differ only where Moses also starts a sentence inside a line (after ':' and the like), which the form counts
     do not know."""
-    _need_shared()
+    need_shared()
     tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp_path), "mosesdecoder/scripts/recaser"], check=True)
     scripts = tmp_path / "mosesdecoder/scripts/recaser"
@@ -72,7 +72,7 @@ def test_the_same_as_moses_truecaser_on_real_text(tmp_path):
 
 def test_sentence_starts_are_those_detruecase_perl_capitalizes(tmp_path):
     """detruecase.perl capitalizes the first letter at each sentence start; ``sentence_starts`` marks the same."""
-    _need_shared()
+    need_shared()
     tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp_path), "mosesdecoder/scripts/recaser"], check=True)
     tok = tokenizer("en")
@@ -90,3 +90,12 @@ def test_sentence_starts_are_those_detruecase_perl_capitalizes(tmp_path):
         for line in lines
     ]
     assert ours == theirs
+
+
+def test_a_rare_form_is_not_known_with_a_minimum_share():
+    """``min_share``: a form that makes less than that share of its word's counts (a headline's 'Next') is not
+    kept; truecase.perl's model (share 0) keeps every form seen."""
+    lines = [["a", "next", "day"]] * 19 + [["The", "Next", "Day"]]
+    assert truecaser_of(lines).truecase(["the", "Next", "day"]) == ["the", "Next", "day"]
+    tc = Truecaser.of_forms(Tables.from_counts(count_text(lines, order=1)).forms, min_share=0.1)
+    assert tc.truecase(["the", "Next", "day"]) == ["the", "next", "day"]

@@ -79,3 +79,13 @@ def test_compacted_vocabulary_keeps_its_numbers(first, second, others):
     assert [compacted.get(w) for w in queries] == [plain.get(w) for w in queries]
     a, b = compacted.arrays("v"), plain.arrays("v")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_strings_of_many_numbers_at_once():
+    """``strings`` gives what indexing gives, for stored and added strings, repeated and in any order."""
+    v = Vocab.of(["a", "Öl", "b", "naïve"])
+    v.add("new")
+    v.add("ßig")
+    ids = np.array([5, 0, 1, 4, 1, 3, 5, 2, 0])
+    assert v.strings(ids) == [v[i] for i in ids.tolist()]
+    assert v.strings(np.zeros(0, dtype=np.int64)) == []

@@ -166,7 +166,7 @@ def main() -> None:
     )
     ap.add_argument("--json", default="runs/bench.json")
     args = ap.parse_args()
-    # as the recasing commands do (cli.single_threaded_blas), before any child imports numpy
+    # as the recasing commands do (workers.single_threaded_blas), before any child imports numpy
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     # Python's bytecode cache on, as in an installed package (some shells set PYTHONDONTWRITEBYTECODE,

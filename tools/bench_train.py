@@ -65,9 +65,11 @@ def tree_rss_kib(pid: int) -> int:
     return total
 
 
-def run_measured(cmd: list[str], trace: Path | None = None, **kw) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """Run a command; its wall time (s) and the peak RSS of its process tree (MiB); ``trace``: a file of
-    (seconds, MiB) samples."""
+def run_measured(  # type: ignore[no-untyped-def]
+    cmd: list[str], trace: Path | None = None, interval: float = 0.1, **kw
+) -> tuple[float, float]:
+    """Run a command; its wall time (s) and the peak RSS of its process tree (MiB), sampled every ``interval`` s
+    (the first sample at once); ``trace``: a file of (seconds, MiB) samples."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, **kw)
     peak = 0
@@ -76,10 +78,12 @@ def run_measured(cmd: list[str], trace: Path | None = None, **kw) -> tuple[float
 
     def sample() -> None:
         nonlocal peak
-        while not stop.wait(0.1):
+        while True:
             kib = tree_rss_kib(proc.pid)
             peak = max(peak, kib)
             samples.append((time.perf_counter() - t0, kib // 1024))
+            if stop.wait(interval):
+                return
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()

@@ -43,13 +43,13 @@ def main() -> int:
     )
     injected = [f for f in faults if f[1] != "none"]
     hostile = len(re.findall(r"^PASSED tests/test_model_safety\.py::", out, re.M))
-    failed = re.findall(r"^FAILED (\S+)", out, re.M)
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)  # an error in a fixture fails its test too
     commands = sorted({c for c, _ in faults})
     print("| figure | value |\n|---|---|")
     print(f"| fuzzed inputs tried (hypothesis examples, every subcommand and parser) | {examples:,} |")
     print(f"| subcommands under faults | {len(commands)} |")
     print(f"| faults injected (ENOSPC, EACCES, EROFS, closed stdout, SIGTERM; rows) | {len(injected)} |")
-    print(f"| hostile or damaged model cases (tests; one of them makes 192 array edits) | {hostile} |")
+    print(f"| hostile or damaged model cases (tests; 192 array edits in one, 15 partial edits) | {hostile} |")
     print(f"| tracebacks or internal errors (failed tests) | {len(failed)} |")
     print(f"| user files lost or replaced (failed fault rows) | {sum('test_faults' in f for f in failed)} |")
     print(f"| time | {seconds:.0f} s |")

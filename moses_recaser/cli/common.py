@@ -14,11 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from moses_recaser import __version__
-from moses_recaser.cli.options import add, check_required
+from moses_recaser.cli.options import add, finish_settings
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.outputs import STDOUT, check_output, write_error
 from moses_recaser.textio import check_input
+from moses_recaser.workers import single_threaded_blas
 
 log = logging.getLogger("moses_recaser")
 
@@ -143,12 +144,13 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     """Parse, dispatch and turn every failure into one line on stderr: exit code 2 for bad input, a bad model,
     a bad setting or a fault of the system (a full disk, a read-only or unreadable file, memory), 3 for a bug
     (-v adds its traceback), 130 for an interruption."""
+    single_threaded_blas()
     parser = parser_factory()
     shown = io.StringIO()  # what --help and --version print: argparse would drop a write error on the floor
     try:
         with contextlib.redirect_stdout(shown):
             args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
-        check_required(args.subparser, args)
+        finish_settings(args.subparser, args)
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())
     _setup_logging(args, prog)

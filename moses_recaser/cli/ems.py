@@ -52,9 +52,6 @@ def add_recase(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
-    from moses_recaser.model.streaming import single_threaded_blas
-
-    single_threaded_blas()
     from moses_recaser.ems import steps
 
     steps.recase_step(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, say, trace_options
-from moses_recaser.cli.options import add
+from moses_recaser.cli.options import add, deprecated
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
 from moses_recaser.outputs import atomic_output
@@ -89,20 +89,30 @@ def add_lm(p: argparse.ArgumentParser) -> None:
     add(p, "output", required=True, help="the ARPA file ('-': stdout)")
     add(p, "lm_order")
     add(p, "discount_fallback")
-    # the old output flag, apart: with it, an old "-o ORDER" would now name the output
+    # the old output flag, apart: beside it, an old "-o ORDER" is the order (``old_lm_form``)
     p.add_argument("--arpa", help=argparse.SUPPRESS)
-    p.set_defaults(reads=("input",), writes=("output",))
+    p.set_defaults(reads=("input",), writes=("output",), old_form=old_lm_form)
+
+
+def old_lm_form(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Earlier releases' ``lm --arpa FILE -o ORDER``, read as ``lm -o FILE --lm-order ORDER`` with a warning
+    for each old spelling. Invariant: ``-o`` is an order only beside ``--arpa``; without it, ``-o`` is the
+    output (a number there is refused by ``cmd_lm``)."""
+    if args.arpa is None:
+        return
+    deprecated(parser, args, "--arpa FILE", "-o FILE")
+    if args.output is not None:
+        if not args.output.isdigit():
+            parser.error(f"--arpa {args.arpa} and -o {args.output} both name the output; give -o only")
+        deprecated(parser, args, f"-o {args.output} beside --arpa", f"--lm-order {args.output}")
+        args.lm_order = int(args.output)
+    args.output, args.arpa = args.arpa, None
 
 
 def cmd_lm(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import estimate_lm, lm_from_text
     from moses_recaser.stats.in_memory import count_text
 
-    if args.arpa is not None:
-        raise RecaserError(
-            f"'lm --arpa FILE -o ORDER' is now 'lm -o FILE --lm-order ORDER' (-o is the output in every "
-            f"subcommand): write -o {args.arpa} --lm-order {args.output if args.output.isdigit() else 'N'}"
-        )
     if args.output.isdigit():  # an earlier release's '-o ORDER': it would now write a file named 3
         raise RecaserError(
             f"-o is the output file (the n-gram order is --lm-order {args.output}); to write a file named "
@@ -408,9 +418,6 @@ def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
-    from moses_recaser.model.streaming import single_threaded_blas
-
-    single_threaded_blas()
     from moses_recaser.api import Recaser
 
     recaser = Recaser.load(args.model, alignment_mode=args.alignment_mode)

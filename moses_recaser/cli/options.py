@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,8 +294,17 @@ class Deprecated(argparse.Action):
         self.new, self.real = new, real
 
     def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, opt: Any = None) -> None:
-        print(f"{parser.prog}: warning: {opt} is deprecated; use {self.new}", file=sys.stderr)
+        deprecated(parser, ns, str(opt), self.new)
         self.real(parser, ns, values, opt)
+
+
+DEPRECATIONS = "deprecations"
+
+
+def deprecated(parser: argparse.ArgumentParser, ns: argparse.Namespace, old: str, new: str) -> None:
+    """Note that ``old`` was written for ``new``: ``finish_settings`` prints it after parsing, unless -q."""
+    note = f"{parser.prog}: warning: {old} is deprecated; use {new}"
+    setattr(ns, DEPRECATIONS, [*getattr(ns, DEPRECATIONS, []), note])
 
 
 def add(
@@ -312,14 +321,14 @@ def add(
             raise ValueError(f"setting {name} has no EMS spelling")
         # Getopt::Long takes -name and --name; a one-letter flag keeps its long form
         flags: tuple[str, ...] = (o.ems, "-" + o.ems) if len(o.ems) > 2 else (o.ems, *o.flags[1:])
-        deprecated = [x for x in o.old if not x.startswith("--")]
+        old_flags = [x for x in o.old if not x.startswith("--")]
     else:
-        flags, deprecated = o.flags, [x for x in o.old if x.startswith("--")]
+        flags, old_flags = o.flags, [x for x in o.old if x.startswith("--")]
     required = kw.pop("required", False)
     action = p.add_argument(*flags, **kw)
-    if required:  # checked after parsing (``check_required``), so that an old spelling counts too
+    if required:  # checked after parsing (``finish_settings``), so that an old spelling counts too
         p.set_defaults(**{REQUIRED: [*(p.get_default(REQUIRED) or []), (name, flags[0])]})
-    for spelling in (*deprecated, *old):
+    for spelling in (*old_flags, *old):
         new = next((f for f in flags if f.startswith("--")), flags[0])
         p.add_argument(spelling, action=Deprecated, dest=name, new=new, real=action)
     return action
@@ -328,24 +337,54 @@ def add(
 REQUIRED = "required_settings"
 
 
-def check_required(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """argparse's 'required' for settings added with ``required=True`` (which an old spelling satisfies)."""
+def finish_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """After argparse: a command's earlier form that no alias can read (its ``old_form`` default: lm's
+    ``--arpa FILE -o ORDER``) rewritten into today's settings; a warning for each old spelling (on stderr, unless
+    -q: errors only); then argparse's 'required' for settings added with ``required=True`` (which an old spelling
+    satisfies)."""
+    old_form = getattr(args, "old_form", None)
+    if old_form is not None:
+        old_form(parser, args)
+    if not getattr(args, "quiet", False):
+        for line in getattr(args, DEPRECATIONS, []):
+            print(line, file=sys.stderr)
     missing = [flag for name, flag in getattr(args, REQUIRED, None) or () if getattr(args, name, None) is None]
     if missing:
         parser.error("the following arguments are required: " + ", ".join(missing))
 
 
-def markdown_table() -> str:
-    """docs/settings.md's table: each setting's one name, its flags, its EMS spelling and old spellings."""
+def takers(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+    """Each flag shown in ``--help`` of ``parser``'s subcommands (old spellings are hidden), and the subcommands
+    that take it, in ``--help``'s order: read from the parsers themselves, so the docs cannot drift from them."""
+    out: dict[str, list[str]] = {}
+    for action in parser._actions:  # argparse keeps no public list of them
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                for a in sub._actions:
+                    for flag in a.option_strings if a.help != argparse.SUPPRESS else ():
+                        out.setdefault(flag, []).append(command)
+    return out
+
+
+def markdown_table(main: argparse.ArgumentParser, ems: argparse.ArgumentParser) -> str:
+    """docs/settings.md's table: each setting's one name, its flags on ``main`` (``moses-recaser``) and ``ems``
+    (``moses-recaser-ems``) with the subcommands that take them, its default and its old spellings."""
     rows = [
         "| name (API, YAML, model) | moses-recaser | moses-recaser-ems | default | deprecated |",
         "|---|---|---|---|---|",
     ]
+    on_main, on_ems = takers(main), takers(ems)
     for o in OPTIONS.values():
         default = o.kwargs.get("default")
         shown = "" if default is None else "''" if default == "" else str(default)
         rows.append(
-            f"| `{o.name}` | {', '.join(f'`{f}`' for f in o.flags)} | {f'`{o.ems}`' if o.ems else ''} | "
+            f"| `{o.name}` | {_spelt(o.flags, on_main)} | {_spelt((o.ems,) if o.ems else (), on_ems)} | "
             f"{shown and '`' + shown.replace('|', chr(92) + '|') + '`'} | {', '.join(f'`{x}`' for x in o.old)} |"
         )  # a '|' in a cell is escaped, as GitHub's tables need
     return "\n".join(rows) + "\n"
+
+
+def _spelt(flags: Sequence[str], takers: Mapping[str, list[str]]) -> str:
+    """A table cell: the flags, and the subcommands that take them (none: the setting is not on this command)."""
+    commands = list(dict.fromkeys(c for f in flags for c in takers.get(f, ())))
+    return f"{', '.join(f'`{f}`' for f in flags)} ({', '.join(commands)})" if commands else ""

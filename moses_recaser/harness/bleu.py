@@ -1,10 +1,15 @@
-"""End-to-end BLEU on real MT output (WMT21 system outputs), recased from lowercase.
+"""End-to-end BLEU on real MT output (WMT21 system outputs), recased from lowercase, and from its own case.
 
 For every system: tokenize its output (Moses rules), lowercase it, align it to the tokenized source
 with eflomal and the priors of the training alignment (these systems give no trace), recase with
 each capitalizer, detokenize, and score cased BLEU and chrF against reference A with sacrebleu.
 Beside them: the system's own cased BLEU (its native casing), and the case-insensitive BLEU of the
 recased output, the upper bound a perfect capitalizer reaches.
+
+With a CRF trained for cased input (``input_case: cased``), the system's own cased output is recased too
+(``native:crf``: its case read as evidence) and set beside the same tokens with the system's case
+(``native:tok``, the output tokenized and detokenized again): the two differ in case only, and the recaser
+must never score below the system's own case.
 """
 
 from __future__ import annotations
@@ -91,8 +96,15 @@ def run_bleu(
         for name, cap in capitalizers.items():
             recased = cap.recase_batch(triples)
             text = [detok.detokenize(t) for t in recased]
-            (out / f"{pair}.{system}.{name}.{tgt_lang}").write_text("".join(x + "\n" for x in text), encoding="utf-8")
+            _write(out / f"{pair}.{system}.{name}.{tgt_lang}", text)
             row[name] = sacrebleu_scores(text, refs)
+        crf = capitalizers.get("crf")
+        if crf is not None and getattr(getattr(crf, "weights", None), "cased", False):
+            cased = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(src_tok, tok, links))]
+            row["native:tok"] = sacrebleu_scores([detok.detokenize(t) for t in tok], refs)
+            text = [detok.detokenize(t) for t in crf.recase_batch(cased)]
+            _write(out / f"{pair}.{system}.native-crf.{tgt_lang}", text)
+            row["native:crf"] = sacrebleu_scores(text, refs)
         results["systems"][system] = row
         log.info(
             "%s %s: native %.2f, crf %.2f, upper bound %.2f",
@@ -108,6 +120,32 @@ def run_bleu(
     }
     results["mean_bleu"] = {n: statistics.mean(r[n]["bleu"] for r in results["systems"].values()) for n in names}
     return results
+
+
+def _write(path: Path, lines: Sequence[str]) -> None:
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+
+
+def cased_markdown(results: dict) -> str:
+    """The table of recasing each system's own cased output (``native:crf``) against its case (``native:tok``);
+    empty when the model was not trained for cased input."""
+    rows = {k: r for k, r in results["systems"].items() if "native:crf" in r}
+    if not rows:
+        return ""
+    lines = [
+        f"## WMT21 {results['pair']}: the systems' own cased output, recased (its case read as evidence)",
+        "",
+        "| system | own case BLEU | recased BLEU | gain | case-insensitive |",
+        "|---|---|---|---|---|",
+    ]
+    for system, r in rows.items():
+        own, rec = r["native:tok"]["bleu"], r["native:crf"]["bleu"]
+        lines.append(f"| {system} | {own:.2f} | {rec:.2f} | {rec - own:+.2f} | {r['native:tok']['bleu_ci']:.2f} |")
+    gains = [r["native:crf"]["bleu"] - r["native:tok"]["bleu"] for r in rows.values()]
+    lines.append(
+        f"| **mean** (least, most) | | | {statistics.mean(gains):+.2f} ({min(gains):+.2f}, {max(gains):+.2f}) | |"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def bleu_markdown(results: dict) -> str:

@@ -50,6 +50,7 @@ class ExperimentConfig:
     sigma: float = TrainSettings.sigma
     feature_scaling: bool = TrainSettings.feature_scaling
     heldout_sentences: int = TrainSettings.heldout_sentences
+    input_case: str = TrainSettings.input_case
     systems: list[str] = field(default_factory=lambda: ["unigram", "trigram", "sacremoses", "crf-monolingual", "crf"])
     learning_curve: list[int] = field(default_factory=list)  # training sizes in target words
     wmt21: str | None = None  # end-to-end BLEU on WMT21 system outputs of this pair (e.g. de-en)

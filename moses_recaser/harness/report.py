@@ -64,9 +64,9 @@ def results_markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {size_label(p)} | {100 * p['trigram']:.2f} | {100 * p['crf']:.2f} |")
     lines += ["", "Signatures:", ""] + [f"- {n}: `{r['signature']}`" for n, r in full["systems"].items()]
     if results.get("bleu"):
-        from moses_recaser.harness.bleu import bleu_markdown
+        from moses_recaser.harness.bleu import bleu_markdown, cased_markdown
 
-        lines += ["", bleu_markdown(results["bleu"])]
+        lines += ["", bleu_markdown(results["bleu"]), cased_markdown(results["bleu"])]
     if results.get("wmt21_curve"):
         lines += [
             "Mean gap to the case-insensitive upper bound by training size (the same aligned outputs):",

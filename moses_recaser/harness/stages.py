@@ -258,6 +258,7 @@ def train_model(
         heldout_sentences=cfg.heldout_sentences,
         feature_scaling=cfg.feature_scaling,
         monolingual=[str(mono)] if mono is not None else [],
+        input_case=cfg.input_case,
     )
     from moses_recaser.model.features import feature_names, feature_revision
 

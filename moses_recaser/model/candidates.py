@@ -27,7 +27,7 @@ from moses_recaser.casing import Tag
 from moses_recaser.columns import Columns, column, spec
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.modeldir import check_range, save_npz
+from moses_recaser.modeldir import check_range, check_shapes, save_npz
 from moses_recaser.stats.tables import Tables
 from moses_recaser.vocab import Vocab
 
@@ -52,7 +52,7 @@ class Facts:
 
 @dataclass
 class SourceFacts:
-    """Per-source-key columns (``Candidates.source_id``)."""
+    """Per-source-key columns (``Candidates.source_ids``)."""
 
     cased: np.ndarray = column(np.int64)  # id among the cased table's sources (-1: none)
     lower: np.ndarray = column(np.int64)  # id of its lowercase among the lowercase table's sources (-1: none)
@@ -96,7 +96,7 @@ class Candidates:
         self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
         # stored training forms by lowercase (load): lowercase -> row, offsets, form ids
         self._seen: tuple[Vocab, np.ndarray, np.ndarray] | None = None
-        self.sources = Vocab.of([])  # source key -> id (source_id)
+        self.sources = Vocab.of([])  # source key -> id (source_ids)
         self._src_facts = Columns(_SOURCE_FACTS)
 
     @cached_property
@@ -178,10 +178,19 @@ class Candidates:
             i = self._strip_of[word] = self._strip.add(casing.strip_diacritics(word))
         return i
 
+    def strip_ids(self, words: list[str]) -> list[int]:
+        """``strip_id`` of each word, the new ones numbered together."""
+        new = [w for w in dict.fromkeys(words) if w not in self._strip_of]
+        if new:
+            self._strip_of.update(zip(new, self._strip.add_all([casing.strip_diacritics(w) for w in new]).tolist()))
+        return [self._strip_of[w] for w in words]
+
     def _describe(self, forms: list[str]) -> dict[str, list]:
         """The facts (``Facts``) of each form, a column at a time."""
-        is_cap, strip_id, training = casing.is_capitalized, self.strip_id, self.is_training_type
+        is_cap, training = casing.is_capitalized, self.is_training_type
         heads = [c.split("-", 1)[0] if "-" in c else c for c in forms]
+        cap_heads = [is_cap(h) for h in heads]
+        head_ids = self.strip_ids([h for h, c in zip(heads, cap_heads) if c])[::-1]
         n = len(forms)
         return {
             "cap": list(map(is_cap, forms)),
@@ -189,12 +198,12 @@ class Candidates:
             "prior": self.prior.log_probs(forms) if self.prior is not None else [0.0] * n,
             "unseen": (self.tables.forms.vocab.numbers(forms) < 0).tolist(),
             "short": [len(c) <= 3 or sum(map(str.isalpha, c)) <= 3 for c in forms],
-            "strip": list(map(strip_id, forms)),
+            "strip": self.strip_ids(forms),
             "cased": self.tables.cased.tgt_vocab.numbers(forms).tolist(),
             "upper": list(map(casing.is_upper_word, forms)),
             "lm": self.lm_ids(forms).tolist() if self.lm_ids is not None else [-1] * n,
             "oov": [not training(casing.lower(c)) for c in forms],
-            "head": [strip_id(h) if is_cap(h) else -1 for h in heads],
+            "head": [head_ids.pop() if c else -1 for c in cap_heads],
         }
 
     def segment(self, ids: Sequence[int]) -> tuple[int, int]:
@@ -283,38 +292,61 @@ class Candidates:
         self._plain_start, self._plain_count = z["seg.start"], z["seg.count"]
         self._pool = z["gen"]
         self._size = len(self._pool)
-        check_range("GEN", {"gen": self._pool}, 0, len(self.strings))
-        check_range("GEN", {"seg.start": self._plain_start, "seg.count": self._plain_count}, 0, self._size + 1)
-        check_range("GEN", {"seg.end": self._plain_start + self._plain_count}, 0, self._size + 1)
         self._facts.take({name: z[f"facts.{name}"] for name, _ in _FACTS})
-        check_range("facts", {"facts.prior": z["facts.prior"]}, -np.inf, 1e-9)  # log probabilities
-        ids = ("strip", "cased", "lm", "head")
-        check_range("facts", {f"facts.{n}": z[f"facts.{n}"] for n in ids}, -1, np.iinfo(np.int32).max)
-        self._seen = (Vocab.load(z, "seen.tokens"), z["seen.offsets"], z["seen.ids"])
+        self._seen = seen = (Vocab.load(z, "seen.tokens"), z["seen.offsets"], z["seen.ids"])
         if self.prior is not None:
             self.prior.use(z)
         self.sources = Vocab.load(z, "src.keys")
         self._src_facts.take({name: z[f"src.{name}"] for name, _ in _SOURCE_FACTS})
+        self._check_loaded(z, seen)
         return True
+
+    def _check_loaded(self, z: Mapping[str, np.ndarray], seen: tuple[Vocab, np.ndarray, np.ndarray]) -> None:
+        """Every number of a loaded registry that indexes something lies inside what it indexes (-1: none, where
+        allowed), and the log priors are log probabilities: a model edited with its checksums made to match is a
+        ValueError at load (a damaged model), not an IndexError in the middle of recasing."""
+        check_range("GEN", {"gen": self._pool}, 0, len(self.strings))
+        check_range("GEN", {"seg.start": self._plain_start, "seg.count": self._plain_count}, 0, self._size + 1)
+        check_range("GEN", {"seg.end": self._plain_start + self._plain_count}, 0, self._size + 1)
+        check_range("facts", {"facts.prior": z["facts.prior"]}, -np.inf, 1e-9)
+        sizes = {
+            "strip": len(self._strip),
+            "head": len(self._strip),
+            "cased": len(self.tables.cased.tgt_vocab),
+            "lm": max(self.lm_vocab, 0),
+        }
+        for name, size in sizes.items():
+            check_range("facts", {f"facts.{name}": z[f"facts.{name}"]}, -1, size)
+        check_range("facts", {"facts.tag": z["facts.tag"], "src.tag": z["src.tag"]}, 0, len(Tag))
+        check_range("source facts", {"src.cased": z["src.cased"]}, -1, len(self.tables.cased.src_vocab))
+        check_range("source facts", {"src.lower": z["src.lower"]}, -1, len(self.tables.lower.src_vocab))
+        lows, offsets, ids = seen
+        check_shapes("seen", {"seen.offsets": offsets}, "iu", len(lows) + 1)
+        check_range("seen", {"seen.ids": ids}, 0, len(self.tables.forms.vocab))
+        check_range("seen", {"seen.offsets": offsets}, 0, len(ids) + 1)
+        if offsets[0] != 0 or bool((offsets[1:] < offsets[:-1]).any()):
+            raise ValueError("seen: seen.offsets are not in order")
 
     def _settings(self) -> list[int]:
         return [int(self.prior is not None), self.max_candidates, self.lm_vocab]
 
-    def source_id(self, key: str) -> int:
-        i = self.sources.get(key)
-        if i < 0:
-            i = self.sources.add(key)
-            t = casing.tag(key)
+    def source_ids(self, keys: list[str]) -> list[int]:
+        """The id of each source key (a source word as the tables know it), the new ones described together."""
+        start = len(self.sources)
+        ids = self.sources.add_all(keys)
+        new = self.sources.words_from(start)
+        if new:
+            tags = [casing.tag(k) for k in new]
             self._src_facts.add(
                 {
-                    "cased": [self.tables.cased.src_vocab.get(key)],
-                    "lower": [self.tables.lower.src_vocab.get(casing.lower(key))],
-                    "tag": [int(t)],
-                    "has_case": [t is not Tag.AN],
-                    "upper": [casing.is_upper_word(key)],
+                    "cased": self.tables.cased.src_vocab.numbers(new).tolist(),
+                    "lower": self.tables.lower.src_vocab.numbers([casing.lower(k) for k in new]).tolist(),
+                    "tag": [int(t) for t in tags],
+                    "has_case": [t is not Tag.AN for t in tags],
+                    "upper": [casing.is_upper_word(k) for k in new],
                 }
             )
-        return i
+        return ids.tolist()
 
     def source_facts(self) -> SourceFacts:
         return SourceFacts(**{name: self._src_facts[name] for name, _ in _SOURCE_FACTS})

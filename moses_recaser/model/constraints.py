@@ -31,6 +31,7 @@ class ConstraintInputs:
     target: list[str]  # (N,) lowercased output tokens
     source: list[str]  # (M,) cased source tokens
     tgt_positional: np.ndarray  # (N,) the word's capital would be due to its position
+    src_letter: np.ndarray  # (M,) the source word has a letter (of any script: CJK too)
     src_lower: np.ndarray  # (M,) the source word has a lowercase letter
     src_upper: np.ndarray  # (M,) the source word is all upper with two or more cased letters (tag AU)
     pair_pos: np.ndarray  # (P,) (output word, aligned source word) pairs, flat indices
@@ -38,13 +39,15 @@ class ConstraintInputs:
 
     @cached_property
     def all_caps(self) -> np.ndarray:
-        """(S,) the source line is written in capitals: no lowercase letter, and at least
-        ALL_CAPS_MIN_WORDS all-upper words."""
+        """(S,) the source line is written in capitals: no lowercase letter, at least ALL_CAPS_MIN_WORDS
+        all-upper words, and those at least half its words with a letter (a Chinese line holds no lowercase
+        letter, and may hold two acronyms, 'PCOO' and 'DZBB')."""
         S = len(self.triples)
         sent = self.layout.src_sent
+        letter = np.bincount(sent, weights=self.src_letter, minlength=S)
         lower = np.bincount(sent, weights=self.src_lower, minlength=S)
         upper = np.bincount(sent, weights=self.src_upper, minlength=S)
-        return (lower == 0) & (upper >= ALL_CAPS_MIN_WORDS)
+        return (lower == 0) & (upper >= ALL_CAPS_MIN_WORDS) & (2 * upper >= letter)
 
 
 def _all_caps(x: ConstraintInputs) -> dict[int, str]:
@@ -90,7 +93,8 @@ class Constraint:
 CONSTRAINTS: tuple[Constraint, ...] = (
     Constraint(
         "all_caps",
-        "the source line is in capitals (no lowercase letter, at least two all-upper words): "
+        "the source line is in capitals (no lowercase letter, at least two all-upper words, and at least half "
+        "its words with a letter): "
         "every output word with a letter is all upper",
         _all_caps,
     ),

@@ -19,6 +19,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import WordTypes
+from moses_recaser.errors import RecaserError
 from moses_recaser.model.batch import alignment_pairs
 from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.constraints import ConstraintInputs, fixed_forms
@@ -113,6 +114,7 @@ class FeatureExtractor:
         self._keys = Vocab.of([])  # lowercase or stripped word -> number (GEN's source-word test)
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
+        self._gen_checked = np.zeros(0, dtype=bool)  # per target type: GEN's candidates checked (``_check_gen``)
         if candidates_file is not None:
             z = MappedArrays(candidates_file)
             if self.candidates.load(z):
@@ -158,11 +160,21 @@ class FeatureExtractor:
         self._keys = Vocab.load(z, "types.keys")
         self._target_types.restore(z, "types.target")
         self._source_types.restore(z, "types.source")
-        pool = len(self.candidates.pool()) + 1
-        target = {n: self._target_types[n] for n in ("start", "count")}
-        check_range("target types", {**target, "end": target["start"] + target["count"]}, 0, pool)
-        ids = {n: self._source_types[n] for n in ("strip_id", "key", "key_pos", "low", "strip")}
-        check_range("source types", ids, -1, np.iinfo(np.int32).max)
+        self._check_types()
+
+    def _check_types(self) -> None:
+        """Every number of the restored word types that indexes something lies inside what it indexes (-1: none,
+        where allowed): a model edited with its checksums made to match is a ValueError at load (a damaged model),
+        not an IndexError in the middle of recasing. (``strip_id`` is only compared, never an index.)"""
+        T, Sr, keys = self._target_types, self._source_types, len(self._keys)
+        check_range("target types", {"start": T["start"], "count": T["count"]}, 0, len(self.candidates.pool()) + 1)
+        check_range("target types", {"end": T["start"] + T["count"]}, 0, len(self.candidates.pool()) + 1)
+        check_range("target types", {"punct": T["punct"]}, -1, len(self.names))
+        check_range("target types", {"e_lower": T["e_lower"]}, -1, len(self.tables.lower.tgt_vocab))
+        check_range("word types", {"target low": T["low"], "target strip": T["strip"]}, 0, keys)
+        check_range("word types", {"source low": Sr["low"], "source strip": Sr["strip"]}, 0, keys)
+        check_range("source types", {"key": Sr["key"], "key_pos": Sr["key_pos"]}, 0, len(self.candidates.sources))
+        check_range("source types", {"strip_id": Sr["strip_id"]}, 0, np.iinfo(np.int32).max)
 
     def flat(
         self,
@@ -238,10 +250,14 @@ class FeatureExtractor:
         }
 
     def _describe_source(self, words: list[str]) -> dict[str, list]:
-        keys, source_id = self._keys, self._source_id
+        keys = self._keys
         low = [casing.lower(w) for w in words]
-        sid = [source_id(w, False) for w in words]
+        sid = self.candidates.source_ids(words)
         telling = [_telling_case(w) for w in words]
+        by_position = [k for k, (w, x, t) in enumerate(zip(words, low, telling)) if not (w == x or t)]
+        key_pos = list(sid)
+        for k, i in zip(by_position, self.candidates.source_ids([self._as_known(words[k]) for k in by_position])):
+            key_pos[k] = i
         return {
             "letter": [casing.has_letter(w) for w in words],
             "end": [w in SENTENCE_END for w in words],
@@ -249,10 +265,10 @@ class FeatureExtractor:
             "cap": [casing.is_capitalized(w) for w in words],
             "long": [len(w) > 3 for w in words],
             "telling": telling,
-            "strip_id": list(map(self.candidates.strip_id, words)),
+            "strip_id": self.candidates.strip_ids(words),
             "key": sid,
             # a lowercase word, and a word whose case position does not explain, is its own positional key
-            "key_pos": [k if w == x or t else source_id(w, True) for w, x, k, t in zip(words, low, sid, telling)],
+            "key_pos": key_pos,
             "low": keys.add_all(low).tolist(),
             "strip": keys.add_all([casing.strip_diacritics(x) for x in low]).tolist(),
             "len": list(map(len, low)),
@@ -266,11 +282,6 @@ class FeatureExtractor:
     def _parts(self, word: str) -> list[int]:
         """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""
         return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
-
-    def _source_id(self, word: str, positional: bool) -> int:
-        """``Candidates.source_id`` of a source word as the tables know it (``_as_known``) when it is
-        capitalized by its position."""
-        return self.candidates.source_id(self._as_known(word) if positional else word)
 
     def _as_known(self, word: str) -> str:
         """A source word capitalized by its position as the tables know it: in lowercase if they know it only
@@ -291,6 +302,7 @@ class FeatureExtractor:
         S = len(triples)
         target = list(chain.from_iterable(t.target for t in triples))
         tt = T.numbers(target)
+        self._check_gen(tt)
         b = BatchFacts(
             layout=layout,
             start=T["start"][tt],
@@ -319,6 +331,28 @@ class FeatureExtractor:
             self._gold(b, target, references)
         return b
 
+    def _check_gen(self, tt: np.ndarray) -> None:
+        """GEN's candidates of each target type in ``tt`` are recasings of it, checked once per type: they may come
+        from a stored registry, whose numbers an edit made to fit its checksums can point at other strings, and a
+        damaged model is then one RecaserError here, not a changed token in the output. (GEN made here, ``gen``,
+        keeps only recasings.)"""
+        T = self._target_types
+        if len(self._gen_checked) < len(T):
+            grown = np.zeros(len(T), dtype=bool)
+            grown[: len(self._gen_checked)] = self._gen_checked
+            self._gen_checked = grown
+        todo = np.unique(tt[~self._gen_checked[tt]])
+        pool, strings = self.candidates.pool(), self.candidates.strings
+        for k, start, count in zip(todo.tolist(), T["start"][todo].tolist(), T["count"][todo].tolist()):
+            word = T.ids[k]
+            for form in map(strings.__getitem__, pool[start : start + count].tolist()):
+                if not casing.is_recasing_of(form, word):
+                    raise RecaserError(
+                        f"the model's GEN gives {form!r} for {word!r}, which is not a recasing of it: the model is "
+                        "damaged; train it again or copy it anew"
+                    )
+        self._gen_checked[todo] = True
+
     def _constrain(
         self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str], pairs: Pairs
     ) -> dict[int, str]:
@@ -331,6 +365,7 @@ class FeatureExtractor:
                 target=target,
                 source=pairs.source,
                 tgt_positional=positional(T["letter"][tt], T["end"][tt], layout.tgt_start, layout.n_tgt),
+                src_letter=Sr["letter"][pairs.st],
                 src_lower=Sr["has_lower"][pairs.st],
                 src_upper=Sr["upper"][pairs.st],
                 pair_pos=pairs.pos,
@@ -344,29 +379,35 @@ class FeatureExtractor:
 
     def _decoded(self, b: BatchFacts, decoded: Sequence[Sequence[str] | None]) -> None:
         """``b.decoded``: the candidate id of each word as its sentence came (-1 in sentences that came
-        lowercased). At a sentence start (``truecaser.sentence_starts``) the input's case tells nothing of the
-        word (truecase.perl lowercases it, a cased system capitalizes it), so the id is -1 there, unless the
-        form is of mixed case, and ``b.decoded_start`` holds the id of the form with its first letter
-        capitalized, as detruecase.perl makes it. Forms GEN lacks ('CSeries') join the word's GEN."""
+        lowercased), and ``b.decoded_truecased``: the line starts in lowercase, as truecased output does. In such
+        a line, a word at a sentence start (``truecaser.sentence_starts``) has the form truecase.perl gave it,
+        which tells nothing of its case there, so its id is -1, unless the form is of mixed case, and
+        ``b.decoded_start`` holds the id of the form with its first character capitalized, as detruecase.perl
+        makes it (in a line that starts with a capital, as cased MT output does, every word's form counts as
+        it is, and no ``decoded_start`` is set). Forms GEN lacks ('CSeries') join the word's GEN."""
         C, layout = self.candidates, b.layout
         ids = np.full(len(b.start), -1, dtype=np.int64)
         start = ids.copy()
+        truecased = np.zeros(len(decoded), dtype=bool)
         for s, words in enumerate(decoded):
             if words is None:
                 continue
-            starts = [
-                f and casing.has_letter(w) and casing.tag(w) is not Tag.MX
-                for w, f in zip(words, sentence_starts(words))
-            ]
+            first = next((w for w in words if casing.has_letter(w)), "")
+            truecased[s] = casing.has_letter(first) and casing.tag(first) is Tag.AL
+            at_start = sentence_starts(words)
+            starts = [f and casing.has_letter(w) and casing.tag(w) is not Tag.MX for w, f in zip(words, at_start)]
             forms = [detruecased(w) if f else w for w, f in zip(words, starts)]
-            C.add(forms)
+            C.add([*words, *forms])
             at = int(layout.tgt_start[s]) + np.arange(len(words))
-            numbers = C.strings.numbers(forms)
-            flags = np.array(starts, dtype=bool)
-            ids[at[~flags]], start[at[flags]] = numbers[~flags], numbers[flags]
+            as_is = C.strings.numbers(list(words))
+            if truecased[s]:
+                flags = np.array(starts, dtype=bool)
+                start[at[flags]] = C.strings.numbers(forms)[flags]
+                as_is[flags] = -1
+            ids[at] = as_is
         self._join_gen(b, ids)
         self._join_gen(b, start)
-        b.decoded, b.decoded_start = ids, start
+        b.decoded, b.decoded_start, b.decoded_truecased = ids, start, truecased
 
     def _join_gen(self, b: BatchFacts, want: np.ndarray) -> None:
         """Add the candidate ``want[g]`` to the GEN of each word g that lacks it (-1: none)."""

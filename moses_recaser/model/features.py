@@ -62,7 +62,7 @@ class BatchFacts:
     part_keys: np.ndarray  # (sentence << 32) + Candidates.strip_id of each capitalized part of a hyphenated source word
     spans: np.ndarray | None  # (N,) candidate id of each word's source span form (-1: none)
     pair_pos: np.ndarray  # (P,) (target word, aligned source word) pairs: the word ...
-    pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_id)
+    pair_src: np.ndarray  # (P,) ... and the source word as the tables know it (Candidates.source_ids)
     gold: list[np.ndarray | None]
     gen_misses: list[int]
     fixed: dict[int, str] = field(default_factory=dict)  # words a constraint fixed, and its name
@@ -71,6 +71,8 @@ class BatchFacts:
     # first letter (extractor.FeatureExtractor._decoded)
     decoded: np.ndarray | None = None
     decoded_start: np.ndarray | None = None
+    # (S,) the line came as truecased output does: its first word with a letter starts in lowercase
+    decoded_truecased: np.ndarray | None = None
 
 
 class _Gathered:
@@ -133,6 +135,13 @@ class FeatureInputs:
         """The candidate is the word's form as the input has it (sentences that came with case)."""
         d = self.b.decoded
         return np.zeros(len(self.ids), dtype=bool) if d is None else d[self.G] == self.ids
+
+    @cached_property
+    def truecased_line(self) -> np.ndarray:
+        """The candidate's line starts in lowercase, as truecased output does (cased MT output starts with a
+        capital)."""
+        t = self.b.decoded_truecased
+        return np.zeros(len(self.ids), dtype=bool) if t is None else t[self.S]
 
     @cached_property
     def decoded_start(self) -> np.ndarray:
@@ -342,34 +351,61 @@ FEATURES: tuple[Feature, ...] = (
         reads=SOURCE,
     ),
 )
+
+
+def _by_line(name: str, doc: str, value: Callable[[FeatureInputs], np.ndarray]) -> tuple[Feature, Feature]:
+    """A feature of the input's own case, twice: in lines that start with a capital (cased MT output, whose
+    case is good) and, as ``NAME:tc``, in lines that start in lowercase (truecased output, whose first words
+    and names a truecaser decided): the two kinds of output deserve weights of their own."""
+
+    def cased(x: FeatureInputs) -> np.ndarray:
+        return value(x) & ~x.truecased_line
+
+    def truecased(x: FeatureInputs) -> np.ndarray:
+        return value(x) & x.truecased_line
+
+    return (
+        Feature(name, doc + "; in a line that starts with a capital", cased, reads=DECODED),
+        Feature(name + ":tc", doc + "; in a line that starts in lowercase", truecased, reads=DECODED),
+    )
+
+
 # the features of the input's own case, on in a model trained for cased input (TrainSettings.input_case)
 DECODED_FEATURES: tuple[Feature, ...] = (
-    Feature(
+    *_by_line(
         "decoded",
         "the candidate is the word as the input has it (truecased or cased decoder output)",
         lambda x: x.decoded,
-        reads=DECODED,
     ),
-    Feature(
+    *_by_line(
         "decoded:cased",
         "the same, for a form with a capital: the decoder chose a capital (a name, a title), which tells more "
         "than a lowercase form does",
         lambda x: x.decoded & (x.cand.tag != int(Tag.AL)) & x.not_an,
-        reads=DECODED,
     ),
-    Feature(
+    *_by_line(
         "decoded:start",
         "at a sentence start (where a truecaser lowercases and a cased system capitalizes), the candidate is "
         "the input's form with a capital first letter: what detruecase.perl makes of it",
         lambda x: x.decoded_start,
-        reads=DECODED,
     ),
-    Feature(
+    *_by_line(
+        "decoded:first",
+        "the same, at the line's first word with a letter, which position would capitalize: a cased system "
+        "writes '700 dead from ...' in lowercase on purpose",
+        lambda x: x.decoded & (x.P == x.b.first[x.S]),
+    ),
+    *_by_line(
+        "decoded:upper",
+        "the same, for a form in capitals ('US', 'CD', 'II'): an acronym the decoder copied from its "
+        "training text, which a language model of common words would lowercase ('us', 'cd')",
+        lambda x: x.decoded & (x.cand.tag == int(Tag.AU)),
+    ),
+    *_by_line(
         "decoded:mixed",
         "the same, for a form of mixed case ('iPhone', 'CSeries', 'NSA.gov'), which no table or rule would "
         "make: kept unless the evidence against it is strong",
         lambda x: x.decoded & (x.cand.tag == int(Tag.MX)),
-        reads=DECODED,
     ),
 )
 BY_NAME = {f.name: f for f in FEATURES + DECODED_FEATURES}

@@ -39,10 +39,10 @@ class Flat:
         """Per sentence, the candidates that ``paths`` choose (an index per position)."""
         if not len(self.per_pos):
             return [[] for _ in paths]
-        chosen = self.ids[np.cumsum(self.per_pos) - self.per_pos + np.concatenate(paths)].tolist()
+        chosen = strings.strings(self.ids[np.cumsum(self.per_pos) - self.per_pos + np.concatenate(paths)])
         out, p0 = [], 0
         for n in self.n_pos.tolist():
-            out.append([strings[i] for i in chosen[p0 : p0 + n]])
+            out.append(chosen[p0 : p0 + n])
             p0 += n
         return out
 

@@ -142,27 +142,34 @@ class CasePrior:
         lower, tag, log, has_letter = casing.lower, casing.tag, math.log, casing.has_letter
         lows, low_counts = self._lower
         form_vocab, form_counts = self.tables.forms.vocab, self._form_counts
+        forms = list(forms)
+        low_of = [lower(f) for f in forms]
+        known_low = (lows.numbers(low_of) >= 0).tolist()
+        parts = {k: [p for p in f.split("-") if has_letter(p)] for k, (f, ok) in enumerate(zip(forms, known_low))}
+        parts = {k: ps for k, ps in parts.items() if "-" in forms[k] and not known_low[k] and len(ps) > 1}
+        words = forms + [p for ps in parts.values() for p in ps]
+        lowered = low_of + [lower(p) for ps in parts.values() for p in ps]
+        n_form = _counts(form_vocab, form_counts, words)  # every form's and part's count, looked up together
+        n_low = _counts(lows, low_counts, lowered)
 
-        def count_of(vocab: Vocab, counts: np.ndarray, word: str) -> int:
-            i = vocab.get(word)
-            return int(counts[i]) if i >= 0 else 0
-
-        def one(form: str, low: str, q: np.ndarray) -> float:
-            return log(
-                (count_of(form_vocab, form_counts, form) + beta * float(q[int(tag(form))]))
-                / (count_of(lows, low_counts, low) + beta)
-            )
+        def one(k: int, q: np.ndarray) -> float:
+            return log((n_form[k] + beta * float(q[int(tag(words[k]))])) / (n_low[k] + beta))
 
         out = []
         low_q, q_low = "", self._base
-        for form in forms:
-            low = lower(form)
-            if "-" in form and low not in lows:
-                parts = [p for p in form.split("-") if has_letter(p)]
-                if len(parts) > 1:
-                    out.append(sum(one(p, lower(p), shape_probs(lower(p))) for p in parts))
-                    continue
+        at = len(forms)  # where each hyphenated form's parts are, in words
+        for k, low in enumerate(low_of):
+            if k in parts:
+                out.append(sum(one(at + j, shape_probs(lowered[at + j])) for j in range(len(parts[k]))))
+                at += len(parts[k])
+                continue
             if low != low_q:  # a type's forms come together
                 low_q, q_low = low, shape_probs(low)
-            out.append(one(form, low, q_low))
+            out.append(one(k, q_low))
         return out
+
+
+def _counts(vocab: Vocab, counts: np.ndarray, words: list[str]) -> list[int]:
+    """The count of each word (0: not in the vocabulary)."""
+    ids = vocab.numbers(words)
+    return np.where(ids >= 0, counts[np.maximum(ids, 0)], 0).tolist() if len(ids) else []

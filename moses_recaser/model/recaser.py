@@ -24,7 +24,6 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.batch import gc_paused
-from moses_recaser.model.crf import make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import Weights, mode_of
@@ -241,11 +240,12 @@ class Recaser:
 
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
-        """Recased target tokens for each triple (empty targets give empty lists). A NaN met on the way (a model
-        whose numbers were edited to fit their checksums: a negative count, a NaN probability) is a RecaserError,
-        not a warning and a wrong answer."""
+        """Recased target tokens for each triple (empty targets give empty lists). A NaN, a division by zero or an
+        overflow met on the way (a model whose numbers were edited to fit their checksums: a negative count, a
+        NaN probability) is a RecaserError, not a warning and a wrong answer; code that means to divide by zero
+        (a log of 0) says so in an errstate of its own."""
         try:
-            with np.errstate(invalid="raise"):
+            with np.errstate(invalid="raise", divide="raise", over="raise"):
                 return self._recased(triples)
         except FloatingPointError as exc:
             raise RecaserError(
@@ -291,6 +291,8 @@ class Recaser:
             return []
         w = self.weights.matrix()[modes[0]]
         best = flat.best_paths(flat.unary @ w[1:], np.array([w[0]]))[0]
+        from moses_recaser.model.crf import make_batches  # the training code, for this one view
+
         (batch,) = make_batches([flat])
         unary, lm = batch.unary[0], batch.lm[0]
         padded = [0, 0] + best.tolist() + [0]

@@ -5,8 +5,6 @@ The chunks are the same whatever the number of workers, so the output is too.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -15,21 +13,12 @@ from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
 from moses_recaser.workers import check_workers, worker_signals
 
-CHUNK = 256  # sentences per batch; fixed, so output does not depend on how work is spread over processes
+CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
 
 
 class BatchRecaser(Protocol):
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]: ...
-
-
-def single_threaded_blas() -> None:
-    """One BLAS thread, when numpy is not loaded yet. Recasing's matrix products are tiny, and OpenBLAS's
-    extra threads spin between calls: measured on 2 cores, they took 1.2 s of CPU from a 1.7 s
-    recasing run and kept ``--threads 2`` from scaling. Recasing commands call this first."""
-    if "numpy" not in sys.modules:
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ.setdefault(var, "1")
 
 
 _WORKER: dict[str, Any] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -50,7 +50,7 @@ from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
-from moses_recaser.truecaser import Truecaser
+from moses_recaser.truecaser import Truecaser, sentence_starts
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +278,7 @@ def train(
         dev_triples, dev_refs = dev_output.triples(dev, dev_set)
     punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
     names = feature_names(settings.feature_set, punct, decoded=settings.input_case == "cased")
-    dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else None
+    dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else []
 
     with _timed(report, "lattices"):
         dev_tables, dev_lm = for_dev(tables, query_lm(lm_path, lm_arrays), dev_triples, dev_refs, dev_cased)
@@ -322,19 +322,20 @@ def for_dev(
     lm: object,
     triples: Sequence[Triple],
     refs: Sequence[Sequence[str | None]],
-    cased: Sequence[Sequence[str]] | None = None,
+    cased: Sequence[Sequence[Sequence[str]]] = (),
 ) -> tuple[Tables, object]:
     """The tables and the LM for the dev lattices: their pairs of dev source words, their n-grams of words equal
     to a dev word up to case and diacritics (every candidate is; ``Tables.restricted``, ``ArrayLM.restricted``),
     with the vocabularies whole. Every lookup the lattices make is answered as the whole ones answer it, from
     memory ∝ the dev set, where the lattices of a large model's dev set would touch nearly every page of its key
-    sets. The registry of training types (``save_registry``) reads the vocabularies only."""
+    sets; ``cased`` holds the dev words as cased input has them, in each variant (``_dev_cased``). The registry of
+    training types (``save_registry``) reads the vocabularies only."""
     from moses_recaser.stats.arpa_arrays import ArrayLM
 
     sources = {w for t in triples for w in t.source}
     sources |= {casing.lower_all(w) for w in sources} | {casing.lower(w) for w in sources}
     words = {w for t in triples for w in t.target} | sources | {w for r in refs for w in r if w is not None}
-    words |= {w for c in cased or () for w in c}
+    words |= {w for variant in cased for c in variant for w in c}
     keys = {casing.strip_diacritics(casing.lower(p)) for w in words for p in (w, *w.split("-"))}
     if isinstance(lm, ArrayLM):
         keys |= {"<s>", "</s>", "<unk>"}
@@ -381,16 +382,27 @@ def _read_and_align(
 ) -> tuple[list[Triple], bool]:
     """The training sentences read into memory (only where that cannot be avoided: eflomal, held-out folds),
     and whether eflomal aligned anything: the training bitext without an alignment, and dev when ``dev_links``
-    (decoder output has the decoder's alignment). Aligned triples get their links in place."""
-    in_memory = train is not None and (train.alignment is None or dev_links or settings.heldout_sentences)
+    (decoder output has the decoder's alignment). Aligned triples get their links in place. A training bitext
+    with its alignment is not read into memory for dev's sake: dev is aligned alone, with eflomal priors made
+    from the training alignment (``eflomal.priors_of_alignment``), which also go into the model."""
+    in_memory = train is not None and (train.alignment is None or settings.heldout_sentences)
     train_set = train.triples() if in_memory and train is not None else []
     if not ((train is not None and train.alignment is None) or dev_links):
         return train_set, False
-    from moses_recaser.stats.eflomal import align
+    from moses_recaser.stats.eflomal import align, priors_of_alignment
 
-    both = train_set + dev_set
+    priors = work / "aligner.priors"
+    given = train is not None and train.alignment is not None
+    if given:
+        assert train is not None and train.alignment is not None
+        priors_of_alignment(train.source, train.target, train.alignment, priors, train.lines)
+    both = ([] if given else train_set) + dev_set
     links = align(
-        [t.source for t in both], [t.target for t in both], settings.symmetrization, priors_out=work / "aligner.priors"
+        [t.source for t in both],
+        [t.target for t in both],
+        settings.symmetrization,
+        priors=priors if given else None,
+        priors_out=None if given else priors,
     )
     for t, a in zip(both, links):
         if t.links is None:
@@ -438,15 +450,51 @@ def _cross_validated_sigma(
     return select_sigma(halves, len(names), settings.sigma_grid, settings.max_iter, cv_scale, jobs)
 
 
-def _dev_cased(dev_triples: Sequence[Triple], tables: Tables, decoder_output: bool) -> list[list[str]]:
-    """The dev words as a truecased system would output them, to fit the weights of cased input: the dev
-    reference truecased as Moses' truecase.perl would (``truecaser``, from the training target's forms), or
-    the decoder's output for dev as it is (truecased, when its system truecases; lowercased output is
-    truecased too)."""
-    truecaser = Truecaser.of_forms(tables.forms)
-    return [
-        list(t.target) if decoder_output and has_case(t.target) else truecaser.truecase(t.target) for t in dev_triples
-    ]
+def _dev_cased(dev_triples: Sequence[Triple], tables: Tables, decoder_output: bool) -> list[list[list[str]]]:
+    """The dev words as output with case would come, to fit the weights of cased input, in each form such output
+    takes: the decoder's output for dev as the decoder cased it (lowercased output truecased), or else the dev
+    reference twice: cased as a truecased Moses system would output it (``as_decoded``), and as it is (what a
+    cased MT system outputs at best)."""
+    truecaser = Truecaser.of_forms(tables.forms, DECODED_SHARE)
+    if decoder_output:
+        return [[list(t.target) if has_case(t.target) else truecaser.truecase(t.target) for t in dev_triples]]
+    forms = _forms_by_lower(tables)
+    return [[as_decoded(t, tables, truecaser, forms) for t in dev_triples], [list(t.target) for t in dev_triples]]
+
+
+# a form makes at least this share of its word's training counts for a truecased system to output it unprompted:
+# rarer ones (a headline's capitals, 'Next' in a title) come out of the decoder in the word's usual form
+DECODED_SHARE = 0.1
+
+
+def _forms_by_lower(tables: Tables) -> dict[str, list[str]]:
+    """The training target's forms of each lowercase word (those seen where they do not start a sentence)."""
+    forms: dict[str, list[str]] = {}
+    for form, n in zip(tables.forms.vocab, (tables.forms.count - tables.forms.initial).tolist()):
+        if n > 0:
+            forms.setdefault(casing.lower(form), []).append(form)
+    return forms
+
+
+def as_decoded(t: Triple, tables: Tables, truecaser: Truecaser, forms: Mapping[str, Sequence[str]]) -> list[str]:
+    """A reference sentence cased as a truecased Moses system would likely output it: truecase.perl's form (with
+    ``DECODED_SHARE``), except that a word linked to source words whose training forms differ takes the form
+    those source words translate to most (p(E|F) of the cased table, summed over them), as the decoder's phrase
+    table would give it, right or wrong for this sentence (a sentence start keeps truecase.perl's form)."""
+    out = truecaser.truecase(t.target)
+    aligned: dict[int, list[str]] = {}
+    for i, j in t.links or []:
+        aligned.setdefault(j, []).append(t.source[i])
+    table = tables.cased
+    for j, start in enumerate(sentence_starts(out)):
+        options = forms.get(casing.lower(t.target[j]), ())
+        if start or len(options) < 2 or j not in aligned:
+            continue
+        src = table.src_vocab.numbers([w if w in table.src_vocab else casing.lower(w) for w in aligned[j]])
+        tgt = table.tgt_vocab.numbers(list(options))
+        p = table.probs(np.repeat(src, len(tgt)), np.tile(tgt, len(src))).reshape(len(src), len(tgt)).sum(axis=0)
+        out[j] = options[int(np.argmax(p))]
+    return out
 
 
 def _fit_modes(
@@ -458,28 +506,27 @@ def _fit_modes(
     names: list[str],
     report: TrainReport,
     jobs: int = 1,
-    dev_cased: Sequence[Sequence[str]] | None = None,
+    dev_cased: Sequence[Sequence[Sequence[str]]] = (),
 ) -> tuple[Weights, list[tuple[int, float, float]]]:
     """The weights of every input mode (``modes.MODES``), each fitted on dev lattices of what the mode has,
     starting from the weights of the mode before it (the modes read nested or near sets of features, so the
-    fits start close to their optimum); with ``dev_cased`` (the dev words as cased input would have them), the
-    weights of ``modes.CASED_MODES`` too, each starting from its lowercase twin's. The report gets the dev
-    figures and the fit of the first mode (both)."""
+    fits start close to their optimum); with ``dev_cased`` (the dev words as cased input would have them, in
+    one or more variants, each a copy of the dev lattices), the weights of ``modes.CASED_MODES`` too, each
+    starting from its lowercase twin's. The report gets the dev figures and the fit of the first mode (both)."""
     by_mode: dict[str, np.ndarray] = {}
     previous: np.ndarray | None = None
     scale: np.ndarray | None = None
     fit_log: list[tuple[int, float, float]] = []
-    held_cased = (
-        [[Truecaser.of_forms(fx.tables.forms).truecase(t.target) for t in held] for fx, held in heldout]
-        if dev_cased is not None
-        else [None] * len(heldout)
-    )
-    for mode in MODES + (CASED_MODES if dev_cased is not None else ()):
+    held_cased = [_truecased(fx, held) if dev_cased else [] for fx, held in heldout]
+    for mode in MODES + (CASED_MODES if dev_cased else ()):
+        views = [mode.view(t) for t in dev_triples]
         if mode.cased:
             previous = by_mode[mode.name.removesuffix(CASE_SUFFIX)]
-        flats, words, hits = reference_lattices(
-            extractor, [mode.view(t) for t in dev_triples], dev_refs, dev_cased if mode.cased else None
-        )
+            flats, words, hits = reference_lattices(extractor, views, dev_refs, dev_cased[0])
+            for variant in dev_cased[1:]:
+                flats += reference_lattices(extractor, views, dev_refs, variant)[0]
+        else:
+            flats, words, hits = reference_lattices(extractor, views, dev_refs)
         for (fold_extractor, held), cased in zip(heldout, held_cased):
             view = [mode.view(t) for t in held]
             flats += reference_lattices(fold_extractor, view, decoded=cased if mode.cased else None)[0]
@@ -505,6 +552,12 @@ def _fit_modes(
             fit_log = result.log
             log.info("dev: %d sentences, %d words; GEN oracle %.2f%%", len(dev_triples), words, 100 * report.gen_oracle)
     return Weights(names=names, by_mode=by_mode), fit_log
+
+
+def _truecased(fold: FeatureExtractor, held: Sequence[Triple]) -> list[list[str]]:
+    """A held-out fold's target sentences as truecase.perl would case them, with a truecaser of the fold's forms."""
+    truecaser = Truecaser.of_forms(fold.tables.forms)
+    return [truecaser.truecase(t.target) for t in held]
 
 
 def _write(

@@ -21,6 +21,7 @@ from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.outputs import atomic_output, work_dir
 from moses_recaser.stats.symal import symmetrize
+from moses_recaser.textio import split_tokens
 from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,40 @@ def align(
         # eflomal's forward links give each target word one source (symal's b), reverse the other way
         out.append(symmetrize(parse_links(r_line), parse_links(f_line), method))
     return out
+
+
+# training lines whose links make the priors for aligning new text (more take longer and add little)
+PRIOR_LINES = 100_000
+
+
+def priors_of_alignment(
+    source: str,
+    target: str,
+    alignment: str,
+    out: str | os.PathLike[str],
+    lines: tuple[int, int] | None = None,
+    max_lines: int = PRIOR_LINES,
+) -> None:
+    """eflomal priors (``eflomal.calculate_priors``) from an existing word alignment of a tokenized bitext (its
+    first ``max_lines`` lines of ``lines``), to align new sentences as that alignment aligns: the symmetrized
+    links stand for both of eflomal's directions."""
+    from itertools import islice
+
+    from moses_recaser.stats.pieces import pieces, read_piece
+
+    eflomal = _eflomal()
+    src, tgt, links = [], [], []
+    for piece in pieces([source, target, alignment], 1, lines):
+        rows = zip(*(read_piece(piece, k) for k in range(3)))
+        for (_, f), (_, e), (k, a) in islice(rows, max_lines):
+            fs, es, pairs = split_tokens(f), split_tokens(e), parse_links(a)
+            if any(i >= len(fs) or j >= len(es) for i, j in pairs):
+                raise RecaserError("alignment link outside the sentence", alignment, k)
+            src.append(_safe(fs))
+            tgt.append(_safe(es))
+            links.append(" ".join(f"{i}-{j}" for i, j in pairs))
+    with atomic_output(out) as fh:
+        eflomal.write_priors(fh, *eflomal.calculate_priors(src, tgt, links, links))
 
 
 def aligned_bitext(
