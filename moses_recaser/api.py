@@ -40,6 +40,7 @@ def train(
     jobs: int = 1,
     lmplz: PathLike | None = None,
     work: PathLike | None = None,
+    memory: str | int | None = None,
     settings: TrainSettings | None = None,
     **setting_values: Any,
 ) -> Path:
@@ -53,17 +54,21 @@ def train(
       tables. ``dev_trace`` (and ``dev_trace_alignment``): the decoder's ``-t`` output of the dev source,
       to fit the weights on what recasing will read.
     - ``jobs``: processes that count the corpus (the model is the same for every number); ``lmplz``: KenLM's
-      lmplz binary estimates the LM; ``work``: where temporary files go (default: the system's).
+      lmplz binary estimates the LM; ``work``: where temporary files go (default: the system's); ``memory``:
+      what the whole run may hold (``"2G"``, ``"50%"``, or a number of bytes; default ``"2G"``): counts beyond
+      it are sorted on disk in ``work`` (the model is the same for every setting).
     - Settings (``TrainSettings`` fields, e.g. ``lm_order=3``, ``sigma=1.0``, ``monolingual=[...]``) by name, or
       a whole ``settings``. They are recorded in the model and its signature.
 
     An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
     Errors name the settings as the command line spells them (``dev_source`` is ``--dev-source``).
     """
+    from moses_recaser.memory import Memory
     from moses_recaser.model.train import DecoderOutput
     from moses_recaser.model.train import train as fit
     from moses_recaser.outputs import work_dir
 
+    budget = Memory.of(memory)
     chosen = _settings(settings, setting_values)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
     if dev_trace_alignment is not None and dev_trace is None:
@@ -84,6 +89,7 @@ def train(
             jobs=jobs,
             lmplz=_str(lmplz),
             dev_output=dev_output,
+            memory=budget,
         )
     log.info(
         "dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s",

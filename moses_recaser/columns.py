@@ -17,6 +17,7 @@ import numpy as np
 from moses_recaser.vocab import Vocab
 
 Spec = Sequence[tuple[str, type]]
+FLUSH_ROWS = 1 << 14  # rows that wait as Python objects before they go into the arrays
 NewRows = Mapping[str, Iterable[Any]]
 
 
@@ -41,15 +42,20 @@ class Columns:
     def __init__(self, columns: Spec) -> None:
         self.spec = list(columns)
         self.n = 0
+        self._waiting = 0
         self._pending: list[dict[str, list[Any]]] = []
         self._data: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in self.spec}
 
     def add(self, rows: NewRows) -> None:
-        """Append rows, given as one sequence of values per column (every column, equal lengths)."""
+        """Append rows, given as one sequence of values per column (every column, equal lengths); past
+        FLUSH_ROWS rows waiting, they are moved into the arrays (as Python objects they take ten times more)."""
         block = {name: list(rows[name]) for name, _ in self.spec}
         if len({len(v) for v in block.values()}) > 1:
             raise ValueError(f"columns of unequal lengths: { {k: len(v) for k, v in block.items()} }")
         self._pending.append(block)
+        self._waiting += len(next(iter(block.values()), []))
+        if self._waiting >= FLUSH_ROWS:
+            self._flush()
 
     def __getitem__(self, name: str) -> np.ndarray:
         if self._pending:
@@ -63,7 +69,7 @@ class Columns:
         self._pending = []
 
     def _flush(self) -> None:
-        pending, self._pending = self._pending, []
+        pending, self._pending, self._waiting = self._pending, [], 0
         end = self.n + sum(len(next(iter(b.values()), [])) for b in pending)
         for name, dtype in self.spec:
             col = self._data[name]

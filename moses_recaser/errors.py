@@ -16,6 +16,10 @@ class RecaserError(Exception):
         self.line = line
         super().__init__(self.location() + reason)
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None, int]]:
+        """Pickled with its parts (from a process of its own, it is raised here as it was there)."""
+        return (RecaserError, (self.reason, self.path, self.line))
+
     def location(self) -> str:
         if self.path is None:
             return ""

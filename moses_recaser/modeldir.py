@@ -34,6 +34,7 @@ import os
 import shutil
 import stat
 import struct
+import weakref
 import zipfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from typing import IO, Any
 import numpy as np
 import yaml
 
+from moses_recaser.diskarrays import Stored, blocks_of
 from moses_recaser.errors import RecaserError
 from moses_recaser.outputs import atomic_directory, put_back
 from moses_recaser.textio import sha256
@@ -62,13 +64,25 @@ def words_of(a: np.ndarray) -> list[str]:
     return s.split("\n") if s else []
 
 
-def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: dict[str, np.ndarray]) -> None:
-    """np.savez with fixed zip timestamps, so equal arrays give equal bytes (and equal checksums)."""
+def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: Mapping[str, np.ndarray | Stored]) -> None:
+    """np.savez with fixed zip timestamps, so equal arrays give equal bytes (and equal checksums). A ``Stored``
+    array (one dimension) is copied from its file a block at a time: nothing is held in memory whole."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.asarray(arrays[name]), allow_pickle=False)
-            zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
+            value = arrays[name]
+            array = np.zeros(0, dtype=value.dtype) if isinstance(value, Stored) else np.asarray(value)
+            shape = (value.count,) if isinstance(value, Stored) else array.shape
+            head = io.BytesIO()
+            np.lib.format.write_array_header_1_0(
+                head, {**np.lib.format.header_data_from_array_1_0(array), "shape": shape}
+            )
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.file_size = head.tell() + int(np.prod(shape, dtype=np.int64)) * array.dtype.itemsize
+            with zf.open(info, "w") as out:  # what ZipFile.writestr does, its size known before
+                out.write(head.getvalue())
+                chunks = blocks_of(value, max((16 << 20) // max(array.dtype.itemsize, 1), 1))
+                for chunk in chunks if isinstance(value, Stored) else [array]:
+                    out.write(np.ascontiguousarray(chunk).data)
 
 
 def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
@@ -120,6 +134,19 @@ def check_range(what: str, arrays: Mapping[str, np.ndarray], low: float, high: f
             raise ValueError(f"{what}: array {name} holds values outside [{low:g}, {high:g})")
 
 
+# the map of every archive mapped (alive while an array of it is), for ``release_mapped``
+_MAPS: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()
+
+
+def release_mapped() -> None:
+    """Drop the pages of every mapped archive from this process's resident memory (they are read again, from the
+    page cache, when next touched): lookups in a large model's key sets touch nearly every page of them, and
+    training makes many (dev lattices, the registry of training types) where a few pages at a time would do."""
+    for mapped in list(_MAPS):
+        if not mapped.closed:
+            mapped.madvise(mmap.MADV_DONTNEED)
+
+
 class MappedArrays(Mapping[str, np.ndarray]):
     """The arrays of a ``save_npz`` file, mapped read-only from it (members are stored, not compressed): opening
     costs next to nothing, and a page of an array is read when something reads it, so recasing holds in memory
@@ -149,8 +176,11 @@ class MappedArrays(Mapping[str, np.ndarray]):
                     self._where[info.filename[:-4]] = (start, info.file_size)
         except (zipfile.BadZipFile, struct.error, ValueError, EOFError) as exc:
             raise RecaserError(f"not a model array file ({exc})", self.path) from None
+        if isinstance(self._map, mmap.mmap):
+            _MAPS.add(self._map)
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def _header(self, name: str) -> tuple[int, tuple[int, ...], bool, np.dtype]:
+        """Where the data of array ``name`` starts in the file, its shape, order and dtype (checked to fit)."""
         if name not in self._where:
             raise RecaserError(f"array {name!r} is missing", self.path)
         start, size = self._where[name]
@@ -166,14 +196,25 @@ class MappedArrays(Mapping[str, np.ndarray]):
             count = int(np.prod(shape, dtype=np.int64))
             if head.tell() + count * dtype.itemsize > size:
                 raise ValueError(f"shape {shape} of {dtype} is larger than the stored data")
-            data = (
-                np.frombuffer(self._map, dtype=dtype, count=count, offset=start + head.tell())
-                if count
-                else np.zeros(0, dtype=dtype)
-            )
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise RecaserError(f"array {name!r} is damaged ({exc})", self.path) from None
+        return start + head.tell(), shape, fortran, dtype
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        offset, shape, fortran, dtype = self._header(name)
+        count = int(np.prod(shape, dtype=np.int64))
+        try:
+            data = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset) if count else np.zeros(0, dtype)
             return data.reshape(shape, order="F" if fortran else "C")
         except (ValueError, TypeError, OverflowError) as exc:
             raise RecaserError(f"array {name!r} is damaged ({exc})", self.path) from None
+
+    def stored(self, name: str) -> Stored:
+        """A one-dimensional array of the file as a ``Stored`` column: read a block at a time, not mapped."""
+        offset, shape, _, dtype = self._header(name)
+        if len(shape) != 1:
+            raise RecaserError(f"array {name!r} is damaged (shape {shape}, not one dimension)", self.path)
+        return Stored(self.path, dtype, int(shape[0]), offset)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)

@@ -86,6 +86,22 @@ def decode_line(raw: bytes, path: str, lineno: int) -> str:
         ) from None
 
 
+def decode_lines(raws: list[bytes], path: str, first: int) -> list[str]:
+    """``decode_line`` of lines read one after another (the first is line ``first``), decoded as one buffer when
+    nothing needs a line of its own (no carriage return, NUL or byte-order mark, every line ended, valid UTF-8);
+    the same lines, and the same errors, either way."""
+    buf = b"".join(raws)
+    fast = buf.endswith(b"\n") and b"\r" not in buf and b"\0" not in buf and not (first == 1 and buf.startswith(BOM))
+    if fast:
+        try:
+            lines = buf.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            lines = []
+        if len(lines) == len(raws) + 1:
+            return lines[:-1]
+    return [decode_line(raw, path, first + k) for k, raw in enumerate(raws)]
+
+
 class LineReader:
     """Iterate over the lines of a file (or stdin for ``-``) as str, without the newline.
 

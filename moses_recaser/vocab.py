@@ -177,6 +177,20 @@ class Vocab:
             out[missing] = self._known_numbers(words, at)
         return out
 
+    def compact(self) -> None:
+        """Move the added strings into the arrays and forget the strings looked up: the same numbering, in a
+        fraction of the memory (a string in the dict and the list takes about 150 bytes, in the arrays about
+        30), for registries that grow over every type of a large corpus."""
+        if self._added:
+            v = Vocab.of(self)
+            self._blob, self._offsets, self._index, self._ids = v._blob, v._offsets, v._index, v._ids
+            self._overflow, self._stored, self._added = v._overflow, v._stored, []
+        self._known = {}
+
+    def held(self) -> int:
+        """How many strings the dict and the list hold (what ``compact`` gives back)."""
+        return len(self._known) + len(self._added)
+
     def words_from(self, start: int) -> list[str]:
         """The strings numbered ``start`` and up, in order (after ``add_all``: the ones it appended)."""
         stored = [self[i] for i in range(start, self._stored)]

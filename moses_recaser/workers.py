@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from moses_recaser.errors import RecaserError
+
+T = TypeVar("T")
 
 # far above any machine this runs on; a larger number is a typo, and would fork processes until memory runs out
 MAX_WORKERS = 256
@@ -26,6 +30,45 @@ def worker_signals() -> None:
     a crash, or a worker blocked on the pool's queue lock."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def in_child(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a forked process of its own, its result (or its exception) sent back and returned (raised)
+    here: what it held, the heap's fragments included, goes back to the system when it ends. The child may fork
+    workers of its own. A child that dies without a word (killed, out of memory) is a RecaserError."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, fn, args))
+    proc.start()
+    send.close()
+    try:
+        ok, value = receive.recv()
+    except EOFError:
+        proc.join()
+        raise RecaserError(f"a worker process ended with exit code {proc.exitcode} (out of memory?)") from None
+    except BaseException:
+        proc.terminate()
+        proc.join()
+        raise
+    proc.join()
+    if not ok:
+        raise value
+    return value
+
+
+def _child(send: Any, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
+    """In the child: run, send back what came of it, and leave without the parent's exit handlers."""
+    try:
+        out: tuple[bool, object] = (True, fn(*args))
+    except BaseException as exc:  # noqa: BLE001 (raised in the parent)
+        out = (False, exc)
+    try:
+        send.send(out)
+    finally:
+        send.close()
+        os._exit(0)
 
 
 def single_threaded_blas() -> None:

@@ -14,7 +14,7 @@ from moses_recaser.model.features import feature_names
 from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.arpa_arrays import ArrayLM
 from moses_recaser.stats.in_memory import count_text, count_triples
-from moses_recaser.stats.kneser_ney import estimate, write_arpa
+from moses_recaser.stats.kneser_ney import estimate
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
 
@@ -29,7 +29,7 @@ TOY = [
 @pytest.fixture(scope="module")
 def arpa(tmp_path_factory):
     text = io.StringIO()
-    write_arpa(estimate(count_text([t.target for t in TOY], 3).ngram_counts(), discount_fallback=True), text)
+    estimate(count_text([t.target for t in TOY], 3), text, discount_fallback=True)
     path = tmp_path_factory.mktemp("lm") / "lm.arpa"
     path.write_text(text.getvalue(), encoding="utf-8")
     return path

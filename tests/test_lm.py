@@ -13,7 +13,7 @@ from conftest import DATA
 from moses_recaser.errors import RecaserError
 from moses_recaser.stats.build import lm_from_text
 from moses_recaser.stats.in_memory import count_text
-from moses_recaser.stats.kneser_ney import estimate, write_arpa
+from moses_recaser.stats.kneser_ney import estimate
 from moses_recaser.textio import read_lines
 
 LMPLZ = DATA / "lmplz"
@@ -39,9 +39,9 @@ def corpus() -> list[list[str]]:
     return list(lm_from_text(str(LMPLZ / "corpus.tok.en.xz")))
 
 
-def _our_arpa(corpus, order: int) -> str:
+def _our_arpa(corpus, order: int, prune: int = 0) -> str:
     buf = io.StringIO()
-    write_arpa(estimate(count_text(corpus, order).ngram_counts()), buf)
+    estimate(count_text(corpus, order), buf, prune=prune)
     return buf.getvalue()
 
 
@@ -59,11 +59,50 @@ def test_every_ngram_prob_and_backoff_match_lmplz(corpus, order):
             assert abs(our_bo - bo) <= 1e-4, ngram
 
 
+def test_pruned_model_matches_lmplz(corpus):
+    """``lmplz -o 3 --prune 0 0 1`` (train-recaser.perl's LM): the same singleton trigrams left out, the same
+    probabilities and backoffs (the pruned mass in the contexts' backoffs), the same discounts (counted before
+    pruning, as lmplz counts them)."""
+    ours = _load_arpa(_our_arpa(corpus, 3, prune=1))
+    with lzma.open(LMPLZ / "order3.prune001.arpa.xz", "rt", encoding="utf-8") as fh:
+        gold_text = fh.read()
+    gold = _load_arpa(gold_text)
+    assert set(ours) == set(gold)
+    for ngram, (lp, bo) in gold.items():
+        our_lp, our_bo = ours[ngram]
+        assert abs(our_lp - lp) <= 1e-4, ngram
+        assert (bo is None) == (our_bo is None), ngram
+        if bo is not None:
+            assert abs(our_bo - bo) <= 1e-4, ngram
+    header = [line for line in _our_arpa(corpus, 3, prune=1).splitlines()[:4]]
+    assert header == gold_text.splitlines()[:4]  # \data\ and the n-gram counts, 4,259 trigrams kept
+    log = (LMPLZ / "lmplz.order3.prune001.log").read_text()
+    expected = [tuple(float(x) for x in m) for m in re.findall(r"D1=(\S+) D2=(\S+) D3\+=(\S+)", log)]
+    got = estimate(count_text(corpus, 3), io.StringIO(), prune=1).discounts
+    for g, want in zip(got, expected):
+        assert g == pytest.approx(want, abs=1e-5)
+
+
+def test_pruned_model_perplexity_matches_lmplz(corpus, tmp_path):
+    """KenLM's query over the pruned model gives lmplz's pruned model's perplexity on held-out text."""
+    arpa = tmp_path / "lm.arpa"
+    arpa.write_text(_our_arpa(corpus, 3, prune=1), encoding="utf-8")
+    model = kenlm.Model(str(arpa))
+    scores = [s for line in read_lines(LMPLZ / "heldout.tok.en") for s in model.full_scores(line)]
+    total = sum(lp for lp, _, _ in scores)
+    assert 10 ** (-total / len(scores)) == pytest.approx(508.5355758737878, rel=1e-6)
+
+
+def test_pruning_threshold_must_be_a_count(corpus):
+    with pytest.raises(RecaserError, match="pruning threshold"):
+        estimate(count_text(corpus[:50], 3), io.StringIO(), prune=-1)
+
+
 @pytest.mark.parametrize("order", [3, 5])
 def test_discounts_match_lmplz_log(corpus, order):
     log = (LMPLZ / f"lmplz.order{order}.log").read_text()
     expected = [tuple(float(x) for x in m) for m in re.findall(r"D1=(\S+) D2=(\S+) D3\+=(\S+)", log)]
-    model = estimate(count_text(corpus, order).ngram_counts())
+    model = estimate(count_text(corpus, order), io.StringIO())
     assert len(expected) == order
     for got, want in zip(model.discounts, expected):
         assert got == pytest.approx(want, abs=1e-5)
@@ -99,16 +138,15 @@ def test_kenlm_perplexity_matches_reference(corpus, tmp_path, order, ppl, ppl_no
 def test_tiny_corpus_needs_fallback():
     sents = [["a", "b"], ["a", "c"]]
     with pytest.raises(RecaserError, match="discount-fallback"):
-        estimate(count_text(sents, 2).ngram_counts())
-    model = estimate(count_text(sents, 2).ngram_counts(), discount_fallback=True)
+        estimate(count_text(sents, 2), io.StringIO())
+    model = estimate(count_text(sents, 2), io.StringIO(), discount_fallback=True)
     assert model.discounts[0] == (0.5, 1.0, 1.5)
 
 
 def test_hand_computed_unigram_model():
     # corpus "a a b": unigram adjusted counts are raw counts at the top order (1)
-    model = estimate(count_text([["a", "a", "b"]], 1).ngram_counts(), discount_fallback=True)
     buf = io.StringIO()
-    write_arpa(model, buf)
+    estimate(count_text([["a", "a", "b"]], 1), buf, discount_fallback=True)
     probs = {k: 10 ** v[0] for k, v in _load_arpa(buf.getvalue()).items()}
     # counts: a=2, b=1, </s>=1; total 4; D1=.5, D2=1; gamma = (.5*2 + 1*1)/4 = .5;
     # uniform over the vocabulary less <s>: <unk>, </s>, a, b

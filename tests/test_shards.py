@@ -46,6 +46,33 @@ def test_merged_shards_equal_single_pass(bitext, tmp_path, n_shards):
     assert single == merged  # every file, byte for byte (the LM's ARPA and the tables)
 
 
+def test_shards_counted_by_xargs_merge_into_the_one_pass_model(bitext, tmp_path):
+    """docs/cluster.md's recipe at small scale: the shards counted as separate processes by ``xargs -P 2`` (as
+    a Slurm array or GNU parallel would run them), each within its own --memory, through the real command line,
+    then merged in bounded memory: the model of one pass over the whole bitext, byte for byte."""
+    d = bitext
+    files = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "stats", *files, "-o", str(tmp_path / "single")]) == 0
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    script = f'"{CLI}" -q count {" ".join(files)} --shard "$1/4" --memory 256M -o "{counts}/counts.$1.npz"'
+    proc = subprocess.run(
+        ["xargs", "-P", "2", "-I{}", "sh", "-c", script, "sh", "{}"],
+        input="1\n2\n3\n4\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    shards = sorted(str(p) for p in counts.iterdir())
+    assert len(shards) == 4
+    merged = subprocess.run(
+        [CLI, "-q", "merge", *shards, "-S", "256M", "-o", str(tmp_path / "merged")], capture_output=True, text=True
+    )
+    assert merged.returncode == 0, merged.stderr
+    assert read_manifest(tmp_path / "single").files == read_manifest(tmp_path / "merged").files
+
+
 def test_incomplete_shard_set(bitext, tmp_path, capsys):
     d = bitext
     out = tmp_path / "s1.npz"

@@ -61,6 +61,26 @@ def test_add_all_numbers_new_words_in_order_of_first_occurrence(stored):
     assert bulk.numbers(["d", "q"]).tolist() == [list(one).index("d"), -1]
 
 
+@settings(max_examples=60, deadline=None)
+@given(WORDS, WORDS, st.lists(st.text(max_size=6), max_size=20))
+def test_compacted_vocabulary_keeps_its_numbers(first, second, others):
+    """Strings added, moved into the arrays (``compact``), then more added: the same numbers, the same stored
+    form, and lookups of any string as before; nothing held in the dict and the list right after."""
+    plain, compacted = Vocab.of([]), Vocab.of([])
+    for v in (plain, compacted):
+        v.add_all(first)
+    compacted.compact()
+    assert compacted.held() == 0
+    for v in (plain, compacted):
+        v.add_all(second)
+    assert list(compacted) == list(plain)
+    queries = first + second + others
+    assert compacted.numbers(queries).tolist() == plain.numbers(queries).tolist()
+    assert [compacted.get(w) for w in queries] == [plain.get(w) for w in queries]
+    a, b = compacted.arrays("v"), plain.arrays("v")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 def test_strings_of_many_numbers_at_once():
     """``strings`` gives what indexing gives, for stored and added strings, repeated and in any order."""
     v = Vocab.of(["a", "Öl", "b", "naïve"])

@@ -89,6 +89,8 @@ TRAIN_SETTINGS = (
     "input_case",
     "monolingual",
     "jobs",
+    "memory",
+    "lm_prune",
     "dev_size",
 )
 

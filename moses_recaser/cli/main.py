@@ -195,22 +195,27 @@ def add_stats(p: argparse.ArgumentParser) -> None:
     add(p, "lm")
     add(p, "lm_order")
     add(p, "discount_fallback")
+    add(p, "lm_prune")
     add(p, "jobs", help="processes that count the statistics (the model is the same for every N; default %(default)s)")
+    add(p, "memory")
     add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
     p.set_defaults(reads=("source", "target", "alignment", "lm"), prints=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from moses_recaser.memory import Memory
     from moses_recaser.stats.build import StatsSettings, write_statistics
 
+    memory = Memory.of(args.memory)
     settings = StatsSettings(
         lm_order=args.lm_order,
         discount_fallback=args.discount_fallback,
         lm=args.lm,
         symmetrization=args.symmetrization,
         alignment=args.alignment,
+        lm_prune=args.lm_prune,
     )
-    say(write_statistics(args.source, args.target, args.alignment, settings, args.output, args.jobs))
+    say(write_statistics(args.source, args.target, args.alignment, settings, args.output, args.jobs, memory))
     return 0
 
 
@@ -220,16 +225,19 @@ def add_count(p: argparse.ArgumentParser) -> None:
     add(p, "alignment", required=True)
     p.add_argument("--shard", required=True, metavar="i/N", help="the i-th of N contiguous line blocks")
     add(p, "lm_order")
+    add(p, "memory")
     add(p, "output", required=True, help="the shard's count file (.npz)")
     p.set_defaults(reads=("source", "target", "alignment"), writes=("output",))
 
 
 def cmd_count(args: argparse.Namespace) -> int:
+    from moses_recaser.memory import Memory
     from moses_recaser.stats.shards import count_shard, parse_shard
 
     i, n = parse_shard(args.shard)
+    memory = Memory.of(args.memory)
     with atomic_output(args.output, binary=True) as out:
-        count_shard(args.source, args.target, args.alignment, i, n, args.lm_order, out)
+        count_shard(args.source, args.target, args.alignment, i, n, args.lm_order, out, memory)
     return 0
 
 
@@ -237,13 +245,17 @@ def add_merge(p: argparse.ArgumentParser) -> None:
     p.add_argument("shards", nargs="+", help="count files of shards 1..N")
     add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
     add(p, "discount_fallback")
+    add(p, "lm_prune")
+    add(p, "memory")
     p.set_defaults(reads=("shards",), prints=True)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from moses_recaser.memory import Memory
     from moses_recaser.stats.shards import merge_into_model
 
-    say(merge_into_model(args.shards, args.output, args.discount_fallback))
+    memory = Memory.of(args.memory)
+    say(merge_into_model(args.shards, args.output, args.discount_fallback, memory, args.lm_prune))
     return 0
 
 
@@ -262,6 +274,7 @@ TRAIN_SETTINGS = (
     "punct_min_count",
     "npa_seed",
     "discount_fallback",
+    "lm_prune",
     "lm",
     "lmplz_options",
     "monolingual",
@@ -299,6 +312,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
         "jobs",
         help="processes that count the training statistics (the model is the same for every N; default %(default)s)",
     )
+    add(p, "memory")
     add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
     p.set_defaults(
         reads=(
@@ -340,6 +354,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         dev_trace=args.dev_trace,
         dev_trace_alignment=args.dev_trace_alignment,
         jobs=args.jobs,
+        memory=args.memory,
         lmplz=args.lmplz,
         npa_lengths=npa_lengths(args),
         **values,

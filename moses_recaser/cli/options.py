@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from moses_recaser.memory import DEFAULT_MEMORY
 from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, INPUT_CASES, TrainSettings
 from moses_recaser.moses.formats import FORMATS
 from moses_recaser.stats.symal import SYMMETRIZATIONS
@@ -243,6 +244,15 @@ OPTIONS: dict[str, Option] = {
             metavar="N",
         ),  # fmt: skip
         _opt(
+            "lm_prune",
+            "leave out of the LM the n-grams of its highest order seen at most N times, as lmplz --prune 0 0 N "
+            "(train-recaser.perl prunes with 1); default %(default)s: none",
+            ems="-lm-prune",
+            type=int,
+            default=DEFAULTS.lm_prune,
+            metavar="N",
+        ),
+        _opt(
             "discount_fallback",
             "when Kneser-Ney discounts cannot be estimated (a tiny corpus), use lmplz's fallback 0.5 1 1.5 "
             "(default on)",
@@ -260,6 +270,16 @@ OPTIONS: dict[str, Option] = {
             type=int,
             default=1,
             metavar="N",
+        ),
+        _opt(
+            "memory",
+            f"what the whole run may hold in memory, worker processes included, as lmplz's -S: 2G, 500M, 50%% "
+            f"(of physical memory); counts beyond it are sorted on disk (the output is the same for every size; "
+            f"default {DEFAULT_MEMORY})",
+            "-S",
+            "--memory",
+            ems="-memory",
+            metavar="SIZE",
         ),
     )
 }

@@ -162,6 +162,15 @@ class Candidates:
                 self.strings.add(f)
             self._facts.add(self._describe(new))
 
+    def compact(self) -> None:
+        """Hold the registry's strings in arrays and forget what was cached (``Vocab.compact``): the same
+        registry, for one that grows over every training type."""
+        for vocab in (self.strings, self._strip, self._plain, self.sources):
+            vocab.compact()
+        self._strip_of.clear()
+        if self.prior is not None:
+            self.prior.forget()
+
     def strip_id(self, word: str) -> int:
         """An id for ``word`` without diacritics (equal ids: equal up to diacritics)."""
         i = self._strip_of.get(word)

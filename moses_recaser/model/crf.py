@@ -263,13 +263,92 @@ def _sum_in_order(parts: Sequence[tuple[float, np.ndarray]], dim: int) -> tuple[
     return total, grad
 
 
-_SHARED: dict[str, Sequence[Batch]] = {}  # the batches, set before the pool forks, read by its workers
+def serve() -> None:
+    """A worker process (``likelihood``): reads its batches, then weight vectors, pickled from stdin, and writes
+    the objective of each of its batches at each, until it reads None (an error is written back, for the parent
+    to raise)."""
+    import pickle
+    import sys
+
+    worker_signals()
+    into, out = sys.stdin.buffer, sys.stdout.buffer
+    batches = pickle.load(into)
+    while (w := pickle.load(into)) is not None:
+        try:
+            reply: object = [batch_objective(b, w) for b in batches]
+        except Exception as exc:  # noqa: BLE001 (the parent raises it)
+            reply = exc
+        pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
 
 
-def _share_objective(share: Sequence[int], w: np.ndarray) -> list[tuple[float, np.ndarray]]:
-    """In a worker: ``batch_objective`` of the batches numbered ``share``."""
-    batches = _SHARED["batches"]
-    return [batch_objective(batches[k], w) for k in share]
+# a worker's environment: one BLAS thread, as every command has (``workers.single_threaded_blas``), also when the
+# library is called from a process whose numpy has more: the workers are the parallelism, a pool of BLAS threads
+# in each spins on the cores the others need (twice the fit's CPU time on 2 cores), and the thread count changes
+# the sums' rounding. glibc's malloc keeps the pages of freed arrays up to 32 MiB (what a forked worker inherits
+# from a process that has freed large ones): a fresh process maps and unmaps each evaluation's temporaries anew,
+# measured at 6 times the page faults of the forked workers and 10% more time in the quick start's fit.
+_WORKER_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(128 << 20),
+}
+
+
+class _Worker:
+    """A process of a fresh interpreter that holds some batches and answers ``serve``'s requests: started, not
+    forked, so that it holds its batches only (a forked copy of a training process holds, and counts in the
+    run's memory, everything the process holds). It imports this package from where this process did."""
+
+    def __init__(self, batches: Sequence[Batch]) -> None:
+        import os
+        import pickle
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        import moses_recaser
+
+        root = str(Path(moses_recaser.__file__).resolve().parent.parent)
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, **_WORKER_ENV, "PYTHONPATH": path}
+        code = "from moses_recaser.model.crf import serve; serve()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        )
+        self._pickle = pickle
+        self.send(list(batches))
+
+    def send(self, obj: object) -> None:
+        assert self.proc.stdin is not None
+        self._pickle.dump(obj, self.proc.stdin, protocol=self._pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.flush()
+
+    def receive(self) -> list[tuple[float, np.ndarray]]:
+        assert self.proc.stdout is not None
+        try:
+            reply = self._pickle.load(self.proc.stdout)
+        except EOFError:
+            raise RuntimeError(f"a CRF worker ended (exit code {self.proc.wait()})") from None
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    def stop(self) -> None:
+        """Tell the worker to end, and end it if it does not."""
+        try:
+            self.send(None)
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001 (a worker that hangs is ended)
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _shares(batches: Sequence[Batch], jobs: int) -> list[list[int]]:
@@ -288,26 +367,27 @@ def _shares(batches: Sequence[Batch], jobs: int) -> list[list[int]]:
 @contextmanager
 def likelihood(batches: Sequence[Batch], jobs: int = 1) -> Iterator[Callable[[np.ndarray], tuple[float, np.ndarray]]]:
     """``log_likelihood`` over ``batches`` as a function of the weights, its batches shared among ``jobs``
-    forked processes for as long as the context lasts; the value is the same for any ``jobs``."""
+    processes (``_Worker``) for as long as the context lasts; the value is the same for any ``jobs``."""
     shares = _shares(batches, jobs) if jobs > 1 else []
     if len(shares) <= 1:
         yield lambda w: log_likelihood(batches, w)
         return
-    import multiprocessing as mp
-
-    _SHARED["batches"] = batches
+    workers: list[_Worker] = []
     try:
-        with mp.get_context("fork").Pool(len(shares), initializer=worker_signals) as pool:
-            _SHARED.clear()  # the workers have their copy; the parent keeps no second reference
+        for share in shares:
+            workers.append(_Worker([batches[k] for k in share]))
 
-            def evaluate(w: np.ndarray) -> tuple[float, np.ndarray]:
-                parts = pool.starmap(_share_objective, [(share, w) for share in shares])
-                by_batch = dict(zip(chain.from_iterable(shares), chain.from_iterable(parts)))
-                return _sum_in_order([by_batch[k] for k in range(len(batches))], len(w))
+        def evaluate(w: np.ndarray) -> tuple[float, np.ndarray]:
+            for worker in workers:
+                worker.send(w)
+            parts = [worker.receive() for worker in workers]
+            by_batch = dict(zip(chain.from_iterable(shares), chain.from_iterable(parts)))
+            return _sum_in_order([by_batch[k] for k in range(len(batches))], len(w))
 
-            yield evaluate
+        yield evaluate
     finally:
-        _SHARED.clear()
+        for worker in workers:
+            worker.stop()
 
 
 @dataclass

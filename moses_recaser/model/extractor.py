@@ -28,7 +28,7 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.lattice import Flat
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.modeldir import MappedArrays, check_range, text_array, words_of
+from moses_recaser.modeldir import MappedArrays, check_range, release_mapped, text_array, words_of
 from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
@@ -36,6 +36,7 @@ from moses_recaser.triples import Triple
 from moses_recaser.truecaser import detruecased, sentence_starts
 from moses_recaser.vocab import Vocab
 
+REGISTRY_CHUNK = 1 << 16  # training types described between two compactions of the registry (save_registry)
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
 # targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
 # ASCII, equal to its lowercase), unseen but shaped like a name, and ends a sentence
@@ -122,9 +123,15 @@ class FeatureExtractor:
 
     def save_registry(self, path: str | os.PathLike[str]) -> None:
         """The candidate registry (Candidates.save) with the facts of every training word type, target
-        (lowercase) and source (cased), so that recasing meets only unseen types cold."""
-        self._target_types.numbers(sorted(self.candidates.forms))
-        self._source_types.numbers(list(self.tables.cased.src_vocab))
+        (lowercase) and source (cased), so that recasing meets only unseen types cold. The types are described
+        REGISTRY_CHUNK at a time, the registry's strings moved into arrays between chunks (``compact``), so
+        that what it holds grows by tens of bytes a type, not by a kilobyte."""
+        for types, known in ((sorted(self.candidates.forms), self._target_types), (None, self._source_types)):
+            words = types if types is not None else list(self.tables.cased.src_vocab)
+            for start in range(0, len(words), REGISTRY_CHUNK):
+                known.numbers(words[start : start + REGISTRY_CHUNK])
+                self.compact()
+                release_mapped()
         self.candidates.save(
             path,
             extra={
@@ -134,6 +141,17 @@ class FeatureExtractor:
                 "types.names": text_array(self.names),
             },
         )
+
+    def compact(self) -> None:
+        """The registries' strings moved into arrays and their caches emptied (``Vocab.compact``)."""
+        self.candidates.compact()
+        for vocab in (self._keys, self._target_types.ids, self._source_types.ids):
+            vocab.compact()
+        for table in (self.tables.cased, self.tables.lower):
+            table.src_vocab.compact()
+            table.tgt_vocab.compact()
+        if isinstance(self.lm, ArrayLM):
+            self.lm.vocab.compact()
 
     def _restore_types(self, z: Mapping[str, np.ndarray]) -> None:
         # the target types' punctuation column holds feature columns: only for the same features

@@ -86,6 +86,12 @@ class CasePrior:
     def _shape_memo(self) -> dict[str, np.ndarray]:
         return {}
 
+    def forget(self) -> None:
+        """Drop the per-word memo and the lookups cached in the vocabularies read (``Vocab.compact``)."""
+        self.__dict__.pop("_shape_memo", None)
+        self._lower[0].compact()
+        self.tables.forms.vocab.compact()
+
     def shape_probs(self, low: str) -> np.ndarray:
         """p(tag | shape of ``low``): each shape key's counts smoothed towards the estimate of the key
         before it, down to the longest suffix that rare training words have (kept per word: the case

@@ -50,6 +50,9 @@ class TrainSettings:
     heldout_folds: int = 2
     punct_min_count: int = PUNCT_MIN_COUNT
     discount_fallback: bool = True
+    # highest-order n-grams seen at most this often are left out of the LM, as lmplz --prune 0 0 N
+    # (train-recaser.perl's LM: 1); 0: none
+    lm_prune: int = 0
     lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
     lmplz_options: str = ""
     alignment_source: str = "files"  # or "eflomal" (training and dev), or "files+dev:eflomal" (dev only)
@@ -76,6 +79,8 @@ class TrainSettings:
             )
         if self.punct_min_count < 1:
             raise RecaserError(f"punct_min_count must be at least 1, got {self.punct_min_count}")
+        if self.lm_prune < 0:
+            raise RecaserError(f"--lm-prune must be 0 (no pruning) or a count, not {self.lm_prune}")
         from moses_recaser.stats.counter import check_lm_order  # numpy: not at the CLI's start
 
         check_lm_order(self.lm_order)
@@ -95,6 +100,8 @@ class TrainSettings:
         ]
         if self.heldout_sentences:
             parts.append(("heldout", f"{self.heldout_sentences}x{self.heldout_folds}"))
+        if self.lm_prune:  # shown when pruning, so unpruned signatures stay as they were
+            parts.append(("prune", str(self.lm_prune)))
         if self.punct_min_count != PUNCT_MIN_COUNT:  # shown when not the default, so default signatures stay
             parts.append(("punct", str(self.punct_min_count)))
         if self.monolingual_digest:

@@ -30,6 +30,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import has_case
 from moses_recaser.errors import RecaserError
+from moses_recaser.memory import Memory
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.features import feature_names
@@ -39,10 +40,10 @@ from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
 from moses_recaser.model.settings import TrainSettings
 from moses_recaser.model.streaming import CHUNK
-from moses_recaser.modeldir import write_model
+from moses_recaser.modeldir import release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.outputs import model_target
-from moses_recaser.stats.build import Corpus, LMSettings, is_arpa, statistics
+from moses_recaser.stats.build import Corpus, LMSettings, Statistics, is_arpa, statistics
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
@@ -89,6 +90,7 @@ def reference_lattices(
     words = hits = 0
     refs: Sequence[Sequence[str | None]] = references if references is not None else [t.target for t in triples]
     for k in range(0, len(triples), CHUNK):
+        release_mapped()  # the pages of the tables and the LM that the last chunk's lookups touched
         part = triples[k : k + CHUNK]
         flat = extractor.flat(
             [lowered(t) for t in part], refs[k : k + CHUNK], None if decoded is None else decoded[k : k + CHUNK]
@@ -99,41 +101,43 @@ def reference_lattices(
     return flats, words, hits
 
 
-def query_lm(lm_path: Path, work: Path, files: dict[str, str] | None = None) -> object:
-    """The LM for feature queries: arrays built from an ARPA file (stored as lm.npz), else kenlm."""
+def query_lm(lm_path: Path, arrays: Path | None) -> object:
+    """The LM for feature queries: its query arrays (``lm.npz``, mapped), else kenlm (a binary LM)."""
     from moses_recaser.stats.arpa_arrays import ArrayLM
 
-    if not is_arpa(str(lm_path)):
-        return load_lm(lm_path)
-    lm = ArrayLM.from_arpa(lm_path)
-    if files is not None:
-        npz = work / f"{lm_path.stem}.npz"
-        lm.save(npz)
-        files["lm.npz"] = str(npz)
-    return lm
+    return ArrayLM.load(arrays) if arrays is not None else load_lm(lm_path)
 
 
 @dataclass(frozen=True)
 class StatsModel:
-    """The tables and LM of a statistics model (``stats``/``merge``), with the LM settings it records."""
+    """The tables and LM of a statistics model (``stats``/``merge``), with the LM settings it records; the tables
+    copied into the work directory (``tables_file``), the LM read where it is."""
 
     tables: Tables
+    tables_file: Path
     lm_path: Path
     lm_order: int
     lm: str | None
+    lm_prune: int
 
 
-def _stats_from_model(directory: str, settings: TrainSettings) -> StatsModel:
+def _stats_from_model(directory: str, settings: TrainSettings, work: Path) -> StatsModel:
     """A statistics model, read and checked (its LM order, else that of ``settings``)."""
+    import shutil
+
     from moses_recaser.model.recaser import lm_file
     from moses_recaser.modeldir import ModelSnapshot, read_manifest, resolve_model
 
     d = resolve_model(directory)
+    copy = work / "stats.model"
+    copy.mkdir(exist_ok=True)
     with ModelSnapshot(d) as snap:  # an edited model is one error, as when recasing loads it
         manifest = read_manifest(snap.root)
         order = int(manifest.settings.get("lm_order", settings.lm_order))
-        tables = Tables.load(snap.root)
-    return StatsModel(tables, lm_file(d, manifest), order, manifest.settings.get("lm"))
+        shutil.copyfile(snap.root / "tables.npz", copy / "tables.npz")
+        tables = Tables.load(copy)
+    prune = int(manifest.settings.get("lm_prune", 0))
+    return StatsModel(tables, copy / "tables.npz", lm_file(d, manifest), order, manifest.settings.get("lm"), prune)
 
 
 def monolingual_digest(paths: Sequence[str]) -> str:
@@ -153,6 +157,7 @@ def _lm_settings(settings: TrainSettings, lmplz: str | None) -> LMSettings:
         lm=settings.lm,
         lmplz=lmplz if settings.lm_estimator == "lmplz" else None,
         lmplz_options=settings.lmplz_options,
+        prune=settings.lm_prune,
     )
 
 
@@ -223,6 +228,7 @@ def train(
     jobs: int = 1,
     lmplz: str | None = None,
     dev_output: DecoderOutput | None = None,
+    memory: Memory | None = None,
 ) -> TrainReport:
     """Train a model from a training bitext (tables and LM) and a dev bitext (weights). With
     ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
@@ -236,11 +242,12 @@ def train(
     settings = _resolved(settings, lmplz, dev_output)
     report = TrainReport()
     files: dict[str, str] = {}
+    memory = memory or Memory.of(None)
     with _timed(report, "align"):
         # a statistics model is checked before any corpus is read
-        preloaded = _stats_from_model(stats_model, settings) if stats_model is not None else None
+        preloaded = _stats_from_model(stats_model, settings, work) if stats_model is not None else None
         if preloaded is not None:
-            settings = replace(settings, lm_order=preloaded.lm_order, lm=preloaded.lm)
+            settings = replace(settings, lm_order=preloaded.lm_order, lm=preloaded.lm, lm_prune=preloaded.lm_prune)
         dev_set = dev.triples()
         train_set, aligned = _read_and_align(
             train, dev_set, dev.alignment is None and dev_output is None, settings, work
@@ -252,12 +259,17 @@ def train(
             settings = replace(settings, alignment_source=source)
     with _timed(report, "statistics"):
         if preloaded is not None:
-            tables, lm_path = preloaded.tables, preloaded.lm_path
+            tables, tables_file, lm_path = preloaded.tables, preloaded.tables_file, preloaded.lm_path
+            lm_arrays = _arrays_of_lm(lm_path, work, memory)
         else:
             assert train is not None
             dev_lines = frozenset(" ".join(t.target) for t in dev_set)
-            tables, lm_path = _train_statistics(train, train_set, settings, lmplz, work, jobs, dev_lines)
+            stats = _train_statistics(train, train_set, settings, lmplz, work, jobs, dev_lines, memory)
+            tables, tables_file, lm_path, lm_arrays = stats.tables, stats.tables_file, stats.lm, stats.lm_arrays
+        files["tables.npz"] = str(tables_file)
         files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
+        if lm_arrays is not None:
+            files["lm.npz"] = str(lm_arrays)
 
     if dev_output is None:
         dev_triples = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
@@ -269,10 +281,11 @@ def train(
     dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else []
 
     with _timed(report, "lattices"):
-        extractor = FeatureExtractor(
-            tables, query_lm(lm_path, work, files), names, settings.alignment_mode, settings.max_candidates
+        dev_tables, dev_lm = for_dev(tables, query_lm(lm_path, lm_arrays), dev_triples, dev_refs, dev_cased)
+        extractor = FeatureExtractor(dev_tables, dev_lm, names, settings.alignment_mode, settings.max_candidates)
+        heldout = (
+            _heldout_extractors(train_set, settings, names, work, lmplz, memory) if settings.heldout_sentences else []
         )
-        heldout = _heldout_extractors(train_set, settings, names, work, lmplz) if settings.heldout_sentences else []
         report.heldout_sentences = settings.heldout_sentences
         if settings.sigma_grid:
             settings = replace(
@@ -286,8 +299,49 @@ def train(
     # GEN and candidate facts of every training type, so that recasing starts warm
     extractor.save_registry(work / "candidates.npz")
     files["candidates.npz"] = str(work / "candidates.npz")
-    _write(model_dir, settings, weights, tables, files, report, fit_log)
+    _write(model_dir, settings, weights, files, report, fit_log)
     return report
+
+
+def _arrays_of_lm(lm_path: Path, work: Path, memory: Memory) -> Path | None:
+    """The query arrays of a statistics model's LM, made in ``work`` (None for a binary LM)."""
+    from moses_recaser.diskarrays import Scratch
+    from moses_recaser.outputs import work_dir
+    from moses_recaser.stats.arpa_arrays import write_arrays
+
+    if not is_arpa(str(lm_path)):
+        return None
+    out = work / "stats.model" / "lm.npz"
+    with work_dir("moses-recaser-lm", work) as tmp:
+        write_arrays(lm_path, out, Scratch(tmp), memory.working())
+    return out
+
+
+def for_dev(
+    tables: Tables,
+    lm: object,
+    triples: Sequence[Triple],
+    refs: Sequence[Sequence[str | None]],
+    cased: Sequence[Sequence[Sequence[str]]] = (),
+) -> tuple[Tables, object]:
+    """The tables and the LM for the dev lattices: their pairs of dev source words, their n-grams of words equal
+    to a dev word up to case and diacritics (every candidate is; ``Tables.restricted``, ``ArrayLM.restricted``),
+    with the vocabularies whole. Every lookup the lattices make is answered as the whole ones answer it, from
+    memory ∝ the dev set, where the lattices of a large model's dev set would touch nearly every page of its key
+    sets; ``cased`` holds the dev words as cased input has them, in each variant (``_dev_cased``). The registry of
+    training types (``save_registry``) reads the vocabularies only."""
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+
+    sources = {w for t in triples for w in t.source}
+    sources |= {casing.lower_all(w) for w in sources} | {casing.lower(w) for w in sources}
+    words = {w for t in triples for w in t.target} | sources | {w for r in refs for w in r if w is not None}
+    words |= {w for variant in cased for c in variant for w in c}
+    keys = {casing.strip_diacritics(casing.lower(p)) for w in words for p in (w, *w.split("-"))}
+    if isinstance(lm, ArrayLM):
+        keys |= {"<s>", "</s>", "<unk>"}
+        mask = np.fromiter((casing.strip_diacritics(casing.lower(v)) in keys for v in lm.vocab), dtype=bool, count=lm.V)
+        lm = lm.restricted(mask)
+    return tables.restricted(sorted(sources)), lm
 
 
 @contextmanager
@@ -364,7 +418,8 @@ def _train_statistics(
     work: Path,
     jobs: int,
     dev_lines: frozenset[str] = frozenset(),
-) -> tuple[Tables, Path]:
+    memory: Memory | None = None,
+) -> Statistics:
     """Tables and LM of the training bitext: from the triples in memory when it was read, else streamed; the
     monolingual text less ``dev_lines`` (the dev reference: it often holds the bitext's target side, from
     which dev may have been held out)."""
@@ -374,8 +429,7 @@ def _train_statistics(
     else:
         files = (train.source, train.target, train.alignment)
         corpus = Corpus(files=files, lines=train.lines, mono=mono, exclude=dev_lines)
-    tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs)
-    return tables, lm_path
+    return statistics(corpus, _lm_settings(settings, lmplz), work, jobs=jobs, memory=memory)
 
 
 def _cross_validated_sigma(
@@ -510,7 +564,6 @@ def _write(
     model_dir: str,
     settings: TrainSettings,
     weights: Weights,
-    tables: Tables,
     files: dict[str, str],
     report: TrainReport,
     fit_log: Sequence[tuple[int, float, float]],
@@ -520,7 +573,6 @@ def _write(
         model_dir,
         settings=asdict(settings),
         signature=settings.signature(weights.matrix()),
-        writers=[tables.save],
         copy_files=files,
         extra={
             "weights": weights.to_dict(),
@@ -571,7 +623,12 @@ def select_sigma(
 
 
 def _heldout_extractors(
-    train_set: Sequence[Triple], settings: TrainSettings, names: list[str], work: Path, lmplz: str | None
+    train_set: Sequence[Triple],
+    settings: TrainSettings,
+    names: list[str],
+    work: Path,
+    lmplz: str | None,
+    memory: Memory | None = None,
 ) -> list[tuple[FeatureExtractor, list[Triple]]]:
     """Held-out training sentences (phrase-aligned as dev is) in folds, each with an extractor over the other
     folds' statistics."""
@@ -587,9 +644,9 @@ def _heldout_extractors(
         held = [phrase_align_triple(held[i], settings.npa_lengths, settings.npa_seed) for i in sorted(pick)]
         log.info("held-out fold %d: statistics from %d sentences, lattices for %d", f + 1, len(rest), len(held))
         corpus = Corpus(triples=rest, mono=settings.monolingual)
-        tables, lm_path, _ = statistics(corpus, _lm_settings(settings, lmplz), work, f"fold{f}", quiet=True)
+        stats = statistics(corpus, _lm_settings(settings, lmplz), work, f"fold{f}", quiet=True, memory=memory)
         extractor = FeatureExtractor(
-            tables, query_lm(lm_path, work), names, settings.alignment_mode, settings.max_candidates
+            stats.tables, query_lm(stats.lm, stats.lm_arrays), names, settings.alignment_mode, settings.max_candidates
         )
         out.append((extractor, held))
     return out

@@ -24,13 +24,15 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from moses_recaser.diskarrays import Column, Scratch, Sink, Stored, read, whole
 from moses_recaser.errors import RecaserError
-from moses_recaser.keyset import KeySet
+from moses_recaser.keyset import KeySet, Packed, pack_blocks
+from moses_recaser.memory import Memory
 from moses_recaser.modeldir import MappedArrays, check_shapes, save_npz
 from moses_recaser.textio import LineReader
 from moses_recaser.vocab import Vocab
@@ -55,41 +57,6 @@ class ArrayLM:
 
     def __post_init__(self) -> None:
         self.unk = max(self.vocab.get("<unk>"), 0)
-
-    @classmethod
-    def of_ngrams(
-        cls,
-        vocab: Vocab,
-        *,
-        uni_lp: np.ndarray,
-        uni_bo: np.ndarray,
-        bi_keys: np.ndarray,
-        bi_lp: np.ndarray,
-        bi_bo: np.ndarray,
-        tri_keys: np.ndarray,
-        tri_lp: np.ndarray,
-        order: int,
-    ) -> ArrayLM:
-        """The model of its n-grams' arrays, keys in any order: packs the keys and puts each array in their
-        order."""
-        bigrams, bi_order = KeySet.pack(bi_keys)
-        trigrams, tri_order = KeySet.pack(tri_keys)
-        extended = np.zeros(len(bigrams), dtype=bool)  # about one bigram context in nine on a recasing lattice
-        if len(trigrams) and len(bigrams):
-            pos, found = bigrams.find(np.unique(tri_keys // len(vocab)))
-            extended[pos[found]] = True
-        return cls(
-            vocab=vocab,
-            uni_lp=uni_lp,
-            uni_bo=uni_bo,
-            bigrams=bigrams,
-            bi_lp=bi_lp[bi_order],
-            bi_bo=bi_bo[bi_order],
-            bi_extended=extended,
-            trigrams=trigrams,
-            tri_lp=tri_lp[tri_order],
-            order=order,
-        )
 
     @property
     def V(self) -> int:
@@ -125,6 +92,35 @@ class ArrayLM:
         tpos, tfound = self.trigrams.find((np.where(has_a, a, 0) * self.V + b) * self.V + c)
         return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
+    def restricted(self, words: np.ndarray) -> ArrayLM:
+        """The same model for queries whose words are all in ``words`` (a mask over the vocabulary): its bigrams
+        and trigrams of those words only, in memory (with the full model's numbers, and its flags of extended
+        bigrams), the vocabulary and unigrams as they are. Every answer to such a query is the full model's, and
+        a training run's dev lattices read a few megabytes instead of every page of a large model's key sets."""
+        V = self.V
+
+        def of_words(n: int) -> Callable[[np.ndarray], np.ndarray]:
+            def keep(keys: np.ndarray) -> np.ndarray:
+                ok = np.ones(len(keys), dtype=bool)
+                for _ in range(n):
+                    ok &= words[keys % V]
+                    keys = keys // V
+                return ok
+
+            return keep
+
+        bigrams, bi = self.bigrams.subset(of_words(2))
+        trigrams, tri = self.trigrams.subset(of_words(3))
+        return replace(
+            self,
+            bigrams=bigrams,
+            bi_lp=np.asarray(self.bi_lp[bi]),
+            bi_bo=np.asarray(self.bi_bo[bi]),
+            bi_extended=np.asarray(self.bi_extended[bi]),
+            trigrams=trigrams,
+            tri_lp=np.asarray(self.tri_lp[tri]),
+        )
+
     def save(self, path: str | os.PathLike[str]) -> None:
         save_npz(
             path,
@@ -144,7 +140,11 @@ class ArrayLM:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
-        z = MappedArrays(path)
+        return cls.of_arrays(MappedArrays(path))
+
+    @classmethod
+    def of_arrays(cls, z: Mapping[str, np.ndarray]) -> ArrayLM:
+        """The model of its stored arrays (``save``, ``ArrayLMWriter.arrays``), checked to fit each other."""
         vocab, bigrams, trigrams = Vocab.load(z, "vocab"), KeySet.load(z, "bigrams"), KeySet.load(z, "trigrams")
         check_shapes("unigrams", {"uni_lp": z["uni_lp"], "uni_bo": z["uni_bo"]}, "f", len(vocab))
         check_shapes("bigrams", {"bi_lp": z["bi_lp"], "bi_bo": z["bi_bo"]}, "f", len(bigrams))
@@ -164,81 +164,192 @@ class ArrayLM:
         )
 
     @classmethod
-    def from_arpa(cls, path: str | os.PathLike[str], block: int = 200_000) -> ArrayLM:
-        """Read an ARPA file's first three orders, ``block`` lines at a time into arrays (errors name the file
-        and line)."""
-        reader = LineReader(path)
-        sections: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: [], 3: []}
-        vocab: list[str] = []
-        ids: dict[str, int] = {}
-        order = max_order = 0
-        pending: list[str] = []
+    def from_arpa(cls, path: str | os.PathLike[str]) -> ArrayLM:
+        """The model of an ARPA file, in memory."""
+        writer = ArrayLMWriter(Scratch(None), Memory.unbounded())
+        read_arpa(path, writer)
+        return cls.of_arrays({k: whole(v) if isinstance(v, Stored) else v for k, v in writer.arrays().items()})
 
-        def flush() -> None:
-            if pending and 1 <= order <= 3:
-                sections[order].append(_parse_block(pending, order, vocab, ids, reader))
-            pending.clear()
 
-        for line in reader:
-            if not line or line.startswith("ngram ") or line in ("\\data\\", "\\end\\"):
-                continue
-            m = _HEADER.fullmatch(line)
-            if m:
+def write_arrays(arpa: str | os.PathLike[str], out: str | os.PathLike[str], scratch: Scratch, memory: Memory) -> None:
+    """The query arrays of an ARPA file (an LM given or made by lmplz) as ``lm.npz``, in bounded memory."""
+    writer = ArrayLMWriter(scratch, memory)
+    read_arpa(arpa, writer)
+    save_npz(out, writer.arrays())
+
+
+def read_arpa(path: str | os.PathLike[str], writer: ArrayLMWriter, block: int = 200_000) -> None:
+    """Feed an ARPA file's first three orders to ``writer``, ``block`` lines at a time (errors name the file
+    and line); an ARPA file without <unk> gets one (log10 p -100), as kenlm reads it."""
+    reader = LineReader(path)
+    vocab: list[str] = []
+    ids: dict[str, int] = {}
+    order = max_order = 0
+    pending: list[str] = []
+
+    def flush() -> None:
+        if pending and 1 <= order <= 3:
+            lp, words, bo = _parse_block(pending, order, vocab, ids, reader)
+            writer.add(order, words, lp, bo, None)
+        pending.clear()
+
+    for line in reader:
+        if not line or line.startswith("ngram ") or line in ("\\data\\", "\\end\\"):
+            continue
+        m = _HEADER.fullmatch(line)
+        if m:
+            flush()
+            order = int(m.group(1))
+            max_order = max(max_order, order)
+            if order == 2 and "<unk>" not in ids:  # lmplz writes <unk>; other tools may not
+                _add_unk(vocab, ids, writer)
+            continue
+        if 1 <= order <= 3:
+            pending.append(line)
+            if len(pending) >= block:
                 flush()
-                order = int(m.group(1))
-                max_order = max(max_order, order)
-                if order == 2 and "<unk>" not in ids:  # lmplz writes <unk>; other tools may not
-                    ids["<unk>"] = len(vocab)
-                    vocab.append("<unk>")
-                    sections[1].append(
-                        (
-                            np.array([-100.0], dtype=np.float32),
-                            np.zeros(1, dtype=np.int64),
-                            np.zeros(1, dtype=np.float32),
-                        )
-                    )
-                continue
-            if 1 <= order <= 3:
-                pending.append(line)
-                if len(pending) >= block:
-                    flush()
-        flush()
-        if not vocab:
-            raise RecaserError("the ARPA file has no unigrams", str(path))
-        if "<unk>" not in ids:
-            ids["<unk>"] = len(vocab)
-            vocab.append("<unk>")
-            sections[1].append(
-                (np.array([-100.0], dtype=np.float32), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.float32))
-            )
-        if max_order > 3:
-            warn_order(max_order, str(path))
-        if len(vocab) > MAX_VOCAB:
-            raise RecaserError(f"vocabulary of {len(vocab)} words is too large for array queries", str(path))
-        V = len(vocab)
+    flush()
+    if not vocab:
+        raise RecaserError("the ARPA file has no unigrams", str(path))
+    if "<unk>" not in ids:
+        _add_unk(vocab, ids, writer)
+    if max_order > 3:
+        warn_order(max_order, str(path))
+    if len(vocab) > MAX_VOCAB:
+        raise RecaserError(f"vocabulary of {len(vocab)} words is too large for array queries", str(path))
+    writer.vocab = vocab
 
-        def keyed(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            if not sections[n]:
-                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
-            lp, words, bo = (np.concatenate([s[k] for s in sections[n]]) for k in range(3))
-            keys = np.zeros(len(lp), dtype=np.int64)
-            for k in range(n):
-                keys = keys * V + words[:, k]
-            return keys, lp, bo
 
-        bi_keys, bi_lp, bi_bo = keyed(2)
-        tri_keys, tri_lp, _ = keyed(3)
-        return cls.of_ngrams(
-            Vocab.of(vocab),
-            uni_lp=np.concatenate([s[0] for s in sections[1]]),
-            uni_bo=np.concatenate([s[2] for s in sections[1]]),
-            bi_keys=bi_keys,
-            bi_lp=bi_lp,
-            bi_bo=bi_bo,
-            tri_keys=tri_keys,
-            tri_lp=tri_lp,
-            order=min(max_order, 3),
+def _add_unk(vocab: list[str], ids: dict[str, int], writer: ArrayLMWriter) -> None:
+    ids["<unk>"] = len(vocab)
+    vocab.append("<unk>")
+    writer.add(1, np.array([[ids["<unk>"]]]), np.array([-100.0]), np.zeros(1), None)
+
+
+class ArrayLMWriter:
+    """The query arrays of n-grams given a block at a time, orders 1-3, in any order within an order (the
+    estimator's ``NGramSink``, or an ARPA file read by ``read_arpa``): log10 probabilities and backoffs as the
+    ARPA file prints them, read back as kenlm reads them (single precision). Unigrams are held; bigrams and
+    trigrams go to ``scratch`` files, and ``arrays`` packs their key sets in ``memory`` (``keyset.pack_blocks``).
+    A bigram is extended when a trigram starts with it: given by the estimator, else found from the trigrams."""
+
+    def __init__(self, scratch: Scratch, memory: Memory, vocab: Sequence[str] = ()) -> None:
+        self.scratch, self.memory = scratch, memory
+        self.vocab = list(vocab)
+        self.order = 0
+        self._uni: list[tuple[np.ndarray, np.ndarray]] = []
+        self._bi = [Sink(scratch.stem(f"bigrams.{c}"), dt) for c, dt in _BIGRAM_COLUMNS]
+        self._tri = [Sink(scratch.stem(f"trigrams.{c}"), dt) for c, dt in _TRIGRAM_COLUMNS]
+        self._extended_given = False
+
+    def add(
+        self,
+        order: int,
+        rows: np.ndarray,
+        lp: Sequence[str] | np.ndarray,
+        bo: Sequence[str] | np.ndarray | None,
+        extended: np.ndarray | None,
+    ) -> None:
+        """A block of n-grams of ``order``: their words' ids, log10 probabilities and backoffs as printed or as
+        read (None: no backoffs), and for bigrams, whether a trigram extends each (None: found later)."""
+        self.order = max(self.order, order)
+        if order > 3:
+            return
+        lp32 = _single(lp)
+        bo32 = _single(bo) if bo is not None else np.zeros(len(lp32), np.float32)
+        if order == 1:
+            self._uni.append((lp32, bo32))
+        elif order == 2:
+            self._extended_given = extended is not None
+            ext = extended if extended is not None else np.zeros(len(lp), dtype=bool)
+            for sink, col in zip(self._bi, (rows[:, 0], rows[:, 1], lp32, bo32, ext)):
+                sink.add(col)
+        else:
+            for sink, col in zip(self._tri, (rows[:, 0], rows[:, 1], rows[:, 2], lp32)):
+                sink.add(col)
+
+    def arrays(self) -> dict[str, np.ndarray | Stored]:
+        """Everything ``ArrayLM.save`` stores, the key sets packed (large columns as files of ``scratch``)."""
+        V = len(self.vocab)
+        if self.order > 3:
+            warn_order(self.order, "the LM")
+        bi = [c.done() for c in self._bi]
+        tri = [c.done() for c in self._tri]
+        rows = self.memory.rows(256)
+        bi_keys = _keyed(bi[:2], V, rows)
+        bigrams = pack_blocks(
+            lambda: ((k, [read(c, s, s + len(k)) for c in bi[2:]]) for s, k in bi_keys()),
+            len(bi[0]),
+            _max_key(bi_keys()),
+            [Sink(self.scratch.stem(f"bigrams.{c}.packed"), dt) for c, dt in _BIGRAM_COLUMNS[2:]],
+            self.memory,
+            self.scratch,
         )
+        tri_keys = _keyed(tri[:3], V, rows)
+        trigrams = pack_blocks(
+            lambda: ((k, [read(tri[3], s, s + len(k))]) for s, k in tri_keys()),
+            len(tri[0]),
+            _max_key(tri_keys()),
+            [Sink(self.scratch.stem("trigrams.lp.packed"), np.float32)],
+            self.memory,
+            self.scratch,
+        )
+        extended = bigrams.payloads[2]
+        if not self._extended_given:
+            extended = _extended(bigrams, tri_keys(), V)
+        uni_lp = np.concatenate([u[0] for u in self._uni]) if self._uni else np.zeros(0, np.float32)
+        uni_bo = np.concatenate([u[1] for u in self._uni]) if self._uni else np.zeros(0, np.float32)
+        return {
+            "uni_lp": uni_lp,
+            "uni_bo": uni_bo,
+            "bi_lp": bigrams.payloads[0],
+            "bi_bo": bigrams.payloads[1],
+            "bi_extended": extended,
+            "tri_lp": trigrams.payloads[0],
+            "order": np.array(min(self.order, 3)),
+            **Vocab.of(self.vocab).arrays("vocab"),
+            **bigrams.arrays("bigrams"),
+            **trigrams.arrays("trigrams"),
+        }
+
+
+def _single(values: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Numbers as kenlm keeps them (single precision): printed ones read back as the ARPA reader reads them."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.float32)
+    return np.array(list(map(float, values)), dtype=np.float64).astype(np.float32)
+
+
+_BIGRAM_COLUMNS = [("a", np.int32), ("b", np.int32), ("lp", np.float32), ("bo", np.float32), ("extended", np.bool_)]
+_TRIGRAM_COLUMNS = [("a", np.int32), ("b", np.int32), ("c", np.int32), ("lp", np.float32)]
+
+
+def _keyed(cols: Sequence[Column], V: int, rows: int) -> Callable[[], Iterator[tuple[int, np.ndarray]]]:
+    """A reader of the keys (a * V + b, or (a * V + b) * V + c) of word-id columns, ``rows`` at a time, with the
+    position of each block's first."""
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:
+        for start in range(0, len(cols[0]), rows):
+            key = np.zeros(len(read(cols[0], start, start + rows)), dtype=np.int64)
+            for c in cols:
+                key = key * V + read(c, start, start + rows).astype(np.int64)
+            yield start, key
+
+    return blocks
+
+
+def _max_key(blocks: Iterator[tuple[int, np.ndarray]]) -> int:
+    return max((int(k.max()) for _, k in blocks if len(k)), default=0)
+
+
+def _extended(bigrams: Packed, trigram_keys: Iterator[tuple[int, np.ndarray]], V: int) -> np.ndarray:
+    """For each bigram (in its key set's order), whether a trigram starts with it."""
+    index = KeySet(bigrams.starts, whole(bigrams.low), bigrams.key_bits)
+    out = np.zeros(len(index), dtype=bool)
+    for _, keys in trigram_keys:
+        pos, found = index.find(np.unique(keys // V))
+        out[pos[found]] = True
+    return out
 
 
 def _parse_block(

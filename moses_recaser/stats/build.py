@@ -1,8 +1,10 @@
 """Training statistics: from a cased bitext (and its alignment) to tables and a cased LM.
 
-``statistics`` counts a corpus (``parallel.count_corpus``) and makes the LM: modified Kneser-Ney estimated here
-from the counted n-grams, or by KenLM's lmplz (``lmplz``, which sorts on disk: the choice for large corpora), or
-an existing LM. ``write_statistics`` keeps them as a statistics model (``train --stats``).
+``statistics`` counts a corpus (``parallel.count_corpus``), writes its tables (``tables.npz``) and makes the LM:
+modified Kneser-Ney estimated here from the counted n-grams, or by KenLM's lmplz (``lmplz``), or an existing LM;
+with the LM's query arrays (``lm.npz``) when it is an ARPA file. Everything is done within the memory setting
+(``memory.Memory``): counts spill to sorted runs in a scratch directory of the work directory, removed at the
+end (also on failure). ``write_statistics`` keeps them as a statistics model (``train --stats``).
 """
 
 from __future__ import annotations
@@ -18,18 +20,24 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
+from moses_recaser.memory import Memory
+from moses_recaser.modeldir import save_npz
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
 from moses_recaser.signature import signature
+from moses_recaser.stats.arpa_arrays import ArrayLMWriter, write_arrays
 from moses_recaser.stats.counter import check_lm_order
-from moses_recaser.stats.kneser_ney import estimate, write_arpa
+from moses_recaser.stats.kneser_ney import estimate, log_discounts
 from moses_recaser.stats.merge import Counts
 from moses_recaser.stats.parallel import count_corpus
 from moses_recaser.stats.pieces import pieces, read_piece
-from moses_recaser.stats.tables import Tables
+from moses_recaser.stats.runs import remove
+from moses_recaser.stats.tables import Tables, write_tables
 from moses_recaser.textio import read_lines, split_tokens
 from moses_recaser.triples import Triple
+from moses_recaser.workers import in_child
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +51,23 @@ class StatsSettings:
     lm: str | None = None  # an existing KenLM model (ARPA or binary) instead of estimating one
     symmetrization: str = "grow-diag-final-and"
     alignment: str | None = None  # the alignment file given, if any ("eflomal" when we aligned)
+    lm_prune: int = 0  # highest-order n-grams seen at most this often are left out of the LM (lmplz --prune)
 
     def __post_init__(self) -> None:
         check_lm_order(self.lm_order)
+        check_prune(self.lm_prune)
 
     def signature(self) -> str:
         lm = f"file:{Path(self.lm).name}" if self.lm else f"kn{self.lm_order}"
         align = "file" if self.alignment not in (None, "eflomal") else f"eflomal+{self.symmetrization}"
-        return signature(("lm", lm), ("align", align), ("tables", "wb"))
+        prune = [("prune", str(self.lm_prune))] if self.lm_prune else []
+        return signature(("lm", lm), ("align", align), ("tables", "wb"), *prune)
+
+
+def check_prune(threshold: int) -> None:
+    """A pruning threshold is 0 (none) or a count."""
+    if threshold < 0:
+        raise RecaserError(f"--lm-prune must be 0 (no pruning) or a count, not {threshold}")
 
 
 @dataclass
@@ -86,57 +103,138 @@ class LMSettings:
     lm: str | None = None  # an existing LM: nothing to estimate
     lmplz: str | None = None  # KenLM's lmplz: it estimates instead of this package
     lmplz_options: str = ""
+    prune: int = 0  # lmplz's --prune 0 ... 0 T for the highest order
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What ``statistics`` made: the tables (mapped from ``tables.npz`` in the work directory), the LM file
+    (ARPA or binary), its query arrays (None for a binary LM: kenlm answers), and the corpus' totals."""
+
+    tables: Tables
+    tables_file: Path
+    lm: Path
+    lm_arrays: Path | None
+    sentences: int
+    target_tokens: int
 
 
 def statistics(
-    corpus: Corpus, lm: LMSettings, work: Path, tag: str = "all", jobs: int = 1, quiet: bool = False
-) -> tuple[Tables, Path, Counts]:
-    """The tables and the LM of a corpus, counted in ``jobs`` processes."""
+    corpus: Corpus,
+    lm: LMSettings,
+    work: Path,
+    tag: str = "all",
+    jobs: int = 1,
+    quiet: bool = False,
+    memory: Memory | None = None,
+    lm_arrays: bool = True,
+) -> Statistics:
+    """The tables and the LM of a corpus, counted in ``jobs`` processes, within ``memory`` (default: the default
+    setting), with the LM's query arrays unless not ``lm_arrays``; their files go to ``work``/stats.``tag``. The
+    work is done in a process of its own (``workers.in_child``), so that the memory it took is given back."""
+    memory = memory or Memory.of(None)
+    out = work / f"stats.{tag}"
+    out.mkdir(exist_ok=True)
+    arpa, arrays, totals = in_child(_statistics_files, corpus, lm, work, out, jobs, quiet, memory.left(), lm_arrays)
+    return Statistics(Tables.load(out), out / "tables.npz", arpa, arrays, *totals)
+
+
+def _statistics_files(
+    corpus: Corpus,
+    lm: LMSettings,
+    work: Path,
+    out: Path,
+    jobs: int,
+    quiet: bool,
+    memory: Memory,
+    lm_arrays: bool,
+) -> tuple[Path, Path | None, tuple[int, int]]:
+    """``statistics``' files in ``out``: the LM file, its query arrays, and the sentences and target tokens."""
     t0 = time.perf_counter()
     order = 0 if lm.lm is not None or lm.lmplz is not None else lm.order  # n-grams counted only to estimate here
-    counts = count_corpus(
-        list(corpus.files) if corpus.files else None,
-        corpus.mono,
-        order,
-        jobs,
-        corpus.lines,
-        corpus.triples,
-        work,
-        quiet,
-        corpus.exclude,
-    )
-    tables = Tables.from_counts(counts)
-    log.info(
-        "counted %d sentences, %d target tokens in %.1f s",
-        counts.sentences,
-        counts.target_tokens,
-        time.perf_counter() - t0,
-    )
+    with work_dir("moses-recaser-counts", work) as tmp:
+        scratch = Scratch(tmp)
+        counts = count_corpus(
+            list(corpus.files) if corpus.files else None,
+            corpus.mono,
+            order,
+            jobs,
+            corpus.lines,
+            corpus.triples,
+            scratch,
+            quiet,
+            corpus.exclude,
+            memory,
+        )
+        log.info(
+            "counted %d sentences, %d target tokens in %.1f s",
+            counts.sentences,
+            counts.target_tokens,
+            time.perf_counter() - t0,
+        )
+        t0 = time.perf_counter()
+        write_tables(counts, out / "tables.npz", scratch, memory.working())
+        log.info("wrote the tables in %.1f s", time.perf_counter() - t0)
+        remove([counts.lower_pairs, counts.cased_pairs])  # their files; the n-grams' are read last
+        arpa, arrays = _language_model(counts, corpus, lm, out, scratch, memory, lm_arrays)
+    return arpa, arrays, (counts.sentences, counts.target_tokens)
+
+
+def _language_model(
+    counts: Counts, corpus: Corpus, lm: LMSettings, out: Path, scratch: Scratch, memory: Memory, with_arrays: bool
+) -> tuple[Path, Path | None]:
+    """The LM (given, made by lmplz, or estimated from ``counts``) and its query arrays when it is an ARPA file
+    and ``with_arrays``."""
+    arrays = out / "lm.npz"
     if lm.lm is not None:
         if not Path(lm.lm).is_file():
             raise RecaserError("LM file not found", lm.lm)
-        return tables, Path(lm.lm), counts
-    arpa = work / f"lm.{tag}.arpa"
+        if not is_arpa(lm.lm) or not with_arrays:
+            return Path(lm.lm), None
+        write_arrays(lm.lm, arrays, scratch, memory.working())
+        return Path(lm.lm), arrays
+    arpa = out / "lm.arpa"
     if lm.lmplz is not None:
-        run_lmplz(lm.lmplz, corpus.targets(), lm.order, str(arpa), work, lm.lmplz_options, lm.discount_fallback)
+        options = lm.lmplz_options + (
+            f" --prune 0 0 {lm.prune}" if lm.prune and "--prune" not in lm.lmplz_options else ""
+        )
+        run_lmplz(lm.lmplz, corpus.targets(), lm.order, str(arpa), out, options, lm.discount_fallback, memory)
+        if with_arrays:
+            write_arrays(arpa, arrays, scratch, memory.working())
     else:
-        estimate_lm(counts, str(arpa), lm.discount_fallback)
-    return tables, arpa, counts
+        estimate_lm(
+            counts, str(arpa), lm.discount_fallback, lm.prune, str(arrays) if with_arrays else None, scratch, memory
+        )
+    return arpa, arrays if with_arrays else None
 
 
-def estimate_lm(counts: Counts, arpa: str, discount_fallback: bool = False) -> None:
-    """The modified Kneser-Ney LM of counted n-grams, as an ARPA file."""
+def estimate_lm(
+    counts: Counts,
+    arpa: str,
+    discount_fallback: bool = False,
+    prune: int = 0,
+    arrays: str | None = None,
+    scratch: Scratch | None = None,
+    memory: Memory | None = None,
+) -> None:
+    """The modified Kneser-Ney LM of counted n-grams, as an ARPA file (pruned as lmplz --prune 0 ... 0
+    ``prune``), and its query arrays (``arrays``: lm.npz) made as it is written."""
     if counts.order < 1:
         raise RecaserError("the LM order must be at least 1")
+    memory = memory or Memory.unbounded()
+    scratch = scratch or Scratch(None)
     t0 = time.perf_counter()
-    model = estimate(counts.ngram_counts(), discount_fallback)
+    sink = ArrayLMWriter(scratch, memory.working(), counts.lm_vocab()) if arrays is not None else None
     with atomic_output(arpa) as out:
-        write_arpa(model, out)
+        report = estimate(counts, out, discount_fallback, prune, sink, memory.left())
+    if sink is not None and arrays is not None:
+        save_npz(arrays, sink.arrays())
     log.info(
-        "estimated a %d-gram modified Kneser-Ney LM in %.1f s (discounts %s)",
+        "estimated a %d-gram modified Kneser-Ney LM in %.1f s (discounts %s%s)",
         counts.order,
         time.perf_counter() - t0,
-        ", ".join("/".join(f"{d:.3f}" for d in ds) for ds in model.discounts),
+        log_discounts(report),
+        f"; {report.written[-1]:,} {counts.order}-grams kept of {len(counts.ngrams[-1]):,}" if prune else "",
     )
 
 
@@ -148,13 +246,16 @@ def run_lmplz(
     work: Path,
     options: str = "",
     discount_fallback: bool = False,
+    memory: Memory | None = None,
 ) -> None:
     """KenLM's lmplz on tokenized sentences (fed to its standard input): the ARPA file. lmplz sorts on disk
-    (``-T``, the work directory) in the memory ``-S`` gives it (1G unless ``options`` say otherwise)."""
+    (``-T``, the work directory) in the memory ``-S`` gives it (what is left of ``memory``, at most 1G, unless
+    ``options`` say otherwise)."""
     args = shlex.split(options)
     cmd = [lmplz, "-o", str(order), "-T", str(work), "--arpa", arpa]
     if "-S" not in args and "--memory" not in args:
-        cmd += ["-S", "1G"]
+        left = (memory or Memory.of(None)).left().bytes
+        cmd += ["-S", f"{min(left, 1 << 30) >> 20}M"]
     if discount_fallback:
         cmd.append("--discount_fallback")
     t0 = time.perf_counter()
@@ -188,9 +289,10 @@ def build_statistics(
     settings: StatsSettings,
     workdir: str | os.PathLike[str],
     jobs: int = 1,
-) -> tuple[Tables, dict[str, str], Counts]:
+    memory: Memory | None = None,
+) -> tuple[Statistics, dict[str, str]]:
     """Tables and LM of a bitext (aligned with eflomal when no alignment is given), counted in ``jobs``
-    processes; the tables, the files to copy into the model and the counts."""
+    processes within ``memory``; them, and the files to copy into the model."""
     work = Path(workdir)
     files: dict[str, str] = {}
     corpus = Corpus(files=(source, target, alignment)) if alignment is not None else None
@@ -201,13 +303,16 @@ def build_statistics(
         corpus = Corpus(triples=aligned_bitext(source, target, settings.symmetrization, priors_out=priors))
         settings.alignment = "eflomal"
         files["aligner.priors"] = str(priors)
-    lm = LMSettings(order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm)
-    tables, lm_path, counts = statistics(corpus, lm, work, jobs=jobs)
-    files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
-    return tables, files, counts
+    lm = LMSettings(
+        order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm, prune=settings.lm_prune
+    )
+    stats = statistics(corpus, lm, work, jobs=jobs, memory=memory, lm_arrays=False)
+    files["tables.npz"] = str(stats.tables_file)
+    files["lm.arpa" if is_arpa(str(stats.lm)) else "lm.bin"] = str(stats.lm)
+    return stats, files
 
 
-def is_arpa(path: str) -> bool:
+def is_arpa(path: str | os.PathLike[str]) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(64)
     return head.lstrip().startswith(b"\\data\\")
@@ -223,21 +328,26 @@ def tempdir() -> contextlib.AbstractContextManager[str]:
 
 
 def write_statistics(
-    source: str, target: str, alignment: str | None, settings: StatsSettings, model: str, jobs: int = 1
+    source: str,
+    target: str,
+    alignment: str | None,
+    settings: StatsSettings,
+    model: str,
+    jobs: int = 1,
+    memory: Memory | None = None,
 ) -> str:
     """A statistics model (tables and LM, no weights) of a bitext, for ``train --stats``, counted in ``jobs``
-    processes (the same model for every number); its signature."""
+    processes within ``memory`` (the same model for every number and memory); its signature."""
     from moses_recaser.modeldir import write_model
 
     model_target(model)
     with tempdir() as work:
-        tables, files, counts = build_statistics(source, target, alignment, settings, work, jobs)
+        stats, files = build_statistics(source, target, alignment, settings, work, jobs, memory)
         write_model(
             model,
             settings=vars(settings),
             signature=settings.signature(),
-            writers=[tables.save],
             copy_files=files,
-            extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}},
+            extra={"corpus": {"sentences": stats.sentences, "target_tokens": stats.target_tokens}},
         )
     return settings.signature()

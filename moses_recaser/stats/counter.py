@@ -7,37 +7,53 @@ as KenLM's lmplz pads it. A ``Counter`` numbers the words of its chunks in its o
 (``columns.WordTypes``): its Python work is per word type (met for the first time) and per token (one dict
 lookup), the rest is numpy. ``arrays`` gives everything for a shard file that ``merge`` sums.
 
+The key counts (word pairs, n-grams; ``keycounts.KeyCounts``) are held in memory up to the counter's share of
+``--memory`` and spilled to disk as sorted runs past it. ``shard`` gives everything counted as a ``Shard``: the
+vocabularies and per-type arrays, and each key table's sorted runs, in the counter's own word ids; ``merge`` sums
+shards; ``save_shard`` and ``load_shard`` keep one in a file (``moses-recaser count``).
+
 ``count_piece`` reads a ``pieces.Piece`` a chunk of lines at a time: Moses' tokens (split on spaces and tabs
 only) and, for a bitext, Pharaoh ``i-j`` word links, as Moses' alignment files have them.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import zipfile
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
+from typing import IO
 
 import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import WordTypes
+from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
-from moses_recaser.modeldir import text_array
+from moses_recaser.memory import Memory, release, rss
+from moses_recaser.modeldir import MappedArrays, save_npz, text_array
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.sentences import SENTENCE_END, first_in_sentence, positional
-from moses_recaser.stats.keycounts import GramCounts, KeyCounts, add_padded
+from moses_recaser.stats.keycounts import KeyCounts, add_padded
 from moses_recaser.stats.kneser_ney import BOS, EOS, UNK
-from moses_recaser.stats.pieces import Piece, read_piece
+from moses_recaser.stats.pieces import Piece, piece_blocks
+from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, converted, merge_blocks, merge_rows, remove
 from moses_recaser.textio import split_tokens
 from moses_recaser.vocab import Vocab
 
+log = logging.getLogger(__name__)
 N_TAGS = len(Tag)
-CHUNK_LINES = 50_000
-FORMAT = 3  # shard count files: 3, numpy arrays of the streamed counter
+CHUNK_LINES = 20_000
+# shard count files: 3, numpy arrays of the streamed counter; 4, each key table one sorted array (n-grams as
+# packed or big-endian keys), read a block at a time
+FORMAT = 4
 MAX_ORDER = 6  # KenLM's default build (KENLM_MAX_ORDER), which reads the LM when lmplz or --lm gives it
 _LINK_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
+# a block of such lines, each ended, with numbers of at most 9 digits (parsed as int64 in one go)
+_LINK_BLOCK = re.compile(r"(?:[ \t]*(?:[0-9]{1,9}-[0-9]{1,9}(?:[ \t]+[0-9]{1,9}-[0-9]{1,9})*)?[ \t]*\n)*")
 _OTHER_SPACE = re.compile(r"[^\S \t\n]")  # white space Moses does not split on
 _TARGET_COLUMNS = [("lower", np.int64), ("letter", bool), ("punct", bool), ("end", bool), ("tag", np.int64)]
 _SOURCE_COLUMNS = [("lower", np.int64), ("letter", bool), ("end", bool), ("tag", np.int64)]
@@ -63,10 +79,28 @@ class Counter:
         self.forms = np.zeros(0, dtype=np.int64)
         self.initial = np.zeros(0, dtype=np.int64)
         self.punct = np.zeros(0, dtype=np.int64)
-        self.lower_pairs, self.cased_pairs = KeyCounts(), KeyCounts()
+        self.lower_pairs, self.cased_pairs = KeyCounts(PAIRS), KeyCounts(PAIRS)
         self.tags = np.zeros((N_TAGS, N_TAGS), dtype=np.int64)
-        self.ngrams = [GramCounts(k) for k in range(1, order + 1)]
+        self.ngrams = [KeyCounts(KeyKind.ngrams(k, 0)) for k in range(1, order + 1)]
         self.sentences = self.target_tokens = 0
+
+    def key_counts(self) -> dict[str, KeyCounts]:
+        """The key tables by their names in a shard."""
+        return {
+            "lower_pairs": self.lower_pairs,
+            "cased_pairs": self.cased_pairs,
+            **{f"ngrams{k}": kc for k, kc in enumerate(self.ngrams, 1)},
+        }
+
+    def held(self) -> int:
+        """Bytes the key tables hold in memory."""
+        return sum(kc.held for kc in self.key_counts().values())
+
+    def spill(self, scratch: Scratch) -> None:
+        """Write every key table's counts held as a sorted run (``scratch``), and hold none."""
+        for name, kc in self.key_counts().items():
+            kc.spill(scratch, name)
+        release()
 
     def _describe_target(self, words: list[str]) -> dict[str, list]:
         for w in words:
@@ -122,7 +156,7 @@ class Counter:
         depth = np.arange(len(stream)) - np.repeat(pos, n + 2) + 1  # tokens of the sentence up to here
         for k in range(1, self.order + 1):
             end = np.flatnonzero((depth >= k) & (stream != 1))  # an n-gram ends at every word and </s>
-            self.ngrams[k - 1].add(np.stack([stream[end - (k - 1 - j)] for j in range(k)], axis=1))
+            self.ngrams[k - 1].add_rows(np.stack([stream[end - (k - 1 - j)] for j in range(k)], axis=1))
 
     def _count_links(
         self, tt: np.ndarray, tgt_start: np.ndarray, n_tgt: np.ndarray, sources: Sequence[list[str]], links: Links
@@ -144,10 +178,10 @@ class Counter:
             N_TAGS, N_TAGS
         )
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Everything counted, for a shard file (``merge`` reads it)."""
+    def shard(self) -> Shard:
+        """Everything counted: the vocabularies and per-type arrays, and each key table's sorted runs."""
         V = len(self.target)
-        out = {
+        arrays = {
             "format": np.array(FORMAT),
             "order": np.array(self.order),
             "target.words": text_array(list(self.target.ids)),
@@ -162,11 +196,76 @@ class Counter:
             "tags": self.tags,
             "totals": np.array([self.sentences, self.target_tokens], dtype=np.int64),
         }
-        for name, kc in (("lower_pairs", self.lower_pairs), ("cased_pairs", self.cased_pairs)):
-            out[f"{name}.keys"], out[f"{name}.counts"] = kc.compact()
-        for k, gc in enumerate(self.ngrams, 1):
-            out[f"ngrams{k}.rows"], out[f"ngrams{k}.counts"] = gc.rows()
-        return out
+        return Shard(arrays, {name: kc.tables() for name, kc in self.key_counts().items()})
+
+
+@dataclass
+class Shard:
+    """What a counter counted: ``arrays`` (vocabularies in order of first appearance, per-type counts, tag
+    counts, totals; ``Counter.shard``) and ``tables``, each key table's sorted runs over those vocabularies' ids
+    (their merge is the table's counts). ``owned``: the runs' files are scratch files, removed once merged."""
+
+    arrays: dict[str, np.ndarray]
+    tables: dict[str, list[Table]]
+    owned: bool = False
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.arrays
+
+
+def table_names(order: int) -> list[str]:
+    return ["lower_pairs", "cased_pairs"] + [f"ngrams{k}" for k in range(1, order + 1)]
+
+
+def table_kind(name: str, dtype: np.dtype) -> KeyKind:
+    """The kind of a stored key table, from its name and its keys' dtype."""
+    if name.startswith("ngrams"):
+        k = int(name[len("ngrams") :])
+        return KeyKind(k, 63 // k if dtype == np.int64 else 0)
+    return PAIRS
+
+
+def widest(runs: Sequence[Table]) -> KeyKind:
+    """The kind that holds the keys of every run (byte strings if any run has them)."""
+    return KeyKind(runs[0].kind.width, min(r.kind.bits for r in runs))
+
+
+def save_shard(out: str | IO[bytes], shard: Shard, scratch: Scratch, memory: Memory) -> None:
+    """A shard as one file: its arrays, and each key table's runs merged into one sorted array (through files
+    of ``scratch``, a block at a time)."""
+    arrays: dict[str, object] = dict(shard.arrays)
+    merged = []
+    for name, runs in shard.tables.items():
+        kind = widest(runs) if runs else table_kind(name, np.dtype(np.int64))
+        rows = merge_rows(memory, len(runs), kind.dtype.itemsize + 8)
+        table = collect(merge_blocks([converted(r, kind, rows) for r in runs]), kind, scratch.stem(name))
+        merged.append(table)
+        arrays[f"{name}.keys"], arrays[f"{name}.counts"] = table.keys, table.counts
+    save_npz(out, arrays)  # type: ignore[arg-type]
+    remove(merged)
+    if shard.owned:
+        remove(t for runs in shard.tables.values() for t in runs)
+
+
+def load_shard(path: str) -> Shard:
+    """A shard count file's arrays, its key tables read from the file as they are merged (``save_shard``)."""
+    try:
+        z = MappedArrays(path)
+        fmt = int(z["format"]) if "format" in z else -1
+    except (RecaserError, zipfile.BadZipFile, ValueError) as exc:
+        raise RecaserError(f"not a shard count file ({getattr(exc, 'reason', exc)})", path) from None
+    if fmt != FORMAT:
+        raise RecaserError("a shard count file of another format (count it again with this moses-recaser)", path)
+    order = int(z["order"])
+    tables = {}
+    for name in table_names(order):
+        keys, counts = z.stored(f"{name}.keys"), z.stored(f"{name}.counts")
+        tables[name] = [Table(table_kind(name, keys.dtype), keys, counts)]
+    table_files = {f"{n}.{c}" for n in tables for c in ("keys", "counts")}
+    return Shard({k: np.array(z[k]) for k in z if k not in table_files}, tables)
 
 
 @dataclass
@@ -212,7 +311,12 @@ def _tokens(lines: list[str]) -> list[list[str]]:
 
 
 def _links(lines: list[str], path: str, first_line: int) -> Links:
-    """The links of alignment lines (plain ``i-j`` lines parsed fast, others by ``parse_links``)."""
+    """The links of alignment lines: plain ``i-j`` lines parsed as one text, others one by one (``parse_links``)."""
+    text = "\n".join(lines) + "\n"
+    if _LINK_BLOCK.fullmatch(text):
+        n = np.fromiter(map(str.count, lines, repeat("-")), dtype=np.int64, count=len(lines))
+        flat = np.fromstring(text.replace("-", " "), dtype=np.int64, sep=" ").reshape(-1, 2)
+        return Links(np.repeat(np.arange(len(lines)), n), flat[:, 0], flat[:, 1], lambda s: (path, first_line + s))
     per = []
     for k, line in enumerate(lines):
         if _LINK_LINE.fullmatch(line):
@@ -227,23 +331,45 @@ def _links(lines: list[str], path: str, first_line: int) -> Links:
 
 
 def count_piece(
-    piece: Piece, order: int, progress: Callable[[int], None] | None = None, exclude: Collection[str] = ()
-) -> Counter:
+    piece: Piece,
+    order: int,
+    progress: Callable[[int], None] | None = None,
+    exclude: Collection[str] = (),
+    memory: Memory | None = None,
+    scratch: Scratch | None = None,
+) -> Shard:
     """Count one piece, a chunk of lines at a time; lines of target-language text whose tokens, joined by
-    spaces, are in ``exclude`` (a dev set's reference) are left out."""
+    spaces, are in ``exclude`` (a dev set's reference) are left out. The key tables are spilled to ``scratch``
+    as sorted runs whenever this process would pass ``memory`` (bytes beyond its size at the start), and
+    every one of them at the end when ``memory`` is given."""
     counter = Counter(order)
-    readers = [read_piece(piece, k) for k in range(len(piece.files))]
+    blocks = zip(*[piece_blocks(piece, k, CHUNK_LINES) for k in range(len(piece.files))])
+    base = rss()
     done = 0
-    while done < piece.lines:
-        n = min(CHUNK_LINES, piece.lines - done)
-        rows = [list(zip(*[next(r) for _ in range(n)])) for r in readers]  # (line numbers, texts) per file
-        first_line = rows[0][0][0]
+    for texts in blocks:
+        n = len(texts[0])
+        first_line = piece.first + done + 1
         if piece.bitext:
-            src, tgt, align = rows[0][1], rows[1][1], rows[2][1]
-            counter.add(_tokens(list(tgt)), _tokens(list(src)), _links(list(align), piece.files[2], first_line))
+            src, tgt, align = texts
+            counter.add(_tokens(tgt), _tokens(src), _links(align, piece.files[2], first_line))
         else:  # empty lines of target-language text are no sentences
-            counter.add([x for x in _tokens(list(rows[0][1])) if x and not (exclude and " ".join(x) in exclude)])
+            counter.add([x for x in _tokens(texts[0]) if x and not (exclude and " ".join(x) in exclude)])
+        del texts
         done += n
+        if memory is not None and scratch is not None and must_spill(counter, memory, base):
+            counter.spill(scratch)
         if progress is not None:
             progress(n)
-    return counter
+    if memory is not None and scratch is not None and scratch.directory is not None:
+        counter.spill(scratch)
+    return counter.shard()
+
+
+def must_spill(counter: Counter, memory: Memory, base: int) -> bool:
+    """Whether the counts held must go to disk: this process, with room for merging what it holds (its size
+    again) and for the next chunk's Python objects, would pass ``memory`` beyond ``base``."""
+    held = counter.held()
+    return held > 0 and rss() - base + held + CHUNK_MARGIN > memory.bytes
+
+
+CHUNK_MARGIN = 160 << 20  # a chunk of CHUNK_LINES lines as Python objects, with its numpy arrays

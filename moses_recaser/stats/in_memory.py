@@ -7,27 +7,38 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
+from moses_recaser.memory import Memory, rss
 from moses_recaser.sentences import chunks
-from moses_recaser.stats.counter import CHUNK_LINES, Counter, Links
+from moses_recaser.stats.counter import CHUNK_LINES, Counter, Links, must_spill
 from moses_recaser.stats.merge import Counts, merge
 from moses_recaser.triples import Triple
 
 
-def counter_of_triples(triples: Iterable[Triple], order: int) -> Counter:
-    """The counter of word-aligned triples, fed a chunk at a time (a triple without links is an error)."""
+def counter_of_triples(
+    triples: Iterable[Triple], order: int, memory: Memory | None = None, scratch: Scratch | None = None
+) -> Counter:
+    """The counter of word-aligned triples, fed a chunk at a time (a triple without links is an error); its key
+    tables spilled to ``scratch`` past ``memory``, as ``counter.count_piece`` spills them."""
     counter = Counter(order)
+    base = rss()
     for chunk in chunks(triples, CHUNK_LINES):
         for t in chunk:
             if t.links is None:
                 raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
         counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links or [] for t in chunk]))
+        if memory is not None and scratch is not None and scratch.directory is not None:
+            if must_spill(counter, memory, base):
+                counter.spill(scratch)
+    if memory is not None and scratch is not None and scratch.directory is not None:
+        counter.spill(scratch)
     return counter
 
 
 def count_triples(triples: Iterable[Triple], order: int = 3) -> Counts:
     """The counts of word-aligned triples in memory: the same counter as for files."""
-    return merge([counter_of_triples(triples, order).arrays()], order)
+    return merge([counter_of_triples(triples, order).shard()], order)
 
 
 def count_text(sentences: Iterable[list[str]], order: int = 3, skip_empty: bool = False) -> Counts:
@@ -36,4 +47,4 @@ def count_text(sentences: Iterable[list[str]], order: int = 3, skip_empty: bool 
     counter = Counter(order)
     for chunk in chunks((s for s in sentences if s or not skip_empty), CHUNK_LINES):
         counter.add(chunk)
-    return merge([counter.arrays()], order)
+    return merge([counter.shard()], order)

@@ -1,95 +1,102 @@
-"""Counts kept as numpy arrays keyed by integers: the form of every count the statistics make.
+"""Counts kept as sorted arrays keyed by integers, added a chunk at a time and spilled to disk past a share of
+memory: the form of every count the statistics make.
 
-``KeyCounts`` sums counts of int64 keys (or fixed-width byte-string keys) added a chunk at a time;
-``pack``/``unpack`` turn rows of small ids into one int64 key and back; ``GramCounts`` counts n-grams (rows of k
-word ids) on top of them. ``add_padded`` sums per-id count arrays of a vocabulary that grew between them (ids
-keep their numbers, new ones come last).
+``KeyCounts`` counts keys of one ``runs.KeyKind`` (rows of word ids as one sortable key): each chunk's distinct
+keys, sorted, with their counts, are a piece held in memory; many pieces are merged into one (``compact``),
+and ``spill`` writes what is held as one sorted run (a ``runs.Table`` in files), as lmplz writes its sorted
+blocks. ``tables`` gives the runs and what is still held: merged (``runs.merge_blocks``) they are the exact
+counts. A key too wide for the packed kind switches the counts to byte-string keys (runs already written keep
+their kind; readers convert, the order being the same). ``add_padded`` sums per-id count arrays of a
+vocabulary that grew between them (ids keep their numbers, new ones come last).
+
+Invariant: ``held`` is the bytes of the pieces in memory; the runs and the pieces together count every key
+added once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-_COMPACT_AT = 1 << 23  # pending keys that always trigger a compaction (with twice the compacted ones)
+from moses_recaser.diskarrays import Scratch
+from moses_recaser.stats.runs import Block, KeyKind, Table, TableSink, collect, merge_blocks, sort_block
+
+COMPACT_PIECES = 8  # pieces held before they are merged into one
+MERGE_ROWS = 1 << 18  # rows of each piece a merge round takes
 
 
 class KeyCounts:
-    """Counts of int64 keys, added a chunk at a time; compacted (sorted, summed) when the pending chunks
-    outgrow the compacted ones, so memory stays within a small multiple of the distinct keys."""
+    """Counts of keys of one kind, a chunk at a time (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self.keys: np.ndarray | None = None
-        self.counts = np.zeros(0, dtype=np.int64)
-        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
-        self._size = 0
+    def __init__(self, kind: KeyKind) -> None:
+        self.kind = kind
+        self.pieces: list[Block] = []
+        self.runs: list[Table] = []
+        self.held = 0
+
+    def add_rows(self, rows: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Rows (N, width) of ids and their counts (default: 1 each)."""
+        if not len(rows):
+            return
+        if self.kind.bits and int(rows.max()) >> self.kind.bits:
+            self._widen()
+        self.add(self.kind.pack(rows), counts)
 
     def add(self, keys: np.ndarray, counts: np.ndarray | None = None) -> None:
-        """Keys (int64, or np.void byte strings of one width) and their counts (default: 1 each)."""
+        """Keys of this kind, in any order, and their counts (default: 1 each)."""
         if not len(keys):
             return
         if counts is None:
             keys, counts = np.unique(keys, return_counts=True)
-        self._pending.append((keys, counts.astype(np.int64)))
-        self._size += len(keys)
-        if self._size > max(_COMPACT_AT, 2 * len(self.counts)):
+        else:
+            keys, counts = sort_block(keys, counts)
+        self.pieces.append((keys, counts.astype(np.int64)))
+        self.held += keys.nbytes + 8 * len(keys)
+        if len(self.pieces) >= COMPACT_PIECES:
             self.compact()
 
-    def compact(self) -> tuple[np.ndarray, np.ndarray]:
-        """The sorted distinct keys and their summed counts."""
-        if self.keys is None:
-            self.keys = self._pending[0][0][:0] if self._pending else np.zeros(0, dtype=np.int64)
-        if self._pending:
-            keys = np.concatenate([self.keys] + [k for k, _ in self._pending])
-            counts = np.concatenate([self.counts] + [c for _, c in self._pending])
-            self._pending, self._size = [], 0
-            self.keys, inverse = np.unique(keys, return_inverse=True)
-            self.counts = np.bincount(inverse, weights=counts, minlength=len(self.keys)).astype(np.int64)
-        return self.keys, self.counts
+    def _widen(self) -> None:
+        """Switch to byte-string keys (ids past the packed width)."""
+        wide = KeyKind(self.kind.width, 0)
+        self.pieces = [(wide.pack(self.kind.unpack(k)), c) for k, c in self.pieces]
+        self.held = sum(k.nbytes + 8 * len(k) for k, _ in self.pieces)
+        self.kind = wide
+
+    def _merged(self) -> Block:
+        table = collect(
+            merge_blocks([Table(self.kind, k, c).blocks(MERGE_ROWS) for k, c in self.pieces]), self.kind, None
+        )
+        return table.keys, table.counts  # type: ignore[return-value]
+
+    def compact(self) -> None:
+        """Merge the pieces held into one."""
+        if len(self.pieces) > 1:
+            merged = self._merged()
+            self.pieces = [merged]
+            self.held = merged[0].nbytes + 8 * len(merged[0])
+
+    def spill(self, scratch: Scratch, name: str) -> None:
+        """Write what is held as one sorted run (files named by ``scratch``), and hold nothing."""
+        if not self.pieces:
+            return
+        sink = TableSink(self.kind, scratch.stem(name), _count_dtype(self.pieces))
+        for keys, counts in merge_blocks([Table(self.kind, k, c).blocks(MERGE_ROWS) for k, c in self.pieces]):
+            sink.add(keys, counts)
+        self.pieces, self.held = [], 0
+        self.runs.append(sink.done())
+
+    def tables(self) -> list[Table]:
+        """The runs, then what is held (merged, in memory): sorted tables whose merge is the counts."""
+        out = list(self.runs)
+        if self.pieces:
+            keys, counts = self._merged()
+            out.append(Table(self.kind, keys, counts))
+        return out
 
 
-def pack(cols: np.ndarray, bits: int) -> np.ndarray:
-    """Rows of small non-negative integers (N, k), k * bits <= 63, as one int64 key each."""
-    key = np.zeros(len(cols), dtype=np.int64)
-    for j in range(cols.shape[1]):
-        key = (key << bits) | cols[:, j]
-    return key
-
-
-def unpack(keys: np.ndarray, k: int, bits: int) -> np.ndarray:
-    """The rows (N, k) that ``pack(rows, bits)`` made the keys of."""
-    mask = (1 << bits) - 1
-    return np.stack([(keys >> (bits * (k - 1 - j))) & mask for j in range(k)], axis=1)
-
-
-class GramCounts:
-    """Counts of n-grams (rows of k word ids). Up to trigrams of ids below 2**21 a row is one int64 key (fast
-    to sort); beyond, the row's int32 ids as a byte string (np.void) key."""
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-        self.bits = 63 // k if 63 // k >= 21 else 0  # 0: byte-string keys
-        self.counts = KeyCounts()
-
-    def add(self, rows: np.ndarray, counts: np.ndarray | None = None) -> None:
-        """Rows of ids and their counts (default: 1 each); an id too wide for packed keys re-keys every count."""
-        if self.bits and len(rows) and int(rows.max()) >= 1 << self.bits:
-            keys, old = self.counts.compact()
-            self.counts = KeyCounts()
-            self.bits = 0
-            self.counts.add(self._key(unpack(keys, self.k, 63 // self.k)), old)
-        self.counts.add(self._key(rows), counts)
-
-    def _key(self, rows: np.ndarray) -> np.ndarray:
-        if self.bits:
-            return pack(rows, self.bits)
-        return np.ascontiguousarray(rows, dtype=np.int32).view(np.dtype((np.void, 4 * self.k))).ravel()
-
-    def rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct rows (N, k) and their counts."""
-        keys, counts = self.counts.compact()
-        if self.bits:
-            return unpack(keys, self.k, self.bits), counts
-        return keys.view(np.int32).reshape(-1, self.k).astype(np.int64), counts
+def _count_dtype(pieces: list[Block]) -> type:
+    """int32 when the counts held (summed) cannot pass it, else int64: runs take less disk."""
+    total = sum(int(c.sum()) for _, c in pieces)
+    return np.int32 if total < 1 << 31 else np.int64
 
 
 def add_padded(a: np.ndarray, b: np.ndarray) -> np.ndarray:

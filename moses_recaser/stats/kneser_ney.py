@@ -16,105 +16,87 @@ The steps mirror lmplz's pipeline (kenlm/lm/builder):
    over the vocabulary (``<s>`` excluded, ``<unk>`` included);
 6. ARPA: log10 p, and log10 gamma as the backoff of every n-gram that is a context.
 
-N-grams are handled as integer arrays: an n-gram of order n is the pair (id of its first
-n-1 words in the order n-1 table, last word), so each order is one sorted int64 array.
+Pruning (``prune`` = T, lmplz's ``--prune 0 ... 0 T`` as train-recaser.perl runs it with T = 1): n-grams of the
+highest order seen at most T times are left out. As in lmplz, their counts still make the adjusted counts and
+the discounts, and their context's denominator; the mass they would have had goes to the context's backoff:
+``gamma(c) = (sum over kept cw of D(a(cw)) + sum over pruned cw of a(cw)) / sum_x a(cx)``.
+
+The n-grams come as sorted tables (``merge.Counts``: keys that sort as their words do, an n-gram's index its
+rank). The orders below the highest are held in memory (keys, adjusted counts, probabilities, backoffs: about
+32 bytes an n-gram, checked against ``--memory``); the highest order, the largest, is read from its table a
+block at a time: once for its adjusted-count statistics, once for its contexts' backoffs, once for its
+probabilities. Blocks are cut where a context ends, so every sum is taken in the order one pass over all
+n-grams takes it: the numbers do not depend on the memory.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from moses_recaser.diskarrays import whole
 from moses_recaser.errors import RecaserError
+from moses_recaser.memory import Memory
+from moses_recaser.stats.runs import Block, KeyKind, Table
+
+if TYPE_CHECKING:
+    from moses_recaser.stats.merge import Counts
 
 log = logging.getLogger(__name__)
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
-
-
-@dataclass
-class NGramCounts:
-    """Raw n-gram counts of every order, over integer word ids.
-
-    ``keys[n-1]`` holds the sorted unique n-grams of order n as ``context_id * V + word``
-    (context_id indexes ``keys[n-2]``; for unigrams the key is the word id), ``counts[n-1]``
-    their raw counts, ``suffix[n-1]`` the id of each n-gram's last n-1 words in order n-1.
-    """
-
-    order: int
-    vocab: list[str]
-    keys: list[np.ndarray] = field(default_factory=list)
-    counts: list[np.ndarray] = field(default_factory=list)
-    suffix: list[np.ndarray] = field(default_factory=list)
-
-    @property
-    def V(self) -> int:
-        return len(self.vocab)
-
-    @classmethod
-    def from_rows(cls, vocab: list[str], per_order: list[tuple[np.ndarray, np.ndarray]], order: int) -> NGramCounts:
-        """The counts of n-grams given as rows of word ids (per order: (N, n) rows and their counts; every
-        n-gram at most once), in this class's hierarchical keys."""
-        V = len(vocab)
-        out = cls(order=order, vocab=vocab)
-        grams1, counts1 = per_order[0]
-        out.keys.append(np.arange(V, dtype=np.int64))
-        out.counts.append(np.bincount(grams1[:, 0], weights=counts1, minlength=V).astype(np.int64))
-        out.suffix.append(np.zeros(V, dtype=np.int64))
-
-        def ids_of(tuples: np.ndarray) -> np.ndarray:
-            """Table index of each m-gram (rows of ``tuples``) in the order-m table."""
-            idx = tuples[:, 0].copy()
-            for m in range(2, tuples.shape[1] + 1):
-                key = idx * V + tuples[:, m - 1]
-                idx = np.searchsorted(out.keys[m - 1], key)
-            return idx
-
-        for n in range(2, order + 1):
-            grams, counts = per_order[n - 1]
-            keys = ids_of(grams[:, : n - 1]) * V + grams[:, n - 1]
-            uniq, inverse = np.unique(keys, return_inverse=True)
-            summed = np.bincount(inverse, weights=counts, minlength=len(uniq)).astype(np.int64)
-            out.keys.append(uniq)
-            out.counts.append(summed)
-            suffix = np.empty(len(uniq), dtype=np.int64)
-            suffix[inverse] = ids_of(grams[:, 1:])
-            out.suffix.append(suffix)
-        return out
-
-    def words(self, n: int, idx: np.ndarray) -> np.ndarray:
-        """The word ids (shape len(idx) x n) of order-n n-grams with the given table indices."""
-        cols = []
-        cur = np.asarray(idx, dtype=np.int64)
-        for m in range(n, 0, -1):
-            key = self.keys[m - 1][cur]
-            cols.append(key % self.V)
-            cur = key // self.V
-        return np.stack(cols[::-1], axis=1)
-
-
 BOS_ID = 1  # <unk>, <s>, </s> take ids 0, 1, 2 (as lmplz numbers them)
-
-
-@dataclass
-class KneserNeyModel:
-    """Log10 probabilities and backoffs of every n-gram, ready to write as ARPA."""
-
-    counts: NGramCounts
-    logprob: list[np.ndarray]
-    backoff: list[np.ndarray]
-    discounts: list[tuple[float, float, float]]
-
+BLOCK_ROWS = 1 << 18  # n-grams of the highest order read at a time (more when a context is larger)
+LEVEL_BYTES = 41  # bytes an n-gram below the highest order holds: key, adjusted count, p, gamma, a flag
 
 # lmplz --discount_fallback's default discounts, for corpora too small to estimate them
 FALLBACK_DISCOUNTS = (0.5, 1.0, 1.5)
 
 
-def _discounts(adjusted: np.ndarray, n: int, fallback: bool) -> tuple[float, float, float]:
-    t = np.bincount(np.minimum(adjusted[adjusted > 0], 5), minlength=6)
+class NGramSink(Protocol):
+    """What takes the estimated n-grams besides the ARPA file (``arpa_arrays.ArrayLMWriter``): per order, the
+    words of a block of n-grams, their log10 probabilities and backoffs as the ARPA file prints them, and for
+    the orders below the highest, whether a kept n-gram extends each."""
+
+    def add(
+        self, order: int, rows: np.ndarray, lp: list[str], bo: list[str] | None, extended: np.ndarray | None
+    ) -> None: ...
+
+
+@dataclass
+class Estimate:
+    """What an estimate reports: the discounts of every order, and the n-grams written per order."""
+
+    discounts: list[tuple[float, float, float]]
+    written: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Level:
+    """An order below the highest, in memory: sorted keys (an n-gram's index is its rank), adjusted counts,
+    interpolated probabilities, backoff weights as contexts (1 where not a context), and whether a kept n-gram
+    of the next order extends it."""
+
+    kind: KeyKind
+    keys: np.ndarray
+    adjusted: np.ndarray
+    p: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    gamma: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    extended: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def index(self, rows: np.ndarray) -> np.ndarray:
+        """The index of each n-gram (rows of ids), every one of them present."""
+        if self.kind.width == 1:
+            return rows[:, 0]
+        return np.searchsorted(self.keys, self.kind.pack(rows))
+
+
+def _discounts(t: np.ndarray, n: int, fallback: bool) -> tuple[float, float, float]:
+    """Discounts from t1..t4, the counts of adjusted counts 1-4 (``t[1:5]``)."""
     t1, t2, t3, t4 = (int(x) for x in t[1:5])
     problem = None
     if min(t1, t2, t3, t4) == 0:
@@ -135,74 +117,295 @@ def _discounts(adjusted: np.ndarray, n: int, fallback: bool) -> tuple[float, flo
     )
 
 
-def adjusted_counts(counts: NGramCounts) -> list[np.ndarray]:
-    """lmplz's adjusted counts: raw at the top order and for n-grams starting with <s>, else left types."""
-    N, V = counts.order, counts.V
-    starts_bos = [counts.keys[0] == BOS_ID]
-    for n in range(2, N + 1):
-        starts_bos.append(starts_bos[n - 2][counts.keys[n - 1] // V])
-    adjusted = []
-    for n in range(1, N + 1):
-        raw = counts.counts[n - 1]
-        if n == N:
-            adjusted.append(raw.copy())
-            continue
-        left_types = np.bincount(counts.suffix[n], minlength=len(raw)).astype(np.int64)
-        adjusted.append(np.where(starts_bos[n - 1], raw, left_types))
-    return adjusted
+def _count_of_counts(adjusted: np.ndarray) -> np.ndarray:
+    return np.bincount(np.minimum(adjusted[adjusted > 0], 5), minlength=6)
 
 
-def estimate(counts: NGramCounts, discount_fallback: bool = False) -> KneserNeyModel:
-    """Interpolated modified Kneser-Ney estimates from raw counts (see the module docstring)."""
-    N, V = counts.order, counts.V
-    adjusted = adjusted_counts(counts)
-    discounts = [_discounts(adjusted[n - 1], n, discount_fallback) for n in range(1, N + 1)]
-    logprob: list[np.ndarray] = []
-    gammas: list[np.ndarray] = []
-    p_lower = np.zeros(0)
-    for n in range(1, N + 1):
-        a = adjusted[n - 1].astype(np.float64)
-        d1, d2, d3 = discounts[n - 1]
-        disc = np.select([a == 0, a == 1, a == 2], [0.0, d1, d2], d3)
-        ctx = np.zeros(len(a), dtype=np.int64) if n == 1 else counts.keys[n - 1] // V
-        n_ctx = 1 if n == 1 else len(counts.keys[n - 2])
-        total = np.bincount(ctx, weights=a, minlength=n_ctx)
-        safe = np.where(total > 0, total, 1.0)
-        gamma = np.bincount(ctx, weights=disc, minlength=n_ctx) / safe
-        u = (a - disc) / safe[ctx]
+def _in_groups(table: Table, n: int, rows: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """The table's n-grams a block at a time, each block ending where a context (the first n-1 words) ends,
+    with the index of its first n-gram."""
+    at = 0
+    carry: Block | None = None
+    for keys, counts in table.blocks(rows):
+        if carry is not None:
+            keys, counts = np.concatenate([carry[0], keys]), np.concatenate([carry[1], counts])
         if n == 1:
-            # interpolate with the uniform distribution over the vocabulary less <s>
-            p = u + gamma[0] / (V - 1)
-            p[BOS_ID] = 1.0  # never predicted; lmplz writes log10 p(<s>) as 0
+            cut = len(keys)
         else:
-            p = u + gamma[ctx] * p_lower[counts.suffix[n - 1]]
-            gammas.append(np.where(total > 0, gamma, 1.0))  # backoffs of the order n-1 contexts
-        logprob.append(np.log10(p))
-        p_lower = p
-    backoff = [np.log10(g) for g in gammas] + [np.zeros(len(counts.keys[N - 1]))]
-    return KneserNeyModel(counts=counts, logprob=logprob, backoff=backoff, discounts=discounts)
+            ctx = table.kind.unpack(keys[-1:])[:, :-1]
+            last = table.kind.unpack(keys)[:, :-1]
+            same = (last == ctx).all(axis=1)
+            cut = int(np.flatnonzero(~same)[-1]) + 1 if not same.all() else 0
+        if cut:
+            yield at, keys[:cut], counts[:cut]
+            at += cut
+        carry = (keys[cut:], counts[cut:])
+    if carry is not None and len(carry[0]):
+        yield at, carry[0], carry[1]
 
 
-def write_arpa(model: KneserNeyModel, out: IO[str], block: int = 100_000) -> None:
-    """Write the model in ARPA format (unigrams in vocabulary order, like lmplz), ``block`` n-grams at a time."""
-    c = model.counts
-    vocab = c.vocab
+def _disc(a: np.ndarray, d: tuple[float, float, float]) -> np.ndarray:
+    return np.select([a == 0, a == 1, a == 2], [0.0, d[0], d[1]], d[2])
+
+
+@dataclass
+class _Pass:
+    """One context-complete block of order n: its rows, adjusted counts as floats, the index of each n-gram's
+    context and suffix in order n-1, its discount, what is kept, and per context in [c0, c0 + len(total)):
+    the total adjusted count, the discounted (and pruned) mass, and the kept n-grams."""
+
+    rows: np.ndarray
+    a: np.ndarray
+    ctx: np.ndarray
+    suffix: np.ndarray
+    disc: np.ndarray
+    kept: np.ndarray
+    c0: int
+    total: np.ndarray
+    mass: np.ndarray
+    n_kept: np.ndarray
+
+    @property
+    def gamma(self) -> np.ndarray:
+        return self.mass / np.where(self.total > 0, self.total, 1.0)
+
+    def probabilities(self, lower: _Level) -> np.ndarray:
+        """p(w | c) of the block's n-grams (kept or not)."""
+        local = self.ctx - self.c0
+        safe = np.where(self.total > 0, self.total, 1.0)
+        u = (self.a - self.disc) / safe[local]
+        return u + self.gamma[local] * lower.p[self.suffix]
+
+
+def _block_pass(
+    n: int,
+    kind: KeyKind,
+    keys: np.ndarray,
+    adjusted: np.ndarray,
+    raw: np.ndarray,
+    lower: _Level,
+    d: tuple[float, float, float],
+    prune: int,
+) -> _Pass:
+    """The sums of one context-complete block of order n >= 2 (see ``_Pass``)."""
+    rows = kind.unpack(keys)
+    a = adjusted.astype(np.float64)
+    ctx, suffix = lower.index(rows[:, :-1]), lower.index(rows[:, 1:])
+    disc = _disc(a, d)
+    kept = raw > prune if prune else np.ones(len(a), dtype=bool)
+    mass = np.where(kept, disc, a)  # a pruned n-gram's whole count goes to its context's backoff
+    c0 = int(ctx[0])
+    local = ctx - c0
+    m = int(local[-1]) + 1
+    return _Pass(
+        rows=rows,
+        a=a,
+        ctx=ctx,
+        suffix=suffix,
+        disc=disc,
+        kept=kept,
+        c0=c0,
+        total=np.bincount(local, weights=a, minlength=m),
+        mass=np.bincount(local, weights=mass, minlength=m),
+        n_kept=np.bincount(local[kept], minlength=m),
+    )
+
+
+def _levels(counts: Counts, memory: Memory) -> list[_Level]:
+    """The orders below the highest, in memory, with their adjusted counts (left types, from the order above;
+    raw counts for n-grams that begin with <s>)."""
+    N, V = counts.order, len(counts.forms) + 3
+    held = sum(len(t) for t in counts.ngrams[1:-1]) + V
+    memory.need(LEVEL_BYTES * held, f"the LM's {held:,} n-grams of orders 1 to {N - 1}")
+    levels = []
+    for n in range(1, N):
+        t = counts.ngrams[n - 1]
+        if n == 1:
+            levels.append(_Level(KeyKind(1, 63), np.arange(V, dtype=np.int64), _unigram_counts(t, V)))
+        else:
+            levels.append(_Level(t.kind, whole(t.keys), whole(t.counts).astype(np.int64)))
+    for n in range(1, N):
+        level, above = levels[n - 1], counts.ngrams[n]
+        left = np.zeros(len(level.keys), dtype=np.int64)
+        for keys, _ in above.blocks(4 * BLOCK_ROWS):
+            idx = level.index(above.kind.unpack(keys)[:, 1:])
+            left += np.bincount(idx, minlength=len(left))
+        first = level.keys == BOS_ID if n == 1 else level.kind.unpack(level.keys)[:, 0] == BOS_ID
+        level.adjusted = np.where(first, level.adjusted, left)
+    return levels
+
+
+def estimate(
+    counts: Counts,
+    out: IO[str],
+    discount_fallback: bool = False,
+    prune: int = 0,
+    sink: NGramSink | None = None,
+    memory: Memory | None = None,
+) -> Estimate:
+    """Estimate the LM of ``counts`` and write it to ``out`` as ARPA (unigrams in vocabulary order, like lmplz;
+    higher orders in the order of their words' ids); ``sink`` gets every n-gram too. See the module docstring."""
+    memory = memory or Memory.unbounded()
+    words = counts.lm_vocab()
+    N, V = counts.order, len(words)
+    vocab = np.array(words, dtype=object)
+    if prune < 0:
+        raise RecaserError(f"the pruning threshold must be 0 (none) or more, not {prune}")
+    levels = _levels(counts, memory)
+    top = counts.ngrams[N - 1]
+    top_t = np.zeros(6, dtype=np.int64)
+    for _, c in top.blocks(BLOCK_ROWS):
+        top_t += _count_of_counts(c)
+    if N == 1:
+        top_t = _count_of_counts(_unigram_counts(top, V))
+    t = [_count_of_counts(lv.adjusted) for lv in levels] + [top_t]
+    discounts = [_discounts(t[n - 1], n, discount_fallback) for n in range(1, N + 1)]
+    report = Estimate(discounts)
+    if N == 1:
+        _write_unigrams_only(counts, vocab, discounts[0], out, sink, report)
+        return report
+    _unigram_probabilities(levels[0], discounts[0], V)
+    for n in range(2, N):
+        _lower_order(counts.ngrams[n - 1], n, levels, discounts[n - 1])
+    kept = _top_contexts(top, N, levels[-1], discounts[-1], prune)
+    sizes = [len(lv.keys) for lv in levels] + [kept]
     out.write("\\data\\\n")
-    out.writelines(f"ngram {n}={len(c.keys[n - 1])}\n" for n in range(1, c.order + 1))
-    for n in range(1, c.order + 1):
-        out.write(f"\n\\{n}-grams:\n")
-        total = len(c.keys[n - 1])
-        for start in range(0, total, block):
-            idx = np.arange(start, min(start + block, total))
-            lps = model.logprob[n - 1][idx].tolist()
-            texts = [" ".join([vocab[j] for j in row]) for row in c.words(n, idx).tolist()]
-            if n == c.order:
-                out.write("".join(f"{_fmt(lp)}\t{text}\n" for lp, text in zip(lps, texts)))
-            else:
-                bos = model.backoff[n - 1][idx].tolist()
-                out.write("".join(f"{_fmt(lp)}\t{text}\t{_fmt(bo)}\n" for lp, text, bo in zip(lps, texts, bos)))
+    out.writelines(f"ngram {n}={sizes[n - 1]}\n" for n in range(1, N + 1))
+    for n, level in enumerate(levels, 1):
+        _write_level(n, level, vocab, out, sink)
+        report.written.append(len(level.keys))
+        if n < N - 1:  # what is left of the level once the next order is done
+            level.keys, level.adjusted, level.gamma = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    levels[-1].gamma = levels[-1].adjusted = np.zeros(0)
+    report.written.append(_write_top(top, N, levels[-1], discounts[-1], prune, vocab, out, sink))
     out.write("\n\\end\\\n")
+    return report
 
 
-def _fmt(x: float) -> str:
-    return "0" if x == 0 else f"{x:.7g}"
+def _unigram_counts(table: Table, V: int) -> np.ndarray:
+    raw = np.zeros(V, dtype=np.int64)
+    raw[table.kind.unpack(whole(table.keys))[:, 0]] = whole(table.counts)
+    return raw
+
+
+def _unigram_probabilities(level: _Level, d: tuple[float, float, float], V: int) -> np.ndarray:
+    """p of every unigram (interpolated with the uniform distribution over the vocabulary less <s>); returns the
+    backoff numerator's gamma of the empty context."""
+    a = level.adjusted.astype(np.float64)
+    disc = _disc(a, d)
+    ctx = np.zeros(len(a), dtype=np.int64)
+    total = np.bincount(ctx, weights=a, minlength=1)
+    safe = np.where(total > 0, total, 1.0)
+    gamma = np.bincount(ctx, weights=disc, minlength=1) / safe
+    p = (a - disc) / safe[ctx] + gamma[0] / (V - 1)
+    p[BOS_ID] = 1.0  # never predicted; lmplz writes log10 p(<s>) as 0
+    level.p = p
+    level.gamma = np.ones(len(a))
+    level.extended = np.zeros(len(a), dtype=bool)
+    return gamma
+
+
+def _lower_order(table: Table, n: int, levels: list[_Level], d: tuple[float, float, float]) -> None:
+    """p of order n < N (in memory), and the backoffs of order n - 1 as contexts."""
+    level, lower = levels[n - 1], levels[n - 2]
+    level.p = np.zeros(len(level.keys))
+    level.gamma = np.ones(len(level.keys))
+    level.extended = np.zeros(len(level.keys), dtype=bool)
+    for at, keys, raw in _in_groups(table, n, BLOCK_ROWS):
+        b = _block_pass(n, table.kind, keys, level.adjusted[at : at + len(keys)], raw, lower, d, 0)
+        level.p[at : at + len(keys)] = b.probabilities(lower)
+        _set_contexts(lower, b)
+
+
+def _set_contexts(lower: _Level, b: _Pass) -> None:
+    """The backoffs of a block's contexts (1 where there is nothing to back off from), and which a kept n-gram
+    extends."""
+    span = slice(b.c0, b.c0 + len(b.total))
+    lower.gamma[span] = np.where(b.total > 0, b.gamma, 1.0)
+    lower.extended[span] = b.n_kept > 0
+
+
+def _top_contexts(top: Table, N: int, lower: _Level, d: tuple[float, float, float], prune: int) -> int:
+    """The backoffs of the highest order's contexts (one pass over it); the number of n-grams kept."""
+    kept = 0
+    for _, keys, raw in _in_groups(top, N, BLOCK_ROWS):
+        b = _block_pass(N, top.kind, keys, raw, raw, lower, d, prune)
+        _set_contexts(lower, b)
+        kept += int(b.kept.sum())
+    return kept
+
+
+def _printed(values: np.ndarray) -> list[str]:
+    """Numbers as the ARPA file prints them: 7 significant digits, and 0 as "0" (never "-0")."""
+    return list(map("{:.7g}".format, np.where(values == 0, 0.0, values).tolist()))
+
+
+def _texts(rows: np.ndarray, vocab: np.ndarray) -> list[str]:
+    """The n-grams of rows of word ids (``vocab``: the words as an object array), words joined by spaces."""
+    return list(map(" ".join, zip(*[vocab[rows[:, j]].tolist() for j in range(rows.shape[1])])))
+
+
+def _write_level(n: int, level: _Level, vocab: np.ndarray, out: IO[str], sink: NGramSink | None) -> None:
+    """Section n of the ARPA file (an order below the highest), ``BLOCK_ROWS`` n-grams at a time."""
+    out.write(f"\n\\{n}-grams:\n")
+    for start in range(0, len(level.keys), BLOCK_ROWS):
+        end = min(start + BLOCK_ROWS, len(level.keys))
+        rows = level.keys[start:end].reshape(-1, 1) if n == 1 else level.kind.unpack(level.keys[start:end])
+        lps = _printed(np.log10(level.p[start:end]))
+        bos = _printed(np.log10(level.gamma[start:end]))
+        texts = _texts(rows, vocab)
+        out.write("".join(f"{lp}\t{text}\t{bo}\n" for lp, text, bo in zip(lps, texts, bos)))
+        if sink is not None:
+            sink.add(n, rows, lps, bos, level.extended[start:end])
+
+
+def _write_top(
+    top: Table,
+    N: int,
+    lower: _Level,
+    d: tuple[float, float, float],
+    prune: int,
+    vocab: np.ndarray,
+    out: IO[str],
+    sink: NGramSink | None,
+) -> int:
+    """Section N of the ARPA file: the highest order's kept n-grams, a context-complete block at a time."""
+    out.write(f"\n\\{N}-grams:\n")
+    written = 0
+    for _, keys, raw in _in_groups(top, N, BLOCK_ROWS):
+        b = _block_pass(N, top.kind, keys, raw, raw, lower, d, prune)
+        p = b.probabilities(lower)[b.kept]
+        rows = b.rows[b.kept]
+        lps = _printed(np.log10(p))
+        out.write("".join(f"{lp}\t{text}\n" for lp, text in zip(lps, _texts(rows, vocab))))
+        if sink is not None:
+            sink.add(N, rows, lps, None, None)
+        written += len(rows)
+    return written
+
+
+def _write_unigrams_only(
+    counts: Counts,
+    vocab: np.ndarray,
+    d: tuple[float, float, float],
+    out: IO[str],
+    sink: NGramSink | None,
+    report: Estimate,
+) -> None:
+    """A unigram LM: raw counts are the adjusted counts, no backoffs."""
+    V = len(vocab)
+    level = _Level(KeyKind(1, 63), np.arange(V, dtype=np.int64), _unigram_counts(counts.ngrams[0], V))
+    _unigram_probabilities(level, d, V)
+    out.write("\\data\\\n")
+    out.write(f"ngram 1={V}\n")
+    out.write("\n\\1-grams:\n")
+    lps = _printed(np.log10(level.p))
+    out.write("".join(f"{lp}\t{w}\n" for lp, w in zip(lps, vocab)))
+    if sink is not None:
+        sink.add(1, level.keys.reshape(-1, 1), lps, None, None)
+    out.write("\n\\end\\\n")
+    report.written.append(V)
+
+
+def log_discounts(report: Estimate) -> str:
+    return ", ".join("/".join(f"{d:.3f}" for d in ds) for ds in report.discounts)

@@ -1,10 +1,13 @@
 """A corpus counted across processes: ``count_corpus`` gives the ``Counts`` of a word-aligned bitext and of
 target-language text, in ``jobs`` worker processes.
 
-The files are cut into line blocks (``pieces``), each block is counted in a worker (``counter.count_piece``)
-into a shard file in a scratch directory, and the shard files are merged in line order (``merge``), so that
-the counts do not depend on ``jobs`` and equal a single pass. A tqdm bar follows the lines counted: the
-workers add to a shared counter that a thread of this process polls.
+The files are cut into line blocks (``pieces``), each block is counted in a worker (``counter.count_piece``),
+which spills sorted runs to the scratch directory past its share of the memory setting, and the shards are
+merged in line order (``merge``), so that the counts do not depend on ``jobs`` and equal a single pass. The
+memory is the whole process tree's: a forked worker starts as large as this process (its pages count in its
+resident size too), so each of ``jobs`` workers gets what is left after ``jobs + 1`` copies of this process,
+divided by ``jobs``. A tqdm bar follows the lines counted: the workers add to a shared counter that a thread of
+this process polls.
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
-from pathlib import Path
 
-from moses_recaser.modeldir import save_npz
-from moses_recaser.stats.counter import count_piece
+from moses_recaser.diskarrays import Scratch
+from moses_recaser.memory import Memory, rss
+from moses_recaser.stats.counter import Shard, count_piece
 from moses_recaser.stats.in_memory import counter_of_triples
-from moses_recaser.stats.merge import Counts, load_shard, merge
+from moses_recaser.stats.merge import Counts, merge
 from moses_recaser.stats.pieces import Piece, pieces
 from moses_recaser.triples import Triple
 from moses_recaser.workers import check_workers, worker_signals
@@ -33,33 +36,39 @@ def count_corpus(
     jobs: int = 1,
     lines: tuple[int, int] | None = None,
     triples: Iterable[Triple] | None = None,
-    work: Path | None = None,
+    scratch: Scratch | None = None,
     quiet: bool = False,
     exclude: Collection[str] = frozenset(),
+    memory: Memory | None = None,
 ) -> Counts:
     """The counts of a word-aligned bitext (files: source, target, alignment; lines [start, end) of them) or of
     word-aligned ``triples`` in memory, and of target-language text (``mono`` files, empty lines left out),
-    counted in ``jobs`` processes; the same counts whatever ``jobs`` is. Target-language lines in ``exclude``
-    (tokens joined by spaces: the dev reference) are not counted."""
+    counted in ``jobs`` processes; the same counts whatever ``jobs`` and ``memory`` are. Target-language lines in
+    ``exclude`` (tokens joined by spaces: the dev reference) are not counted. Runs and the merged tables go to
+    ``scratch`` (None: everything in memory), the process tree held within ``memory`` (the whole run's)."""
     check_workers(jobs, "--jobs")
+    scratch = scratch or Scratch(None)
+    memory = memory or Memory.unbounded()
     parts = (pieces(bitext, jobs, lines) if bitext else []) + [p for m in mono for p in pieces([m], jobs)]
-    first = [counter_of_triples(triples, order).arrays()] if triples is not None else []
     total = sum(p.lines for p in parts)
     if jobs <= 1 or len(parts) <= 1:
+        share = memory.left()
+        first = [counter_of_triples(triples, order, share, scratch).shard()] if triples is not None else []
         with _progress(total, quiet) as tick:
-            return merge(chain(first, (count_piece(p, order, tick, exclude).arrays() for p in parts)), order)
+            counted = (count_piece(p, order, tick, exclude, share, scratch) for p in parts)
+            return merge(chain(first, counted), order, scratch, memory.working())
     import multiprocessing as mp
 
-    from moses_recaser.outputs import work_dir
-
+    first = [counter_of_triples(triples, order, memory.left(), scratch).shard()] if triples is not None else []
+    share = memory.split(jobs, (jobs + 1) * rss())
     ctx = mp.get_context("fork")
-    with work_dir("moses-recaser-counts", work) as tmp:
-        done = ctx.Value("q", 0)
-        with _progress(total, quiet, done), ctx.Pool(jobs, initializer=_init_worker, initargs=(done,)) as pool:
-            paths = pool.starmap(
-                _count_to_file, [(p, order, f"{tmp}/shard.{i}.npz", exclude) for i, p in enumerate(parts)]
-            )
-        return merge(chain(first, map(load_shard, paths)), order)
+    done = ctx.Value("q", 0)
+    with _progress(total, quiet, done), ctx.Pool(jobs, initializer=_init_worker, initargs=(done,)) as pool:
+        shards = pool.starmap(
+            _count_shard,
+            [(p, order, exclude, share, Scratch(scratch.directory, f"w{i}")) for i, p in enumerate(parts)],
+        )
+    return merge(chain(first, shards), order, scratch, memory.working())
 
 
 _DONE: dict[str, object] = {}  # in a worker: "value", the shared count of lines done
@@ -71,16 +80,18 @@ def _init_worker(done: object) -> None:
     _DONE["value"] = done
 
 
-def _count_to_file(piece: Piece, order: int, path: str, exclude: Collection[str]) -> str:
-    """Count a piece into a shard file (returned), adding its lines to the shared count as they are done."""
+def _count_shard(piece: Piece, order: int, exclude: Collection[str], memory: Memory, scratch: Scratch) -> Shard:
+    """Count a piece in a worker, its key tables spilled to ``scratch`` (so that only the arrays travel back),
+    adding its lines to the shared count as they are done."""
     done = _DONE["value"]
 
     def tick(n: int) -> None:
         with done.get_lock():  # type: ignore[attr-defined]
             done.value += n  # type: ignore[attr-defined]
 
-    save_npz(path, count_piece(piece, order, tick, exclude).arrays())
-    return path
+    shard = count_piece(piece, order, tick, exclude, memory, scratch)
+    shard.owned = True
+    return shard
 
 
 class _progress:

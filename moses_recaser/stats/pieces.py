@@ -121,3 +121,21 @@ def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple
 def read_piece(piece: Piece, k: int = 0) -> Iterator[tuple[int, str]]:
     """The lines of file ``k`` of a piece, with their 1-based line numbers."""
     return _read_lines(piece.files[k], piece.starts[k], piece.first, piece.lines)
+
+
+def piece_blocks(piece: Piece, k: int, size: int) -> Iterator[list[str]]:
+    """The lines of file ``k`` of a piece, ``size`` at a time (decoded a block at a time where the file can
+    seek; errors name the file and line)."""
+    path, start = piece.files[k], piece.starts[k]
+    if start < 0:
+        lines = (line for _, line in read_piece(piece, k))
+        for done in range(0, piece.lines, size):
+            yield [next(lines) for _ in range(min(size, piece.lines - done))]
+        return
+    from moses_recaser.textio import decode_lines
+
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        for done in range(0, piece.lines, size):
+            n = min(size, piece.lines - done)
+            yield decode_lines([fh.readline() for _ in range(n)], path, piece.first + done + 1)

@@ -1,27 +1,31 @@
 """Statistics in map/reduce shape, for a cluster: count shards apart, merge the counts into one model.
 
 ``moses-recaser count --shard i/N`` counts the i-th of N contiguous line blocks of the word-aligned bitext
-(``counter.Counter``: tables, punctuation and LM n-gram counts) into one ``.npz`` file;
-``moses-recaser merge`` sums the shard files and writes the model a single pass (``stats``) writes: counts
-add up because no sentence crosses a shard, and the forms come out in order of first appearance because
-the shards are merged in order. ``train --jobs N`` and ``moses-recaser-ems train -cores N`` do the same on one
-machine (``parallel.count_corpus``); this is for shards that run as jobs of their own (a Slurm array, EMS's
-qsub), their files collected for the merge.
+(``counter.Counter``: tables, punctuation and LM n-gram counts) into one ``.npz`` file, its key tables sorted
+(spilled to sorted runs and merged when they pass ``--memory``); ``moses-recaser merge`` sums the shard files
+and writes the model a single pass (``stats``) writes: counts add up because no sentence crosses a shard, and
+the forms come out in order of first appearance because the shards are merged in order. The merge reads the
+shard files' tables a block at a time (``merge.merge``), within ``--memory``. ``train --jobs N`` and
+``moses-recaser-ems train -cores N`` do the same on one machine (``parallel.count_corpus``); this is for shards
+that run as jobs of their own (a Slurm array, GNU parallel, EMS's qsub), their files collected for the merge
+(docs/cluster.md).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 import numpy as np
 
+from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
-from moses_recaser.modeldir import save_npz
-from moses_recaser.outputs import model_target
-from moses_recaser.stats.counter import Counter, count_piece
-from moses_recaser.stats.merge import load_shard, merge
+from moses_recaser.memory import Memory
+from moses_recaser.outputs import model_target, work_dir
+from moses_recaser.stats.counter import Counter, count_piece, load_shard, save_shard
+from moses_recaser.stats.merge import merge
 from moses_recaser.stats.pieces import corpus_lines, pieces
 
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
@@ -39,26 +43,47 @@ def shard_range(n_lines: int, i: int, n: int) -> tuple[int, int]:
     return (i - 1) * n_lines // n, i * n_lines // n
 
 
-def count_shard(src: str, tgt: str, alignment: str, i: int, n: int, order: int, out: str | IO[bytes]) -> None:
-    """The counts of shard i of n into a shard file (with its place, for the merge)."""
+def count_shard(
+    src: str,
+    tgt: str,
+    alignment: str,
+    i: int,
+    n: int,
+    order: int,
+    out: str | IO[bytes],
+    memory: Memory | None = None,
+    work: str | None = None,
+) -> None:
+    """The counts of shard i of n into a shard file (with its place, for the merge), within ``memory`` (runs in a
+    scratch directory of ``work``, default the system's temporary directory)."""
+    memory = memory or Memory.of(None)
     files = [src, tgt, alignment]
     start, end = shard_range(corpus_lines(files), i, n)
     part = pieces(files, 1, (start, end))
-    arrays = count_piece(part[0], order).arrays() if part else Counter(order).arrays()
-    arrays["shard"] = np.array([i, n, start, end])
-    save_npz(out, arrays)
+    with work_dir("moses-recaser-count", work) as tmp:
+        scratch = Scratch(tmp)
+        shard = count_piece(part[0], order, None, (), memory.left(), scratch) if part else Counter(order).shard()
+        shard.owned = True
+        shard.arrays["shard"] = np.array([i, n, start, end])
+        save_shard(out, shard, scratch, memory.working())
 
 
-def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool = True) -> str:
-    """The statistics model of shard count files (what ``build.write_statistics`` makes of the whole bitext);
-    its signature."""
-    from pathlib import Path
-
+def merge_into_model(
+    paths: Sequence[str],
+    model: str,
+    discount_fallback: bool = True,
+    memory: Memory | None = None,
+    prune: int = 0,
+    work: str | None = None,
+) -> str:
+    """The statistics model of shard count files (what ``build.write_statistics`` makes of the whole bitext),
+    merged within ``memory``; its signature."""
     from moses_recaser.modeldir import write_model
-    from moses_recaser.stats.build import StatsSettings, estimate_lm, tempdir
-    from moses_recaser.stats.tables import Tables
+    from moses_recaser.stats.build import StatsSettings, estimate_lm
+    from moses_recaser.stats.tables import write_tables
 
     model_target(model)
+    memory = memory or Memory.of(None)
     shards = [load_shard(p) for p in paths]
     if any("shard" not in z for z in shards):
         raise RecaserError("not a file of 'moses-recaser count --shard'", paths[0])
@@ -71,17 +96,18 @@ def merge_into_model(paths: Sequence[str], model: str, discount_fallback: bool =
     if len(orders) != 1:
         raise RecaserError(f"the shards were counted with different LM orders: {sorted(orders)}")
     order = orders.pop()
-    counts = merge(shards, order)
-    settings = StatsSettings(lm_order=order, alignment="file", discount_fallback=discount_fallback)
-    with tempdir() as work:
-        arpa = Path(work) / "lm.arpa"
-        estimate_lm(counts, str(arpa), settings.discount_fallback)
+    settings = StatsSettings(lm_order=order, alignment="file", discount_fallback=discount_fallback, lm_prune=prune)
+    with work_dir("moses-recaser", work) as tmp:
+        scratch = Scratch(tmp)
+        counts = merge(shards, order, scratch, memory.working())
+        out = Path(tmp)
+        write_tables(counts, out / "tables.npz", scratch, memory.working())
+        estimate_lm(counts, str(out / "lm.arpa"), settings.discount_fallback, prune, None, scratch, memory)
         write_model(
             model,
             settings=vars(settings),
             signature=settings.signature(),
-            writers=[Tables.from_counts(counts).save],
-            copy_files={"lm.arpa": str(arpa)},
+            copy_files={"tables.npz": str(out / "tables.npz"), "lm.arpa": str(out / "lm.arpa")},
             extra={"corpus": {"sentences": counts.sentences, "target_tokens": counts.target_tokens}},
         )
     return settings.signature()

@@ -10,7 +10,9 @@ sentence says nothing about how "le" is cased, and would teach that IU source wo
 - ``forms``: every cased target form with its count (all positions, and sentence-initial
   ones), the source of GEN heuristic (ii) and of the unigram baseline.
 
-The counts come from ``merge.Counts``.
+The counts come from ``merge.Counts``; ``table_arrays`` makes the stored arrays (``tables.npz``) from them a
+block of word pairs at a time, the pair key sets packed in bounded memory (``keyset.pack_blocks``), and
+``Tables.load`` maps them back.
 
 Smoothing (every probability is > 0):
 
@@ -26,8 +28,9 @@ Tables are numpy arrays plus vocabularies (``vocab.Vocab``; no pickle): a pair (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,12 +38,15 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.keyset import KeySet
+from moses_recaser.diskarrays import Scratch, Sink, Stored, whole
+from moses_recaser.keyset import KeySet, pack_blocks
+from moses_recaser.memory import Memory
 from moses_recaser.modeldir import MappedArrays, check_range, check_shapes, save_npz, text_array, words_of
 from moses_recaser.vocab import Vocab
 
 if TYPE_CHECKING:  # recasing loads tables without the counting code
     from moses_recaser.stats.merge import Counts
+    from moses_recaser.stats.runs import Table
 
 N_TAGS = len(Tag)
 
@@ -61,6 +67,15 @@ class TranslationTable:
         n_links = float(self.tgt_count.sum())
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
 
+    def restricted(self, sources: np.ndarray) -> TranslationTable:
+        """The same table for source words in ``sources`` (a mask over the source vocabulary): their pairs only, in
+        memory (see ``ArrayLM.restricted``); p(e|f) of such an f is the full table's."""
+        V = len(self.tgt_vocab)
+        if not len(self.pairs) or not V:
+            return self
+        pairs, where = self.pairs.subset(lambda keys: sources[keys // V])
+        return replace(self, pairs=pairs, counts=np.asarray(self.counts[where]))
+
     def check(self, what: str) -> None:
         """Arrays loaded from a model fit each other: a count per pair, a total and a type count per source word, a
         count per target word (a look at their shapes, not a pass over them: a negative count is met where it is
@@ -68,32 +83,6 @@ class TranslationTable:
         check_shapes(what, {"counts": self.counts}, "iu", len(self.pairs))
         check_shapes(what, {"src_total": self.src_total, "src_types": self.src_types}, "iu", len(self.src_vocab))
         check_shapes(what, {"tgt_count": self.tgt_count}, "iu", len(self.tgt_vocab))
-
-    @classmethod
-    def from_pairs(
-        cls, src_words: Sequence[str], tgt_words: Sequence[str], keys: np.ndarray, counts: np.ndarray
-    ) -> TranslationTable:
-        """The table of linked pair counts: ``keys`` (source word << 32 | target word, ids into ``src_words``,
-        ``tgt_words``), each word numbered in the table by its place in the sorted vocabulary of linked words."""
-        f, e = keys >> 32, keys & 0xFFFFFFFF
-        src_vocab, f = _sorted_ids(src_words, f)
-        tgt_vocab, e = _sorted_ids(tgt_words, e)
-        V = len(tgt_vocab)
-        keys = f * V + e
-        pairs, order = KeySet.pack(keys)
-        counts = counts.astype(np.int64)
-        narrow = not len(counts) or counts.max() < 1 << 31  # int32 halves the largest array a recasing run reads
-        src = keys // V if V else keys
-        tgt = keys % V if V else keys
-        return cls(
-            src_vocab=Vocab.of(src_vocab),
-            tgt_vocab=Vocab.of(tgt_vocab),
-            pairs=pairs,
-            counts=counts[order].astype(np.int32 if narrow else np.int64),
-            src_total=np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64),
-            src_types=np.bincount(src, minlength=len(src_vocab)).astype(np.int64),
-            tgt_count=np.bincount(tgt, weights=counts, minlength=V).astype(np.int64),
-        )
 
     def p0(self, e: str) -> float:
         return float(self.probs(np.array([-1]), np.array([self.tgt_vocab.get(e)]))[0])
@@ -168,18 +157,21 @@ class Tables:
     forms: Forms
     punct: dict[str, int] = field(default_factory=dict)  # punctuation followed by a word: the punct=P features
 
+    def restricted(self, sources: Sequence[str]) -> Tables:
+        """The tables for these source words (``TranslationTable.restricted``; the rest as it is)."""
+        cased = np.zeros(len(self.cased.src_vocab), dtype=bool)
+        lower = np.zeros(len(self.lower.src_vocab), dtype=bool)
+        words = sorted(set(sources))
+        ids = self.cased.src_vocab.numbers(words)
+        cased[ids[ids >= 0]] = True
+        ids = self.lower.src_vocab.numbers(sorted({casing.lower(w) for w in words}))
+        lower[ids[ids >= 0]] = True
+        return replace(self, cased=self.cased.restricted(cased), lower=self.lower.restricted(lower))
+
     @classmethod
     def from_counts(cls, counts: Counts) -> Tables:
-        vocab, ids = _sorted_ids(counts.forms, np.arange(len(counts.forms)))
-        order = np.empty(len(ids), dtype=np.int64)
-        order[ids] = np.arange(len(ids))  # the form of each place in the sorted vocabulary
-        return cls(
-            punct={w: int(c) for w, c in zip(vocab, counts.punct[order].tolist()) if c},
-            cased=TranslationTable.from_pairs(counts.source, counts.forms, *counts.cased_pairs),
-            lower=TranslationTable.from_pairs(counts.src_lower, counts.tgt_lower, *counts.lower_pairs),
-            tags=TagTable(counts.tags.copy()),
-            forms=Forms(vocab=Vocab.of(vocab), count=counts.form_count[order], initial=counts.initial[order]),
-        )
+        """The tables of counts, in memory (small corpora, tests)."""
+        return cls.of_arrays({k: whole(v) for k, v in table_arrays(counts, Scratch(None), Memory.unbounded()).items()})
 
     def save(self, directory: Path) -> None:
         """The tables as a model directory's ``tables.npz``."""
@@ -201,8 +193,12 @@ class Tables:
 
     @classmethod
     def load(cls, directory: Path) -> Tables:
-        """The tables ``save`` wrote."""
-        arrays = MappedArrays(directory / "tables.npz")
+        """The tables ``save`` (or ``write_tables``) wrote, mapped."""
+        return cls.of_arrays(MappedArrays(directory / "tables.npz"))
+
+    @classmethod
+    def of_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Tables:
+        """The tables of their stored arrays, checked."""
         tts = {}
         for name in ("cased", "lower"):
             tts[name] = TranslationTable(
@@ -228,10 +224,76 @@ class Tables:
         )
 
 
-def _sorted_ids(words: Sequence[str], ids: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The sorted vocabulary of the words ``ids`` name, and each id's place in it."""
-    used = np.unique(ids)
+def write_tables(counts: Counts, path: str | os.PathLike[str], scratch: Scratch, memory: Memory) -> None:
+    """The tables of counts as ``tables.npz`` (what ``Tables.save`` writes), built in bounded memory."""
+    save_npz(path, table_arrays(counts, scratch, memory))
+
+
+def table_arrays(counts: Counts, scratch: Scratch, memory: Memory) -> dict[str, np.ndarray | Stored]:
+    """Every array of ``tables.npz``: the translation tables' (large ones as files of ``scratch``), the tag
+    table's and the forms'."""
+    arrays: dict[str, np.ndarray | Stored] = {}
+    arrays.update(_translation_arrays("cased", counts.source, counts.forms, counts.cased_pairs, scratch, memory))
+    arrays.update(_translation_arrays("lower", counts.src_lower, counts.tgt_lower, counts.lower_pairs, scratch, memory))
+    vocab, place = _ranks(counts.forms, np.arange(len(counts.forms)))
+    order = np.empty(len(vocab), dtype=np.int64)
+    order[place] = np.arange(len(vocab))  # the form of each place in the sorted vocabulary
+    punct = {w: int(c) for w, c in zip(vocab, counts.punct[order].tolist()) if c}
+    arrays["tag_counts"] = counts.tags.copy()
+    arrays["forms_count"] = counts.form_count[order]
+    arrays["forms_initial"] = counts.initial[order]
+    arrays.update(Vocab.of(vocab).arrays("forms"))
+    arrays["punct"] = text_array(punct)
+    arrays["punct_count"] = np.array(list(punct.values()), dtype=np.int64)
+    return arrays
+
+
+def _translation_arrays(
+    name: str, src_words: Sequence[str], tgt_words: Sequence[str], pairs: Table, scratch: Scratch, memory: Memory
+) -> dict[str, np.ndarray | Stored]:
+    """A translation table's arrays from its linked pair counts (keys source word << 32 | target word, ids into
+    ``src_words``, ``tgt_words``), each word numbered in the table by its place in the sorted vocabulary of
+    linked words; three passes over the pairs."""
+    rows = memory.rows(256, least=1 << 16)  # a block's keys, counts, word ids and their places
+    used_f, used_e = np.zeros(len(src_words), dtype=bool), np.zeros(len(tgt_words), dtype=bool)
+    largest = 0
+    for keys, counts in pairs.blocks(rows):
+        used_f[keys >> 32] = used_e[keys & 0xFFFFFFFF] = True
+        largest = max(largest, int(counts.max()))
+    src_vocab, f_place = _ranks(src_words, np.flatnonzero(used_f))
+    tgt_vocab, e_place = _ranks(tgt_words, np.flatnonzero(used_e))
+    V = len(tgt_vocab)
+
+    def keyed() -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+        for keys, counts in pairs.blocks(rows):
+            yield f_place[keys >> 32] * V + e_place[keys & 0xFFFFFFFF], [counts]
+
+    src_total, src_types = np.zeros(len(src_vocab), np.int64), np.zeros(len(src_vocab), np.int64)
+    tgt_count, max_key = np.zeros(V, np.int64), 0
+    for keys, (counts,) in keyed():
+        src, tgt = keys // V, keys % V
+        src_total += np.bincount(src, weights=counts, minlength=len(src_vocab)).astype(np.int64)
+        src_types += np.bincount(src, minlength=len(src_vocab))
+        tgt_count += np.bincount(tgt, weights=counts, minlength=V).astype(np.int64)
+        max_key = max(max_key, int(keys.max()))
+    # int32 counts halve the largest array a recasing run reads
+    sink = Sink(scratch.stem(f"{name}.counts"), np.int32 if largest < 1 << 31 else np.int64)
+    packed = pack_blocks(keyed, len(pairs), max_key, [sink], memory, scratch)
+    return {
+        f"{name}_counts": packed.payloads[0],
+        f"{name}_src_total": src_total,
+        f"{name}_src_types": src_types,
+        f"{name}_tgt_count": tgt_count,
+        **packed.arrays(f"{name}.pairs"),
+        **Vocab.of(src_vocab).arrays(f"{name}.src"),
+        **Vocab.of(tgt_vocab).arrays(f"{name}.tgt"),
+    }
+
+
+def _ranks(words: Sequence[str], used: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The sorted vocabulary of the words ``used`` (distinct ids) names, and the place of each id in it (an
+    array over every id up to the largest used)."""
     by_word = sorted(used.tolist(), key=words.__getitem__)
     place = np.zeros(int(used.max()) + 1 if len(used) else 0, dtype=np.int64)
     place[by_word] = np.arange(len(by_word))
-    return [words[i] for i in by_word], place[ids] if len(ids) else ids
+    return [words[i] for i in by_word], place

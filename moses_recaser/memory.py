@@ -1,0 +1,138 @@
+"""The memory setting (``--memory``, ``-S`` as lmplz spells it): what the whole process tree of a run that counts
+may hold, and how its parts share it.
+
+``parse_memory`` reads a size as lmplz's ``-S`` does: ``2G``, ``500M``, ``1.5g``, a number of bytes, or a share
+of physical memory (``50%``; of the cgroup's limit when that is lower). A ``Memory`` is a number of bytes that
+a part of the work may hold beyond what its process held when it started that part (its ``base``); the part
+splits it (``split``) among processes and tables. The counters hold sorted runs up to their share and spill
+them to disk (``runs``); whatever must stay in memory (the vocabularies, the Kneser-Ney estimate's lower
+orders) is checked against what is left, and a run that cannot fit says which setting to raise.
+
+The process's resident size (``rss``) is read from ``/proc``; ``release`` hands freed heap pages back to the
+system (glibc's ``malloc_trim``), so that a spill's transient arrays do not stay resident.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import re
+from dataclasses import dataclass
+
+from moses_recaser.errors import RecaserError
+
+DEFAULT_MEMORY = "2G"
+WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after counting (``Memory.working``)
+# the least a run may be given: the interpreter with numpy and the package take about 100 MiB (a smaller setting
+# is surely a slip); the rest is the counters' and the estimate's
+FLOOR = 128 << 20
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgtp%]?)(?:i?b)?", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def physical_memory() -> int:
+    """Bytes of memory this process can have: MemTotal, or the cgroup's limit when that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def parse_memory(text: str) -> int:
+    """Bytes of a size as lmplz's -S takes it: ``2G``, ``500M``, ``1.5g``, ``4096`` (bytes) or ``50%`` (of
+    physical memory); at least FLOOR."""
+    m = _SIZE.fullmatch(text.strip())
+    if m is None:
+        raise RecaserError(f"--memory must be a size such as 2G, 500M or 50%, not {text!r}")
+    number, unit = float(m.group(1)), m.group(2).lower()
+    value = int(number * physical_memory() / 100) if unit == "%" else int(number * _UNITS[unit])
+    if value < FLOOR:
+        raise RecaserError(f"--memory {text} is too small: a run needs at least {FLOOR >> 20}M")
+    return value
+
+
+def rss() -> int:
+    """This process's resident set size, in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+_LIBC: list[object] = []
+
+
+def release() -> None:
+    """Give the heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing)."""
+    if not _LIBC:
+        name = ctypes.util.find_library("c")
+        try:
+            _LIBC.append(ctypes.CDLL(name) if name else None)
+        except OSError:
+            _LIBC.append(None)
+    libc = _LIBC[0]
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+def mib(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MiB"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes a part of the work may hold beyond its process's base; ``setting`` is the flag's text, for
+    messages."""
+
+    bytes: int
+    setting: str = DEFAULT_MEMORY
+
+    @classmethod
+    def of(cls, setting: Memory | str | int | None) -> Memory:
+        """The whole run's memory: a size as ``parse_memory`` reads it (default DEFAULT_MEMORY), or bytes."""
+        if isinstance(setting, Memory):
+            return setting
+        if isinstance(setting, int):
+            return cls(setting, f"{setting >> 20}M")
+        text = DEFAULT_MEMORY if setting is None else setting
+        return cls(parse_memory(text), text)
+
+    @classmethod
+    def unbounded(cls) -> Memory:
+        """No limit: everything in memory (small inputs, tests)."""
+        return cls(1 << 62, "unbounded")
+
+    def left(self) -> Memory:
+        """What is left of the whole run's memory beside what this process holds now (at least 1 MiB: a run
+        already over its setting spills all it can, and says so where something must fit in memory)."""
+        return Memory(max(self.bytes - rss(), 1 << 20), self.setting)
+
+    def working(self) -> Memory:
+        """What a phase that sorts or merges files in blocks takes: what is left, at most a WORKING_SHARE of the
+        setting (larger blocks are not faster there, and the run's peak stays the counters')."""
+        return Memory(min(self.left().bytes, int(self.bytes * WORKING_SHARE)), self.setting)
+
+    def split(self, parts: int, less: int = 0) -> Memory:
+        """An equal share of what is left after ``less`` bytes, for each of ``parts``."""
+        return Memory(max((self.bytes - less) // max(parts, 1), 0), self.setting)
+
+    def rows(self, row_bytes: int, least: int = 1 << 12) -> int:
+        """How many rows of ``row_bytes`` fit (at least ``least``)."""
+        return max(self.bytes // max(row_bytes, 1), least)
+
+    def need(self, nbytes: int, what: str) -> None:
+        """Refuse, in one line naming the setting, what cannot fit."""
+        if nbytes > self.bytes:
+            raise RecaserError(
+                f"{what} needs {mib(nbytes)} in memory, more than --memory {self.setting} leaves it "
+                f"({mib(self.bytes)}): give more with --memory (-S)"
+            )

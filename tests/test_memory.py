@@ -1,0 +1,246 @@
+"""Bounded memory: the memory setting, sorted runs spilled to disk and merged k ways, key sets packed in parts,
+and the same model whatever the memory (a tiny budget spills many runs)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import moses_recaser.memory as memory_module
+from moses_recaser.cli.main import main
+from moses_recaser.diskarrays import Scratch, Sink, whole
+from moses_recaser.errors import RecaserError
+from moses_recaser.keyset import KeySet, pack_blocks
+from moses_recaser.memory import Memory, parse_memory, physical_memory
+from moses_recaser.modeldir import read_manifest
+from moses_recaser.moses.pharaoh import format_links
+from moses_recaser.stats.eflomal import align
+from moses_recaser.stats.keycounts import KeyCounts
+from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, merge_blocks
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [("2G", 2 << 30), ("500M", 500 << 20), ("1.5g", 3 << 29), ("300MiB", 300 << 20), (str(1 << 28), 1 << 28)],
+)
+def test_memory_sizes_as_lmplz_takes_them(text, expected):
+    assert parse_memory(text) == expected
+
+
+def test_memory_share_of_physical_memory():
+    assert parse_memory("50%") == physical_memory() // 2
+
+
+@pytest.mark.parametrize("text", ["lots", "2X", "-1G", "", "10M"])
+def test_bad_memory_sizes_are_one_line_errors(text):
+    with pytest.raises(RecaserError, match="--memory"):
+        parse_memory(text)
+
+
+def test_memory_that_cannot_hold_what_must_stay_says_which_setting_to_raise():
+    with pytest.raises(
+        RecaserError, match=r"needs 2 MiB in memory, more than --memory 1G leaves it .* --memory \(-S\)"
+    ):
+        Memory(1 << 20, "1G").need(2 << 20, "this")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 5)), max_size=60), min_size=1, max_size=6),
+    st.integers(1, 7),
+)
+def test_k_way_merge_sums_every_key_once(runs, rows):
+    """Sorted runs merged a few rows at a time give each key once, in order, with its counts summed."""
+    tables, expected = [], {}
+    for run in runs:
+        d: dict[int, int] = {}
+        for k, c in run:
+            d[k] = d.get(k, 0) + c
+            expected[k] = expected.get(k, 0) + c
+        keys = np.array(sorted(d), dtype=np.int64)
+        tables.append(Table(PAIRS, keys, np.array([d[k] for k in keys.tolist()], dtype=np.int64)))
+    merged = collect(merge_blocks([t.blocks(rows) for t in tables]), PAIRS, None)
+    assert whole(merged.keys).tolist() == sorted(expected)
+    assert whole(merged.counts).tolist() == [expected[k] for k in sorted(expected)]
+
+
+@pytest.mark.parametrize("bits", [21, 0])
+def test_key_kinds_sort_as_their_rows(bits):
+    """Packed int64 keys and big-endian byte-string keys both sort word by word."""
+    rng = np.random.default_rng(bits)
+    rows = rng.integers(0, 1 << 20, size=(500, 3))
+    kind = KeyKind(3, bits)
+    keys = kind.pack(rows)
+    assert (kind.unpack(keys) == rows).all()
+    by_key = kind.unpack(np.sort(keys))
+    assert by_key.tolist() == sorted(rows.tolist())
+
+
+def test_spilled_counts_are_the_counts_held(tmp_path):
+    """Counts spilled to runs in files, a widened kind among them, merge to what one table in memory holds."""
+    rng = np.random.default_rng(0)
+    scratch = Scratch(tmp_path)
+    spilled, held = KeyCounts(KeyKind.ngrams(3, 0)), KeyCounts(KeyKind.ngrams(3, 0))
+    for k in range(12):
+        top = 1 << 22 if k == 7 else 50  # an id too wide for packed trigram keys
+        rows = rng.integers(0, 50, size=(300, 3))
+        rows[0, 1] = top
+        spilled.add_rows(rows)
+        held.add_rows(rows)
+        if k % 3 == 2:
+            spilled.spill(scratch, "ngrams3")
+    assert len(spilled.runs) == 4 and {t.kind.bits for t in spilled.runs} == {21, 0}
+    kind = KeyKind(3, 0)
+    from moses_recaser.stats.runs import converted
+
+    merged = collect(merge_blocks([converted(t, kind, 64) for t in spilled.tables()]), kind, None)
+    (expected,) = held.tables()
+    assert whole(merged.keys).tolist() == whole(expected.keys).tolist()
+    assert whole(merged.counts).tolist() == whole(expected.counts).tolist()
+
+
+def test_key_set_packed_in_parts_is_the_key_set(tmp_path):
+    """A key set built from blocks in parts spilled to disk (a tiny memory) is the one packed in memory, and
+    its payloads are in its order; the parts' files are gone after."""
+    rng = np.random.default_rng(1)
+    keys = np.unique(rng.integers(0, 1 << 40, size=20_000))
+    rng.shuffle(keys)
+    whole_set, order = KeySet.pack(keys)
+    payload = np.arange(len(keys), dtype=np.int64) * 3
+    blocks = [(keys[i : i + 1000], [payload[i : i + 1000]]) for i in range(0, len(keys), 1000)]
+    packed = pack_blocks(
+        lambda: blocks,
+        len(keys),
+        int(keys.max()),
+        [Sink(tmp_path / "p", np.int64)],
+        Memory(64 << 10),
+        Scratch(tmp_path),
+    )
+    assert (packed.starts == whole_set.starts).all()
+    assert (whole(packed.low) == whole_set.low).all()
+    assert (whole(packed.payloads[0]) == payload[order]).all()
+    assert not [p for p in tmp_path.iterdir() if "part" in p.name]
+
+
+@pytest.fixture(scope="module")
+def aligned(tico, tmp_path_factory):
+    d = tmp_path_factory.mktemp("aligned")
+    src = (tico / "train.fr").read_text(encoding="utf-8").splitlines()
+    tgt = (tico / "train.en").read_text(encoding="utf-8").splitlines()
+    (d / "f").write_text("".join(x + "\n" for x in src), encoding="utf-8")
+    (d / "e").write_text("".join(x + "\n" for x in tgt), encoding="utf-8")
+    links = align([x.split() for x in src], [x.split() for x in tgt])
+    (d / "a").write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
+    dev_src = (tico / "dev.fr").read_text(encoding="utf-8").splitlines()
+    dev_tgt = (tico / "dev.en").read_text(encoding="utf-8").splitlines()
+    dev_links = align([x.split() for x in dev_src], [x.split() for x in dev_tgt])
+    (d / "dev.a").write_text("".join(format_links(a) + "\n" for a in dev_links), encoding="utf-8")
+    return d
+
+
+def _tiny_memory(monkeypatch) -> None:
+    """Every process looks empty (so a budget is all its own), and counters take 40 lines a chunk: with a budget
+    of a few MiB, every chunk spills a run and every merge reads many blocks."""
+    import moses_recaser.stats.counter as counter
+    import moses_recaser.stats.in_memory as in_memory
+    import moses_recaser.stats.parallel as parallel
+
+    for module in (memory_module, counter, in_memory, parallel):
+        monkeypatch.setattr(module, "rss", lambda: 0)
+    monkeypatch.setattr(counter, "CHUNK_LINES", 40)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, tmp_path, monkeypatch, jobs):
+    """Training within a tiny memory (every chunk spilled, runs renumbered and merged k ways, key sets packed in
+    parts) writes the model of training with everything in memory, byte for byte; no scratch file is left."""
+    from moses_recaser import train
+
+    common = dict(
+        alignment=aligned / "a",
+        dev_source=tico / "dev.fr",
+        dev_target=tico / "dev.en",
+        dev_alignment=aligned / "dev.a",
+        max_iter=5,
+        jobs=jobs,
+    )
+    train(aligned / "f", aligned / "e", tmp_path / "roomy", **common)
+    _tiny_memory(monkeypatch)
+    work = tmp_path / "work"
+    work.mkdir()
+    train(aligned / "f", aligned / "e", tmp_path / "tiny", memory=6 << 20, work=work, **common)
+    roomy, tiny = read_manifest(tmp_path / "roomy"), read_manifest(tmp_path / "tiny")
+    assert roomy.files == tiny.files and set(roomy.files) >= {"tables.npz", "lm.arpa", "lm.npz", "candidates.npz"}
+    assert list(work.iterdir()) == []
+
+
+def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, tmp_path, monkeypatch):
+    """The registry of training types described 50 at a time, its strings moved into arrays between (as a large
+    corpus' are, REGISTRY_CHUNK at a time), and its columns filled 7 rows at a time: its numbering differs, not
+    what it says: the same tables and LM, and the same recased test set."""
+    import moses_recaser.columns as columns
+    import moses_recaser.model.extractor as extractor
+    from moses_recaser import Recaser, train
+
+    common = dict(
+        alignment=aligned / "a",
+        dev_source=tico / "dev.fr",
+        dev_target=tico / "dev.en",
+        dev_alignment=aligned / "dev.a",
+        max_iter=5,
+    )
+    train(aligned / "f", aligned / "e", tmp_path / "whole", **common)
+    monkeypatch.setattr(extractor, "REGISTRY_CHUNK", 50)
+    monkeypatch.setattr(columns, "FLUSH_ROWS", 7)
+    train(aligned / "f", aligned / "e", tmp_path / "chunked", **common)
+    whole_files, chunked_files = read_manifest(tmp_path / "whole").files, read_manifest(tmp_path / "chunked").files
+    assert {k: v for k, v in whole_files.items() if k != "candidates.npz"} == {
+        k: v for k, v in chunked_files.items() if k != "candidates.npz"
+    }
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()
+    sources = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
+    got = [list(Recaser.load(tmp_path / m).recase_lines(lines, sources)) for m in ("whole", "chunked")]
+    assert got[0] == got[1]
+
+
+def test_scratch_files_are_removed_when_a_run_fails(aligned, tmp_path, monkeypatch):
+    """A failure after counting (here, in the estimate) leaves no file in the temporary directory: the runs,
+    the merged counts and the tables are all removed, and no model is written."""
+    import tempfile
+
+    import moses_recaser.stats.build as build
+    from moses_recaser.stats.build import StatsSettings, write_statistics
+
+    _tiny_memory(monkeypatch)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    def broken(*args, **kwargs):
+        raise RecaserError("broken on purpose")
+
+    monkeypatch.setattr(build, "estimate", broken)
+    with pytest.raises(RecaserError, match="broken on purpose"):
+        files = (str(aligned / "f"), str(aligned / "e"), str(aligned / "a"))
+        write_statistics(*files, StatsSettings(), str(tmp_path / "model"), 2, Memory(6 << 20))
+    assert list(temp.iterdir()) == []
+    assert not (tmp_path / "model").exists()
+
+
+def test_memory_flag_in_every_command_that_counts(aligned, tmp_path, capsys):
+    """-S/--memory is taken by stats, count and merge (train: the library test above), and a bad size is one
+    line naming the setting."""
+    args = ["--source", str(aligned / "f"), "--target", str(aligned / "e"), "--alignment", str(aligned / "a")]
+    assert main(["-q", "stats", *args, "-S", "300M", "-o", str(tmp_path / "s")]) == 0
+    assert main(["-q", "count", *args, "--shard", "1/1", "--memory", "300M", "-o", str(tmp_path / "c.npz")]) == 0
+    assert main(["-q", "merge", str(tmp_path / "c.npz"), "-S", "1G", "-o", str(tmp_path / "m")]) == 0
+    assert read_manifest(tmp_path / "s").files == read_manifest(tmp_path / "m").files
+    capsys.readouterr()
+    assert main(["stats", *args, "-S", "lots", "-o", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["moses-recaser: error: --memory must be a size such as 2G, 500M or 50%, not 'lots'"]
+    assert not os.path.exists(tmp_path / "x")
