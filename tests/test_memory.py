@@ -4,6 +4,7 @@ and the same model whatever the memory (a tiny budget spills many runs)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -154,13 +155,10 @@ def _tiny_memory(monkeypatch) -> None:
     monkeypatch.setattr(counter, "CHUNK_LINES", 40)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, tmp_path, monkeypatch, jobs):
-    """Training within a tiny memory (every chunk spilled, runs renumbered and merged k ways, key sets packed in
-    parts) writes the model of training with everything in memory, byte for byte; no scratch file is left."""
-    from moses_recaser import train
-
-    common = dict(
+def _training(aligned: Path, tico: Path, jobs: int = 1) -> dict:
+    """train()'s keywords for the TICO slice with its word alignment (5 L-BFGS iterations: the tests compare
+    models, not their quality)."""
+    return dict(
         alignment=aligned / "a",
         dev_source=tico / "dev.fr",
         dev_target=tico / "dev.en",
@@ -168,6 +166,15 @@ def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, tmp_p
         max_iter=5,
         jobs=jobs,
     )
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, tmp_path, monkeypatch, jobs):
+    """Training within a tiny memory (every chunk spilled, runs renumbered and merged k ways, key sets packed in
+    parts) writes the model of training with everything in memory, byte for byte; no scratch file is left."""
+    from moses_recaser import train
+
+    common = _training(aligned, tico, jobs=jobs)
     train(aligned / "f", aligned / "e", tmp_path / "roomy", **common)
     _tiny_memory(monkeypatch)
     work = tmp_path / "work"
@@ -186,13 +193,7 @@ def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, tmp_pa
     import moses_recaser.model.extractor as extractor
     from moses_recaser import Recaser, train
 
-    common = dict(
-        alignment=aligned / "a",
-        dev_source=tico / "dev.fr",
-        dev_target=tico / "dev.en",
-        dev_alignment=aligned / "dev.a",
-        max_iter=5,
-    )
+    common = _training(aligned, tico)
     train(aligned / "f", aligned / "e", tmp_path / "whole", **common)
     monkeypatch.setattr(extractor, "REGISTRY_CHUNK", 50)
     monkeypatch.setattr(columns, "FLUSH_ROWS", 7)
