@@ -133,8 +133,7 @@ class FeatureInputs:
     @cached_property
     def decoded(self) -> np.ndarray:
         """The candidate is the word's form as the input has it (sentences that came with case)."""
-        d = self.b.decoded
-        return np.zeros(len(self.ids), dtype=bool) if d is None else d[self.G] == self.ids
+        return self._is_form(self.b.decoded)
 
     @cached_property
     def truecased_line(self) -> np.ndarray:
@@ -146,8 +145,11 @@ class FeatureInputs:
     @cached_property
     def decoded_start(self) -> np.ndarray:
         """The candidate is the input's form with a capital first letter, at a sentence start."""
-        d = self.b.decoded_start
-        return np.zeros(len(self.ids), dtype=bool) if d is None else d[self.G] == self.ids
+        return self._is_form(self.b.decoded_start)
+
+    def _is_form(self, per_word: np.ndarray | None) -> np.ndarray:
+        """The candidate is its word's form in ``per_word`` (a candidate id per word, -1: none; None: no word)."""
+        return np.zeros(len(self.ids), dtype=bool) if per_word is None else per_word[self.G] == self.ids
 
     @cached_property
     def translation(self) -> Translation:
