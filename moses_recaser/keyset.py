@@ -142,6 +142,11 @@ class KeySet:
             found[todo[hit]] = True
             more = (stored < low) & (at + 1 < end)
             todo, at, end, low = todo[more], at[more] + 1, end[more], low[more]
+        if not self.low.flags.owndata:  # a mapped set: a round of lookups maps nearly all of it (the kernel maps
+            # a page cache folio of up to 2 MiB per fault), so its pages are dropped until the next round
+            from moses_recaser.modeldir import release_mapped
+
+            release_mapped()
         return pos, found
 
     def find_one(self, key: int) -> int:

@@ -125,13 +125,20 @@ def check_shapes(what: str, arrays: Mapping[str, np.ndarray], kinds: str, n: int
     return lengths.pop() if lengths else 0
 
 
+CHECK_BLOCK = 1 << 21  # values per block of a load-time check: the pages a check reads stay few
+
+
 def check_range(what: str, arrays: Mapping[str, np.ndarray], low: float, high: float) -> None:
     """Every value of ``arrays`` lies in [low, high) (a count, an index into another array; one pass over each).
     Raises ValueError (a damaged model: ``ModelSnapshot``) if not, so that a model edited with its checksums made
     to match is refused at load, not met as a crash or a NaN in the middle of recasing."""
     for name, a in arrays.items():
-        if a.size and not (a.min() >= low and a.max() < high):  # NaN fails both
-            raise ValueError(f"{what}: array {name} holds values outside [{low:g}, {high:g})")
+        for at in range(0, a.size, CHECK_BLOCK):
+            part = a.ravel()[at : at + CHECK_BLOCK]
+            if not (part.min() >= low and part.max() < high):  # NaN fails both
+                raise ValueError(f"{what}: array {name} holds values outside [{low:g}, {high:g})")
+            if not a.flags.owndata:  # a mapped array: the pages just read are not kept resident
+                release_mapped()
 
 
 # the map of every archive mapped (alive while an array of it is), for ``release_mapped``

@@ -186,6 +186,7 @@ class FeatureExtractor:
         each position (added to GEN where GEN misses it, as training needs); with ``decoded``, per sentence the
         words as the input had them (None: it came lowercased), which join GEN and the ``decoded`` features."""
         b = self._batch(triples, references, decoded)
+        release_mapped()
         per_pos, n_pos = b.count, b.layout.n_tgt
         cstart = np.cumsum(per_pos) - per_pos
         ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
@@ -204,6 +205,7 @@ class FeatureExtractor:
                 self.names,
                 self.index,
             )
+        release_mapped()
         cells = Cells.of(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
             specials = (self.lm.vocab.get("<s>", self.lm.unk), self.lm.vocab.get("</s>", self.lm.unk))

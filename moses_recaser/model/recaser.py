@@ -192,7 +192,7 @@ class Recaser:
         trace_options: TraceOptions | None = None,
         jobs: int = 1,
     ) -> Iterator[str]:
-        """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 256 is
+        """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 512 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
         a line is dropped; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
         fmt = FORMATS.get(trace_format)
