@@ -262,8 +262,19 @@ def _recasing_settings(cfg: Config, layout: Layout) -> str:
     if "-dev-size" not in words:
         cores = ["-cores", "$cores"] if cfg.lookup("GENERAL", "cores") else []
         words = ["-dev-size", str(DEV_SIZE), *cores]
-    kept = [w for k, w in enumerate(words) if w != "-input-case" and (k == 0 or words[k - 1] != "-input-case")]
+    kept, _ = _input_case(words)
     return '"' + " ".join([*kept, *layout.settings.split()]) + '"'
+
+
+def _input_case(words: list[str]) -> tuple[list[str], str | None]:
+    """recasing-settings' words without their ``-input-case VALUE``, and that value (None: not given)."""
+    kept, value = [], None
+    for k, w in enumerate(words):
+        if w == "-input-case":
+            value = words[k + 1] if k + 1 < len(words) else ""
+        elif k == 0 or words[k - 1] != "-input-case":
+            kept.append(w)
+    return kept, value
 
 
 def _own(cfg: Config, section: str, key: str) -> str | None:
@@ -413,7 +424,7 @@ def check(cfg: Config) -> list[str]:
 def _check_settings(cfg: Config, layout: Layout | None) -> list[str]:
     """recasing-settings against the layout: fitted for the input case the recaser will read."""
     words = (cfg.lookup("RECASING", "recasing-settings") or "").split()
-    cased = any(w == "-input-case" and words[k + 1 : k + 2] == ["cased"] for k, w in enumerate(words))
+    cased = _input_case(words)[1] == "cased"
     if layout is LAYOUTS["truecase"] and not cased:
         return [
             "note: recasing-settings lack -input-case cased: the recaser's weights are fitted for lowercased "

@@ -143,6 +143,19 @@ def _recase_output(base: Step | None, ours: Step | None, meta: Meta) -> dict[str
     return attrs
 
 
+def _recase_truecased_output(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+    """recase-output as patched (the same inputs and command), in detruecase-output's place: run where the set
+    truecases and sets ``recaser``, not beside ``stock-recaser``."""
+    attrs = _recase_output(
+        meta.find("EVALUATION", "recase-output"), overlay().find("EVALUATION", "recase-output"), meta
+    )
+    conditions = {
+        "pass-unless": ("ignore-unless", "AND output-truecaser recaser"),
+        "ignore-if": ("ignore-if", "stock-recaser"),
+    }
+    return dict(conditions.get(k, (k, v)) for k, v in attrs.items())
+
+
 def _train_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
     """Moses' own train step (train-recaser.perl, with its release's flags) on the cased corpus ours reads, for
     an evaluation set that compares the two (``stock-recaser``)."""
@@ -271,7 +284,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "EVALUATION",
         "recase-truecased-output",
-        _recase_output,
+        _recase_truecased_output,
         derive_from="detruecase-output",
         after="detruecase-output",
         note="added: the recaser in detruecase-output's place, reading what recase-output reads, when both "
