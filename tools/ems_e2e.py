@@ -194,9 +194,14 @@ def experiment(args: argparse.Namespace, moses: Path, layout: str, execute: bool
     return ""
 
 
+def reported(exp: Path) -> list[int]:
+    """The runs of an EMS directory whose report step is done, in order."""
+    return sorted(int(p.parent.name) for p in exp.glob("steps/*/REPORTING_report.*.DONE"))
+
+
 def last_run(exp: Path) -> int:
     """The newest run whose report is done; it fails with the crashed steps' names when there is none."""
-    done = sorted(int(p.parent.name) for p in exp.glob("steps/*/REPORTING_report.*.DONE"))
+    done = reported(exp)
     newest = max((int(p.name) for p in (exp / "steps").glob("[0-9]*") if p.name != "0"), default=0)
     crashed = sorted(p.name for p in (exp / "steps" / str(newest)).glob("*.STDERR.digest") if p.stat().st_size)
     if crashed or not done or done[-1] != newest:
@@ -283,14 +288,15 @@ def check_alignment(work: Path) -> dict[str, str]:
         sys.exit(f"the truecase run aligned again after its first run: {', '.join(runs)}")
     copied = work / "alignment" / "aligned.grow-diag-final-and"
     original = true / "model" / "aligned.1.grow-diag-final-and"
-    if sha256(copied) != sha256(original):
+    digest = sha256(original)
+    if sha256(copied) != digest:
         sys.exit(f"{copied} is not {original}")
     corpora = [x / "training" / f"corpus.{version(x, 'TRAINING:consolidate')}" for x in (true, low)]
     for ext in {p.suffix for p in corpora[1].parent.glob(corpora[1].name + ".*")}:
         a, b = (str(c) + ext for c in corpora)
         if [len(x.split()) for x in read_lines(a)] != [len(x.split()) for x in read_lines(b)]:
             sys.exit(f"the two runs' training corpora ({a}, {b}) differ in lines or tokens")
-    return {"file": str(original), "sha256": sha256(original), "steps (truecase run)": ", ".join(runs)}
+    return {"file": str(original), "sha256": digest, "steps (truecase run)": ", ".join(runs)}
 
 
 def diagnose(moses: Path, work: Path, b: Path, examples: int = 20) -> dict[str, int]:
@@ -352,7 +358,7 @@ def rerecase(args: argparse.Namespace, moses: Path) -> None:
     """The recaser arms again with this checkout's code, every other step re-used (see the module doc)."""
     work = args.work.resolve()
     for layout in LAYOUTS:
-        if not any((work / layout).glob("steps/*/REPORTING_report.*.DONE")):
+        if not reported(work / layout):
             sys.exit(f"{work / layout}: no finished EMS run to re-use (run the tool without --rerecase first)")
     write_configs(args, moses, work / "alignment" / "aligned")
     for layout in LAYOUTS:
@@ -381,7 +387,7 @@ def run(args: argparse.Namespace, moses: Path) -> None:
     aligned = work / "alignment" / "aligned"  # the stem; the file is aligned.grow-diag-final-and
     copy = aligned.parent / "aligned.grow-diag-final-and"
     for layout in LAYOUTS:
-        if args.resume and any((work / layout).glob("steps/*/REPORTING_report.*.DONE")):
+        if args.resume and reported(work / layout):
             continue
         if layout == "lowercase" and (not args.resume or not copy.exists()):
             last_run(work / "truecase")
