@@ -153,3 +153,26 @@ def test_dev_words_cased_as_a_truecased_decoder_would():
     )
     # 'federal' linked to 'fédérale' comes out as 'Federal' (wrong here); the first word is truecased
     assert as_decoded(ref, tables, truecaser, forms) == ["federal", "the", "Federal", "tax"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("700 dead after floods in the United States .", "decoded"),  # no word truecase.perl decided: as it came
+        ("the floods in the United States left 700 dead .", "decoded:tc"),  # a truecased first word
+        ('" the floods in Texas left 700 dead . " , he said .', "decoded:tc"),  # a start delayed by a quote
+        ("700 dead . the floods hit the United States .", "decoded:tc"),  # the first start with a letter decides
+    ],
+)
+def test_a_line_is_truecased_where_a_sentence_start_is_lowercase(models, line, kind):
+    """The line's kind (cased MT output, or truecased output whose sentence starts a truecaser chose) is told by
+    its first sentence start with a letter, as truecase.perl sees sentence starts: a line opening '700 dead'
+    has none that truecase.perl changed, so its lowercase 'dead' is the system's own case, not a truecaser's.
+    (A line with no capital at all reads as lowercased input.)"""
+    r = Recaser.load(models / "model.cased")
+    words = line.split()
+    triple = Triple(0, [], words)
+    row = next(x for x in r.explain(triple) if x["word"] == "dead")
+    named = {**row["features"], **(row["runner_up_features"] or {})}
+    decoded = {name for name in named if name in ("decoded", "decoded:tc")}
+    assert decoded == {kind}, (line, row)

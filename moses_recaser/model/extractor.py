@@ -381,31 +381,42 @@ class FeatureExtractor:
 
     def _decoded(self, b: BatchFacts, decoded: Sequence[Sequence[str] | None]) -> None:
         """``b.decoded``: the candidate id of each word as its sentence came (-1 in sentences that came
-        lowercased), and ``b.decoded_truecased``: the line starts in lowercase, as truecased output does. In such
-        a line, a word at a sentence start (``truecaser.sentence_starts``) has the form truecase.perl gave it,
-        which tells nothing of its case there, so its id is -1, unless the form is of mixed case, and
-        ``b.decoded_start`` holds the id of the form with its first character capitalized, as detruecase.perl
-        makes it (in a line that starts with a capital, as cased MT output does, every word's form counts as
-        it is, and no ``decoded_start`` is set). Forms GEN lacks ('CSeries') join the word's GEN."""
+        lowercased), and ``b.decoded_truecased``: the line's first sentence start with a letter is in lowercase,
+        as truecased output has it (a line whose sentence starts have no letter, '700 dead ...', is taken as cased:
+        truecase.perl changed none of its words). In such a line, a word at a sentence start
+        (``truecaser.sentence_starts``) has the form truecase.perl gave it, which tells nothing of its case there,
+        so its id is -1, unless the form is of mixed case, and ``b.decoded_start`` holds the id of the form with
+        its first character capitalized, as detruecase.perl makes it (in a line that starts with a capital, as
+        cased MT output does, every word's form counts as it is, and no ``decoded_start`` is set). Forms GEN lacks
+        ('CSeries') join the word's GEN."""
         C, layout = self.candidates, b.layout
         ids = np.full(len(b.start), -1, dtype=np.int64)
         start = ids.copy()
         truecased = np.zeros(len(decoded), dtype=bool)
+        words_all: list[str] = []
+        forms_all: list[str] = []
+        met: list[str] = []  # each sentence's words, then its start forms: the order they are registered in
+        at_all, flags = [], []
         for s, words in enumerate(decoded):
             if words is None:
                 continue
-            first = next((w for w in words if casing.has_letter(w)), "")
-            truecased[s] = casing.has_letter(first) and casing.tag(first) is Tag.AL
             at_start = sentence_starts(words)
+            # the line's kind shows only where truecase.perl chose a form: '700 dead ...' it left as it came
+            first = next((w for w, f in zip(words, at_start) if f and casing.has_letter(w)), "")
+            truecased[s] = casing.has_letter(first) and casing.tag(first) is Tag.AL
             starts = [f and casing.has_letter(w) and casing.tag(w) is not Tag.MX for w, f in zip(words, at_start)]
             forms = [detruecased(w) if f else w for w, f in zip(words, starts)]
-            C.add([*words, *forms])
-            at = int(layout.tgt_start[s]) + np.arange(len(words))
-            as_is = C.strings.numbers(list(words))
-            if truecased[s]:
-                flags = np.array(starts, dtype=bool)
-                start[at[flags]] = C.strings.numbers(forms)[flags]
-                as_is[flags] = -1
+            met += [*words, *forms]
+            words_all += words
+            forms_all += forms
+            at_all.append(int(layout.tgt_start[s]) + np.arange(len(words)))
+            flags += [f and bool(truecased[s]) for f in starts]
+        if at_all:
+            C.add(met)
+            at, flag = np.concatenate(at_all), np.array(flags, dtype=bool)
+            as_is = C.strings.numbers(words_all)
+            start[at[flag]] = C.strings.numbers(forms_all)[flag]
+            as_is[flag] = -1
             ids[at] = as_is
         self._join_gen(b, ids)
         self._join_gen(b, start)

@@ -71,7 +71,7 @@ class BatchFacts:
     # first letter (extractor.FeatureExtractor._decoded)
     decoded: np.ndarray | None = None
     decoded_start: np.ndarray | None = None
-    # (S,) the line came as truecased output does: its first word with a letter starts in lowercase
+    # (S,) the line came as truecased output does: its first sentence start with a letter is in lowercase
     decoded_truecased: np.ndarray | None = None
 
 
