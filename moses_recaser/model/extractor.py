@@ -186,7 +186,7 @@ class FeatureExtractor:
         each position (added to GEN where GEN misses it, as training needs); with ``decoded``, per sentence the
         words as the input had them (None: it came lowercased), which join GEN and the ``decoded`` features."""
         b = self._batch(triples, references, decoded)
-        release_mapped()
+        release_mapped()  # a mapped model's pages dropped between stages: recasing holds one stage's, not all
         per_pos, n_pos = b.count, b.layout.n_tgt
         cstart = np.cumsum(per_pos) - per_pos
         ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
