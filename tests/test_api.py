@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import moses_recaser
-from moses_recaser import Recaser, RecaserError
+from moses_recaser import Recaser, RecaserError, Triple
 from moses_recaser.cli.main import main
 from moses_recaser.textio import split_tokens
 
@@ -109,6 +109,12 @@ def test_case_only_and_signature(tico):
         (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: the streams differ in length"),
         (lambda r: r.recase(b"a b"), "must be a str"),  # type: ignore[arg-type]
         (lambda r: r.recase("a " * 10_001), "hyps:1: 10001 tokens on one line"),
+        # a Triple made by hand is checked as a line read from a file is
+        (
+            lambda r: list(r.recase_triples([Triple(0, ["A"], ["a"]), Triple(1, ["A"], ["a"], links=[(0, 5)])])),
+            "triples:2: alignment link 0-5 is outside",
+        ),
+        (lambda r: r.explain(Triple(0, ["A", "B"], ["a", "b"], phrases=[(0, 1, 0, 3)])), "triples:1: "),
     ],
 )
 def test_errors_are_recaser_errors_with_a_place(tico, call, message):

@@ -225,8 +225,9 @@ class Recaser:
             yield record.line(tokens)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
-        """The recased target tokens of each triple, in order."""
-        for _, tokens in zip_recased(triples, self, jobs):
+        """The recased target tokens of each triple, in order; a triple whose spans or links do not fit it is a
+        RecaserError at ``triples:N`` (``Triple.validate``)."""
+        for _, tokens in zip_recased(_validated(triples), self, jobs):
             yield tokens
 
     def aligner_priors(self) -> Path:
@@ -285,6 +286,7 @@ class Recaser:
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
         given the best path); ``fixed_by`` names the constraint that fixed a word."""
+        (triple,) = _validated([triple])
         views, modes, decoded = self._views([triple])
         flat = self.extractor.flat(views, decoded=decoded)
         if not len(flat.per_pos):
@@ -323,6 +325,17 @@ class Recaser:
                 row["fixed_by"] = flat.fixed[i]  # a constraint's name (constraints.CONSTRAINTS)
             rows.append(row)
         return rows
+
+
+def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
+    """The triples, each checked against itself (``Triple.validate``) as it passes: a bad one is a RecaserError
+    at ``triples:N``, not an IndexError deep in the lattice."""
+    for k, t in enumerate(triples):
+        try:
+            t.validate()
+        except RecaserError as exc:
+            raise exc.at("triples", k + 1) from None
+        yield t
 
 
 def _one_line(text: str, stream: str, k: int) -> str:
