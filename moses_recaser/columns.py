@@ -19,6 +19,8 @@ from moses_recaser.vocab import Vocab
 Spec = Sequence[tuple[str, type]]
 FLUSH_ROWS = 1 << 14  # rows that wait as Python objects before they go into the arrays
 NewRows = Mapping[str, Iterable[Any]]
+# full arrays grow by 1/GROWTH of their size: a registry of every training type ends up to that share too large
+GROWTH = 4
 
 
 def column(dtype: type) -> Any:
@@ -36,8 +38,8 @@ def spec(record: type) -> list[tuple[str, type]]:
 
 
 class Columns:
-    """Named numpy columns grown by rows: new rows wait until read, and the arrays double their capacity
-    when full, so growing a registry chunk by chunk copies it O(log n) times, not once a chunk."""
+    """Named numpy columns grown by rows: new rows wait until read, and the arrays grow by a share of their
+    capacity when full, so growing a registry chunk by chunk copies it O(log n) times, not once a chunk."""
 
     def __init__(self, columns: Spec) -> None:
         self.spec = list(columns)
@@ -74,7 +76,7 @@ class Columns:
         for name, dtype in self.spec:
             col = self._data[name]
             if end > len(col):
-                grown: np.ndarray = np.zeros(max(end, 2 * len(col)), dtype=dtype)
+                grown: np.ndarray = np.zeros(max(end, len(col) + len(col) // GROWTH), dtype=dtype)
                 grown[: self.n] = col[: self.n]
                 self._data[name] = col = grown
             col[self.n : end] = np.array([v for b in pending for v in b[name]], dtype=dtype)
