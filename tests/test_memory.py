@@ -245,3 +245,57 @@ def test_memory_flag_in_every_command_that_counts(aligned, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["moses-recaser: error: --memory must be a size such as 2G, 500M or 50%, not 'lots'"]
     assert not os.path.exists(tmp_path / "x")
+
+
+def _same(a: object, b: object) -> bool:
+    """Lattices (and their parts) equal field by field, arrays by value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)  # type: ignore[arg-type]
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dataclass_fields__"):
+        return all(_same(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)  # type: ignore[attr-defined]
+    return a == b
+
+
+def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_models(aligned, tico, monkeypatch):
+    """The LM and tables for the dev lattices (``for_dev``) keep the n-grams and word pairs whose words all occur
+    in one block of dev sentences (here 4 sentences a block): fewer than those of words met anywhere in dev (a
+    share of the corpus's: the frequent words are all met), and the lattices of every input mode read from them
+    are the lattices of the whole tables and LM."""
+    import moses_recaser.model.train as training
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.model.features import feature_names
+    from moses_recaser.model.modes import MODES
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+    from moses_recaser.stats.npa import phrase_align_triple
+    from moses_recaser.stats.tables import Tables
+
+    monkeypatch.setattr(training, "DEV_BLOCKS", 25)
+    settings = TrainSettings()
+    tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
+    dev = training.Bitext(str(tico / "dev.fr"), str(tico / "dev.en"), str(aligned / "dev.a")).triples()
+    triples = [phrase_align_triple(t, None, 0) for t in dev]
+    refs = [list(t.target) for t in dev]
+    dev_tables, dev_lm = training.for_dev(tables, lm, triples, refs)
+    assert isinstance(dev_lm, ArrayLM)
+
+    met = {training.dev_key(p) for t in triples for w in (*t.source, *t.target) for p in (w, *w.split("-"))}
+    met |= {training.dev_key(casing_form) for t in triples for casing_form in t.source}
+    anywhere = np.array([training.dev_key(w) in met or w in ("<s>", "</s>", "<unk>") for w in lm.vocab])
+    keys = lm.trigrams.keys_at(0, len(lm.trigrams))
+    V = lm.V
+    of_met = anywhere[keys % V] & anywhere[keys // V % V] & anywhere[keys // V // V]
+    assert 0 < len(dev_lm.trigrams) < int(of_met.sum())
+    assert 0 < len(dev_tables.cased.pairs) < len(tables.cased.pairs)
+
+    punct = training.punctuation_vocabulary(triples, settings.punct_min_count, tables.punct)
+    names = feature_names(settings.feature_set, punct)
+    whole = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
+    restricted = FeatureExtractor(dev_tables, dev_lm, names, settings.alignment_mode, settings.max_candidates)
+    for mode in MODES:
+        views = [mode.view(t) for t in triples]
+        got = training.reference_lattices(restricted, views, refs)[0]
+        assert _same(training.reference_lattices(whole, views, refs)[0], got), mode.name
+
