@@ -299,3 +299,24 @@ def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_mo
         got = training.reference_lattices(restricted, views, refs)[0]
         assert _same(training.reference_lattices(whole, views, refs)[0], got), mode.name
 
+
+def test_training_forms_are_grouped_in_arrays_not_in_dicts(tico):
+    """The candidates' and the case prior's lookups over the training forms (GEN's forms by lowercase, the
+    lowercase counts) are arrays: after the registry of every training type is described, no dict or list that
+    they hold has an entry per training form (such dicts took gigabytes at 200M words)."""
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.model.features import feature_names
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+    from moses_recaser.stats.tables import Tables
+
+    settings = TrainSettings()
+    tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
+    fx = FeatureExtractor(tables, lm, feature_names(settings.feature_set, []), "links", settings.max_candidates)
+    types = fx.candidates.training_types()
+    assert fx.candidates.seen("the") == [tables.forms.vocab[i] for i in tables.forms.by_lower()["the"]]
+    fx.candidates.plain_all(types)
+    fx.candidates.compact()
+    held = [vars(fx.candidates), vars(fx.candidates.prior)]
+    sizes = {k: len(v) for d in held for k, v in d.items() if isinstance(v, dict | list)}
+    assert len(types) > 1000 and max(sizes.values()) < len(types) // 10, sizes

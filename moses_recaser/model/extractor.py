@@ -126,7 +126,7 @@ class FeatureExtractor:
         (lowercase) and source (cased), so that recasing meets only unseen types cold. The types are described
         REGISTRY_CHUNK at a time, the registry's strings moved into arrays between chunks (``compact``), so
         that what it holds grows by tens of bytes a type, not by a kilobyte."""
-        for types, known in ((sorted(self.candidates.forms), self._target_types), (None, self._source_types)):
+        for types, known in ((self.candidates.training_types(), self._target_types), (None, self._source_types)):
             words = types if types is not None else list(self.tables.cased.src_vocab)
             for start in range(0, len(words), REGISTRY_CHUNK):
                 known.numbers(words[start : start + REGISTRY_CHUNK])
