@@ -30,7 +30,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import has_case
 from moses_recaser.errors import RecaserError
-from moses_recaser.memory import Memory
+from moses_recaser.memory import Memory, map_large_blocks
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.features import feature_names
@@ -243,6 +243,7 @@ def train(
     report = TrainReport()
     files: dict[str, str] = {}
     memory = memory or Memory.of(None)
+    map_large_blocks()
     with _timed(report, "align"):
         # a statistics model is checked before any corpus is read
         preloaded = _stats_from_model(stats_model, settings, work) if stats_model is not None else None
