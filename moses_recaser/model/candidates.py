@@ -160,10 +160,11 @@ class Candidates:
             self._facts.add(self._describe(new))
 
     def compact(self) -> None:
-        """Hold the registry's strings in arrays and forget what was cached (``Vocab.compact``): the same
-        registry, for one that grows over every training type."""
+        """Hold the registry's strings and GEN's segments in arrays and forget what was cached (``Vocab.compact``):
+        the same registry, for one that grows over every training type."""
         for vocab in (self.strings, self._strip, self._plain, self.sources):
             vocab.compact()
+        self.pool()  # the segments added since, as an array
         self._strip_of.clear()
         if self._seen is not None:
             self._seen[0].compact()
