@@ -326,3 +326,55 @@ def test_training_forms_are_grouped_in_arrays_not_in_dicts(tico):
         if isinstance(v, dict | list)
     }
     assert len(types) > 1000 and max(sizes.values()) < len(types) // 10, sizes
+
+
+def test_spilled_columns_store_what_columns_in_memory_hold(tmp_path):
+    """Columns spilled to files (``Columns.spill``) take rows as before, hold none of them in memory, and store
+    the columns that kept in memory they would have; they cannot be read, nor grown once stored."""
+    from moses_recaser.columns import Columns
+    from moses_recaser.diskarrays import Stored
+
+    spec = [("a", np.int64), ("b", bool)]
+    rows = [{"a": list(range(k, k + 5)), "b": [k % 2 == 0] * 5} for k in range(0, 50, 5)]
+    kept, spilled = Columns(spec), Columns(spec)
+    for k, block in enumerate(rows):
+        kept.add(block)
+        spilled.add(block)
+        if k == 3:
+            spilled.spill(Scratch(tmp_path))
+    assert all(len(v) == 0 for v in spilled._data.values())
+    with pytest.raises(ValueError, match="stored, not read"):
+        spilled["a"]
+    stored = spilled.stored()
+    assert all(isinstance(v, Stored) for v in stored.values())
+    assert all(np.array_equal(whole(stored[name]), kept[name]) for name, _ in spec)
+    with pytest.raises(ValueError, match="already stored"):
+        spilled.add({"a": [1], "b": [True]})
+        spilled.stored()
+
+
+def test_a_registry_saved_with_its_facts_in_files_is_the_one_saved_from_memory(tico, tmp_path, monkeypatch):
+    """``save_registry`` writes the facts of every training type to files as they come (no column of them in
+    memory), and stores the registry a registry kept in memory gives, byte for byte; its files are removed."""
+    import moses_recaser.columns as columns
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.model.features import feature_names
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+    from moses_recaser.stats.tables import Tables
+
+    settings = TrainSettings()
+    tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
+    names = feature_names(settings.feature_set, [])
+
+    def saved(name: str) -> bytes:
+        out = tmp_path / name
+        out.mkdir()
+        fx = FeatureExtractor(tables, lm, names, "links", settings.max_candidates)
+        fx.save_registry(out / "candidates.npz")
+        assert [p.name for p in out.iterdir()] == ["candidates.npz"]
+        return (out / "candidates.npz").read_bytes()
+
+    spilled = saved("spilled")
+    monkeypatch.setattr(columns.Columns, "spill", lambda self, scratch: None)
+    assert saved("memory") == spilled

@@ -24,6 +24,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import Columns, column, spec
+from moses_recaser.diskarrays import Column, Scratch
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.modeldir import check_range, check_shapes, save_npz
@@ -250,12 +251,19 @@ class Candidates:
     def facts(self) -> Facts:
         return Facts(**{name: self._facts[name] for name, _ in _FACTS})
 
-    def save(self, path: str | os.PathLike[str], extra: Mapping[str, np.ndarray] | None = None) -> None:
+    def spill(self, scratch: Scratch) -> None:
+        """The candidates' and source keys' facts kept in files of ``scratch`` from now on (``Columns.spill``): a
+        registry that grows over every training type until ``save`` holds its strings, not its facts; the facts
+        can no longer be read (no lattice can be built after)."""
+        self._facts.spill(scratch)
+        self._src_facts.spill(scratch)
+
+    def save(self, path: str | os.PathLike[str], extra: Mapping[str, Column] | None = None) -> None:
         """Write the registry with GEN of every lowercase training type (``plain_all``), the training
         forms by lowercase, the source keys met so far and the case prior's tables (and ``extra``)."""
         lows, offsets, ids = self._seen_arrays()
         self.plain_all(list(lows))
-        F, SF = self.facts(), self.source_facts()
+        facts, source_facts = self._facts.stored(), self._src_facts.stored()
         save_npz(
             path,
             {
@@ -266,13 +274,13 @@ class Candidates:
                 "seg.count": self._plain_count,
                 "gen": self.pool(),
                 "settings": np.array(self._settings()),
-                **{f"facts.{name}": getattr(F, name) for name, _ in _FACTS},
+                **{f"facts.{name}": column for name, column in facts.items()},
                 **lows.arrays("seen.tokens"),
                 "seen.offsets": offsets,
                 "seen.ids": ids,
                 **(self.prior.arrays() if self.prior is not None else {}),
                 **self.sources.arrays("src.keys"),
-                **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_FACTS},
+                **{f"src.{name}": column for name, column in source_facts.items()},
                 **(extra or {}),
             },
         )
