@@ -398,7 +398,7 @@ class DevWords:
         """The row of each vocabulary word's key (-1: in no block); the words ``everywhere`` (the LM's <s>, </s>
         and <unk>, in every lattice) are put in every block."""
         index, extra = self.index, set(everywhere)
-        everyone = len(self.bits)
+        everyone = len(self.bits)  # the row past ``bits``: every block's (``together``)
         rows = [everyone if w in extra else index.get(dev_key(w), -1) for w in vocab]
         return np.array(rows, dtype=np.int64)
 
