@@ -14,11 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from moses_recaser.diskarrays import Column, Scratch, Sink
 from moses_recaser.vocab import Vocab
 
 Spec = Sequence[tuple[str, type]]
 FLUSH_ROWS = 1 << 14  # rows that wait as Python objects before they go into the arrays
 NewRows = Mapping[str, Iterable[Any]]
+# full arrays grow by 1/GROWTH of their size: a registry of every training type ends up to that share too large
+GROWTH = 4
 
 
 def column(dtype: type) -> Any:
@@ -36,8 +39,10 @@ def spec(record: type) -> list[tuple[str, type]]:
 
 
 class Columns:
-    """Named numpy columns grown by rows: new rows wait until read, and the arrays double their capacity
-    when full, so growing a registry chunk by chunk copies it O(log n) times, not once a chunk."""
+    """Named numpy columns grown by rows: new rows wait until read, and the arrays grow by a share of their
+    capacity when full, so growing a registry chunk by chunk copies it O(log n) times, not once a chunk.
+    Columns that only grow until they are stored can be kept in files instead (``spill``): they are then
+    written, not read."""
 
     def __init__(self, columns: Spec) -> None:
         self.spec = list(columns)
@@ -45,6 +50,8 @@ class Columns:
         self._waiting = 0
         self._pending: list[dict[str, list[Any]]] = []
         self._data: dict[str, np.ndarray] = {name: np.zeros(0, dtype=dtype) for name, dtype in self.spec}
+        self._sinks: dict[str, Sink] | None = None  # spilled: each column's file
+        self._stored: dict[str, Column] | None = None  # spilled and done (``stored``)
 
     def add(self, rows: NewRows) -> None:
         """Append rows, given as one sequence of values per column (every column, equal lengths); past
@@ -58,9 +65,30 @@ class Columns:
             self._flush()
 
     def __getitem__(self, name: str) -> np.ndarray:
+        if self._sinks is not None:
+            raise ValueError("columns spilled to files are stored, not read (Columns.stored)")
         if self._pending:
             self._flush()
         return self._data[name][: self.n]
+
+    def spill(self, scratch: Scratch) -> None:
+        """Keep the rows in files of ``scratch`` from now on (a ``Sink`` a column), the rows so far first: memory
+        no longer grows with the rows, and the columns can only be added to and then ``stored``."""
+        rows = {name: self[name] for name, _ in self.spec}
+        self._sinks = {name: Sink(scratch.stem(name), dtype) for name, dtype in self.spec}
+        for name, sink in self._sinks.items():
+            sink.add(rows[name])
+        self._data = {name: np.zeros(0, dtype=dtype) for name, dtype in self.spec}
+
+    def stored(self) -> dict[str, Column]:
+        """Every column, to store: the arrays, or once spilled the files (after which no row can be added)."""
+        if self._sinks is None:
+            return {name: self[name] for name, _ in self.spec}
+        if self._pending or self._stored is None:
+            self._flush()
+        if self._stored is None:
+            self._stored = {name: sink.done() for name, sink in self._sinks.items()}
+        return self._stored
 
     def take(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Replace the contents with ``arrays`` (one per column, equal lengths)."""
@@ -71,10 +99,17 @@ class Columns:
     def _flush(self) -> None:
         pending, self._pending, self._waiting = self._pending, [], 0
         end = self.n + sum(len(next(iter(b.values()), [])) for b in pending)
+        if self._sinks is not None:
+            if self._stored is not None and pending:
+                raise ValueError("rows added to columns already stored")
+            for name, dtype in self.spec:
+                self._sinks[name].add(np.array([v for b in pending for v in b[name]], dtype=dtype))
+            self.n = end
+            return
         for name, dtype in self.spec:
             col = self._data[name]
             if end > len(col):
-                grown: np.ndarray = np.zeros(max(end, 2 * len(col)), dtype=dtype)
+                grown: np.ndarray = np.zeros(max(end, len(col) + len(col) // GROWTH), dtype=dtype)
                 grown[: self.n] = col[: self.n]
                 self._data[name] = col = grown
             col[self.n : end] = np.array([v for b in pending for v in b[name]], dtype=dtype)
@@ -104,9 +139,14 @@ class WordTypes:
             self._cols.add(self.describe(self.ids.words_from(start)))
         return out
 
-    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """Every type and column, for ``restore``."""
-        return {**self.ids.arrays(f"{prefix}.words"), **{f"{prefix}.{c}": self[c] for c, _ in self.columns}}
+    def arrays(self, prefix: str) -> dict[str, Column]:
+        """Every type and column (files, once spilled), for ``restore``."""
+        return {**self.ids.arrays(f"{prefix}.words"), **{f"{prefix}.{c}": v for c, v in self._cols.stored().items()}}
+
+    def spill(self, scratch: Scratch) -> None:
+        """The columns kept in files of ``scratch`` from now on (``Columns.spill``): types can be added, then
+        stored (``arrays``), not read."""
+        self._cols.spill(scratch)
 
     def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
         """Take the types of ``arrays`` (into an empty registry): one row per type in every column, each of its

@@ -84,6 +84,21 @@ def release() -> None:
         trim(0)
 
 
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc's malloc.h)
+MMAP_THRESHOLD = 1 << 20
+
+
+def map_large_blocks() -> None:
+    """Have glibc's malloc map every block of MMAP_THRESHOLD bytes or more (numpy's arrays) and unmap it when it is
+    freed (elsewhere nothing). Left to itself, malloc raises that threshold up to 32 MiB after the first large
+    block is freed, and the arrays below it come from a heap that fragments: merging sorted runs, whose block
+    sizes vary from round to round, then held gigabytes of freed arrays resident until the merge ended."""
+    release()  # loads libc
+    set_option = getattr(_LIBC[0], "mallopt", None)
+    if set_option is not None:
+        set_option(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
 def mib(n: int) -> str:
     return f"{n / (1 << 20):,.0f} MiB"
 

@@ -64,6 +64,11 @@ class Vocab:
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
         keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
+        return cls._of_arrays(b"".join(encoded), offsets, keys)
+
+    @classmethod
+    def _of_arrays(cls, blob: bytes, offsets: np.ndarray, keys: np.ndarray) -> Vocab:
+        """The strings of ``blob`` cut at ``offsets``, numbered in order, ``keys`` their ``string_hash``es."""
         _, first, counts = np.unique(keys, return_index=True, return_counts=True)
         overflow = {}
         if (counts > 1).any():  # the later strings of a shared hash
@@ -72,11 +77,11 @@ class Vocab:
             for i, k in enumerate(keys.tolist()):
                 if k in clash:
                     if k in seen:
-                        overflow[encoded[i].decode("utf-8")] = i
+                        overflow[_text(blob[offsets[i] : offsets[i + 1]])] = i
                     seen.add(k)
         index, order = KeySet.pack(keys[first])
         ids = first[order].astype(np.int32 if len(keys) < 1 << 31 else np.int64)
-        return cls(b"".join(encoded), offsets, index, ids, overflow)
+        return cls(blob, offsets, index, ids, overflow)
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Everything, added strings included, for ``load``."""
@@ -182,10 +187,23 @@ class Vocab:
         fraction of the memory (a string in the dict and the list takes about 150 bytes, in the arrays about
         30), for registries that grow over every type of a large corpus."""
         if self._added:
-            v = Vocab.of(self)
+            v = self._grown()
             self._blob, self._offsets, self._index, self._ids = v._blob, v._offsets, v._index, v._ids
             self._overflow, self._stored, self._added = v._overflow, v._stored, []
         self._known = {}
+
+    def _grown(self) -> Vocab:
+        """``Vocab.of(self)``, the stored strings' bytes and hashes taken as they are (a registry compacted a chunk
+        at a time does no Python work per string it already holds)."""
+        added = [w.encode("utf-8") for w in self._added]
+        keys = np.empty(len(self), dtype=np.int64)
+        keys[self._ids] = self._index.keys_at(0, len(self._index))
+        for w, i in self._overflow.items():
+            keys[i] = string_hash(w.encode("utf-8"))
+        keys[self._stored :] = np.fromiter(map(string_hash, added), dtype=np.int64, count=len(added))
+        lengths = np.fromiter(map(len, added), dtype=np.int64, count=len(added))
+        offsets = np.concatenate([self._offsets, self._offsets[-1] + np.cumsum(lengths)]).astype(np.int64)
+        return Vocab._of_arrays(bytes(self._blob) + b"".join(added), offsets, keys)
 
     def held(self) -> int:
         """How many strings the dict and the list hold (what ``compact`` gives back)."""

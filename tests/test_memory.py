@@ -245,3 +245,136 @@ def test_memory_flag_in_every_command_that_counts(aligned, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["moses-recaser: error: --memory must be a size such as 2G, 500M or 50%, not 'lots'"]
     assert not os.path.exists(tmp_path / "x")
+
+
+def _same(a: object, b: object) -> bool:
+    """Lattices (and their parts) equal field by field, arrays by value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)  # type: ignore[arg-type]
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dataclass_fields__"):
+        return all(_same(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)  # type: ignore[attr-defined]
+    return a == b
+
+
+def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_models(aligned, tico, monkeypatch):
+    """The LM and tables for the dev lattices (``for_dev``) keep the n-grams and word pairs whose words all occur
+    in one block of dev sentences (here 4 sentences a block): fewer than those of words met anywhere in dev (a
+    share of the corpus's: the frequent words are all met), and the lattices of every input mode read from them
+    are the lattices of the whole tables and LM."""
+    import moses_recaser.model.train as training
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.model.features import feature_names
+    from moses_recaser.model.modes import MODES
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+    from moses_recaser.stats.npa import phrase_align_triple
+    from moses_recaser.stats.tables import Tables
+
+    monkeypatch.setattr(training, "DEV_BLOCKS", 25)
+    settings = TrainSettings()
+    tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
+    dev = training.Bitext(str(tico / "dev.fr"), str(tico / "dev.en"), str(aligned / "dev.a")).triples()
+    triples = [phrase_align_triple(t, None, 0) for t in dev]
+    refs = [list(t.target) for t in dev]
+    dev_tables, dev_lm = training.for_dev(tables, lm, triples, refs)
+    assert isinstance(dev_lm, ArrayLM)
+
+    met = {training.dev_key(p) for t in triples for w in (*t.source, *t.target) for p in (w, *w.split("-"))}
+    met |= {training.dev_key(casing_form) for t in triples for casing_form in t.source}
+    anywhere = np.array([training.dev_key(w) in met or w in ("<s>", "</s>", "<unk>") for w in lm.vocab])
+    keys = lm.trigrams.keys_at(0, len(lm.trigrams))
+    V = lm.V
+    of_met = anywhere[keys % V] & anywhere[keys // V % V] & anywhere[keys // V // V]
+    assert 0 < len(dev_lm.trigrams) < int(of_met.sum())
+    assert 0 < len(dev_tables.cased.pairs) < len(tables.cased.pairs)
+
+    punct = training.punctuation_vocabulary(triples, settings.punct_min_count, tables.punct)
+    names = feature_names(settings.feature_set, punct)
+    whole = FeatureExtractor(tables, lm, names, settings.alignment_mode, settings.max_candidates)
+    restricted = FeatureExtractor(dev_tables, dev_lm, names, settings.alignment_mode, settings.max_candidates)
+    for mode in MODES:
+        views = [mode.view(t) for t in triples]
+        got = training.reference_lattices(restricted, views, refs)[0]
+        assert _same(training.reference_lattices(whole, views, refs)[0], got), mode.name
+
+
+def test_training_forms_are_grouped_in_arrays_not_in_dicts(tico):
+    """The candidates' and the case prior's lookups over the training forms (GEN's forms by lowercase, the
+    lowercase counts) are arrays: after the registry of every training type is described, no dict or list that
+    they hold has an entry per training form (such dicts took gigabytes at 200M words)."""
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.model.features import feature_names
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+    from moses_recaser.stats.tables import Tables
+
+    settings = TrainSettings()
+    tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
+    fx = FeatureExtractor(tables, lm, feature_names(settings.feature_set, []), "links", settings.max_candidates)
+    types = fx.candidates.training_types()
+    assert fx.candidates.seen("the") == [tables.forms.vocab[i] for i in tables.forms.by_lower()["the"]]
+    fx.candidates.plain_all(types)
+    fx.candidates.compact()
+    held = [vars(fx.candidates), vars(fx.candidates.prior)]
+    lows = set(types)
+    sizes = {
+        k: len(lows.intersection(v)) if isinstance(v, dict) else len(v)
+        for d in held
+        for k, v in d.items()
+        if isinstance(v, dict | list)
+    }
+    assert len(types) > 1000 and max(sizes.values()) < len(types) // 10, sizes
+
+
+def test_spilled_columns_store_what_columns_in_memory_hold(tmp_path):
+    """Columns spilled to files (``Columns.spill``) take rows as before, hold none of them in memory, and store
+    the columns that kept in memory they would have; they cannot be read, nor grown once stored."""
+    from moses_recaser.columns import Columns
+    from moses_recaser.diskarrays import Stored
+
+    spec = [("a", np.int64), ("b", bool)]
+    rows = [{"a": list(range(k, k + 5)), "b": [k % 2 == 0] * 5} for k in range(0, 50, 5)]
+    kept, spilled = Columns(spec), Columns(spec)
+    for k, block in enumerate(rows):
+        kept.add(block)
+        spilled.add(block)
+        if k == 3:
+            spilled.spill(Scratch(tmp_path))
+    assert all(len(v) == 0 for v in spilled._data.values())
+    with pytest.raises(ValueError, match="stored, not read"):
+        spilled["a"]
+    stored = spilled.stored()
+    assert all(isinstance(v, Stored) for v in stored.values())
+    assert all(np.array_equal(whole(stored[name]), kept[name]) for name, _ in spec)
+    with pytest.raises(ValueError, match="already stored"):
+        spilled.add({"a": [1], "b": [True]})
+        spilled.stored()
+
+
+def test_a_registry_saved_with_its_facts_in_files_is_the_one_saved_from_memory(tico, tmp_path, monkeypatch):
+    """``save_registry`` writes the facts of every training type to files as they come (no column of them in
+    memory), and stores the registry a registry kept in memory gives, byte for byte; its files are removed."""
+    import moses_recaser.columns as columns
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.model.features import feature_names
+    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.stats.arpa_arrays import ArrayLM
+    from moses_recaser.stats.tables import Tables
+
+    settings = TrainSettings()
+    tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
+    names = feature_names(settings.feature_set, [])
+
+    def saved(name: str) -> bytes:
+        out = tmp_path / name
+        out.mkdir()
+        fx = FeatureExtractor(tables, lm, names, "links", settings.max_candidates)
+        fx.save_registry(out / "candidates.npz")
+        assert [p.name for p in out.iterdir()] == ["candidates.npz"]
+        return (out / "candidates.npz").read_bytes()
+
+    spilled = saved("spilled")
+    monkeypatch.setattr(columns.Columns, "spill", lambda self, scratch: None)
+    assert saved("memory") == spilled

@@ -89,3 +89,19 @@ def test_strings_of_many_numbers_at_once():
     ids = np.array([5, 0, 1, 4, 1, 3, 5, 2, 0])
     assert v.strings(ids) == [v[i] for i in ids.tolist()]
     assert v.strings(np.zeros(0, dtype=np.int64)) == []
+
+
+@pytest.mark.parametrize("buckets", [1, 3])
+def test_compacting_keeps_colliding_strings(monkeypatch, buckets):
+    """A vocabulary grown and compacted (``compact`` reuses the stored strings' hashes) with strings sharing their
+    hash is stored as one made from all its strings at once, and finds each string."""
+    monkeypatch.setattr(vocab_module, "string_hash", lambda data: len(data) % buckets)
+    words = ["a", "bb", "ccc", "dd", "e", "ffff", "ggggg", "Über", "çà"]
+    v = Vocab.of(words[:3])
+    v.add_all(words[3:6])
+    v.compact()
+    v.add_all(words[6:])
+    v.compact()
+    a, b = v.arrays("v"), Vocab.of(words).arrays("v")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert v.numbers(words + ["zz"]).tolist() == list(range(len(words))) + [-1]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import Columns, column, spec
+from moses_recaser.diskarrays import Column, Scratch
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.modeldir import check_range, check_shapes, save_npz
@@ -99,24 +99,22 @@ class Candidates:
         self.sources = Vocab.of([])  # source key -> id (source_ids)
         self._src_facts = Columns(_SOURCE_FACTS)
 
-    @cached_property
-    def _by_lower(self) -> dict[str, list[int]]:
-        return self.tables.forms.by_lower()
+    def _seen_arrays(self) -> tuple[Vocab, np.ndarray, np.ndarray]:
+        """The training forms by lowercase (lowercase -> row, offsets, form ids): the stored registry's when
+        loaded, else the tables' (``Forms.lower_groups``)."""
+        if self._seen is None:
+            g = self.tables.forms.lower_groups()
+            self._seen = (g.lows, g.offsets, g.ids)
+        return self._seen
 
-    @cached_property
-    def forms(self) -> dict[str, list[str]]:
-        """Training forms by lowercase, most frequent first (built on first use, as for CasePrior)."""
-        vocab = self.tables.forms.vocab
-        return {k: [vocab[i] for i in ids] for k, ids in self._by_lower.items()}
+    def training_types(self) -> list[str]:
+        """Every lowercase training type, sorted."""
+        return list(self._seen_arrays()[0])
 
     def seen(self, tok: str) -> Sequence[str]:
-        """The training forms of lower(tok), most frequent first: from the stored registry when loaded
-        (``forms`` is then never built)."""
-        low = casing.lower(tok)
-        if self._seen is None:
-            return self.forms.get(low, ())
-        lows, offsets, ids = self._seen
-        row = lows.get(low)
+        """The training forms of lower(tok), most frequent first."""
+        lows, offsets, ids = self._seen_arrays()
+        row = lows.get(casing.lower(tok))
         if row < 0:
             return ()
         vocab = self.tables.forms.vocab
@@ -143,7 +141,7 @@ class Candidates:
 
     def is_training_type(self, low: str) -> bool:
         """Whether the training target has forms of this lowercase word."""
-        return self._seen[0].get(low) >= 0 if self._seen is not None else low in self.forms
+        return self._seen_arrays()[0].get(low) >= 0
 
     def id(self, form: str) -> int:
         i = self.strings.get(form)
@@ -163,11 +161,14 @@ class Candidates:
             self._facts.add(self._describe(new))
 
     def compact(self) -> None:
-        """Hold the registry's strings in arrays and forget what was cached (``Vocab.compact``): the same
-        registry, for one that grows over every training type."""
+        """Hold the registry's strings and GEN's segments in arrays and forget what was cached (``Vocab.compact``):
+        the same registry, for one that grows over every training type."""
         for vocab in (self.strings, self._strip, self._plain, self.sources):
             vocab.compact()
+        self.pool()  # the segments added since, as an array
         self._strip_of.clear()
+        if self._seen is not None:
+            self._seen[0].compact()
         if self.prior is not None:
             self.prior.forget()
 
@@ -250,14 +251,19 @@ class Candidates:
     def facts(self) -> Facts:
         return Facts(**{name: self._facts[name] for name, _ in _FACTS})
 
-    def save(self, path: str | os.PathLike[str], extra: Mapping[str, np.ndarray] | None = None) -> None:
+    def spill(self, scratch: Scratch) -> None:
+        """The candidates' and source keys' facts kept in files of ``scratch`` from now on (``Columns.spill``): a
+        registry that grows over every training type until ``save`` holds its strings, not its facts; the facts
+        can no longer be read (no lattice can be built after)."""
+        self._facts.spill(scratch)
+        self._src_facts.spill(scratch)
+
+    def save(self, path: str | os.PathLike[str], extra: Mapping[str, Column] | None = None) -> None:
         """Write the registry with GEN of every lowercase training type (``plain_all``), the training
         forms by lowercase, the source keys met so far and the case prior's tables (and ``extra``)."""
-        lows = sorted(self.forms)
-        self.plain_all(lows)
-        by_lower = self._by_lower
-        seen_lens = np.array([len(by_lower[low]) for low in lows], dtype=np.int64)
-        F, SF = self.facts(), self.source_facts()
+        lows, offsets, ids = self._seen_arrays()
+        self.plain_all(list(lows))
+        facts, source_facts = self._facts.stored(), self._src_facts.stored()
         save_npz(
             path,
             {
@@ -268,15 +274,13 @@ class Candidates:
                 "seg.count": self._plain_count,
                 "gen": self.pool(),
                 "settings": np.array(self._settings()),
-                **{f"facts.{name}": getattr(F, name) for name, _ in _FACTS},
-                **Vocab.of(lows).arrays("seen.tokens"),
-                "seen.offsets": np.concatenate([[0], np.cumsum(seen_lens)]),
-                "seen.ids": np.fromiter(
-                    (i for low in lows for i in by_lower[low]), dtype=np.int64, count=int(seen_lens.sum())
-                ),
+                **{f"facts.{name}": column for name, column in facts.items()},
+                **lows.arrays("seen.tokens"),
+                "seen.offsets": offsets,
+                "seen.ids": ids,
                 **(self.prior.arrays() if self.prior is not None else {}),
                 **self.sources.arrays("src.keys"),
-                **{f"src.{name}": getattr(SF, name) for name, _ in _SOURCE_FACTS},
+                **{f"src.{name}": column for name, column in source_facts.items()},
                 **(extra or {}),
             },
         )

@@ -13,12 +13,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from pathlib import Path
 
 import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import WordTypes
+from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.batch import alignment_pairs
 from moses_recaser.model.candidates import Candidates
@@ -125,22 +127,30 @@ class FeatureExtractor:
         """The candidate registry (Candidates.save) with the facts of every training word type, target
         (lowercase) and source (cased), so that recasing meets only unseen types cold. The types are described
         REGISTRY_CHUNK at a time, the registry's strings moved into arrays between chunks (``compact``), so
-        that what it holds grows by tens of bytes a type, not by a kilobyte."""
-        for types, known in ((sorted(self.candidates.forms), self._target_types), (None, self._source_types)):
-            words = types if types is not None else list(self.tables.cased.src_vocab)
-            for start in range(0, len(words), REGISTRY_CHUNK):
-                known.numbers(words[start : start + REGISTRY_CHUNK])
-                self.compact()
-                release_mapped()
-        self.candidates.save(
-            path,
-            extra={
-                **self._target_types.arrays("types.target"),
-                **self._source_types.arrays("types.source"),
-                **self._keys.arrays("types.keys"),
-                "types.names": text_array(self.names),
-            },
-        )
+        that what it holds grows by tens of bytes a type, not by a kilobyte, and its facts written to files
+        beside ``path`` as they come (``spill``), removed once stored. The extractor's last use: its facts are
+        then neither in memory nor in files."""
+        from moses_recaser.outputs import work_dir
+
+        with work_dir("moses-recaser-registry", Path(path).parent) as tmp:
+            self.candidates.spill(Scratch(tmp, "candidates"))
+            self._target_types.spill(Scratch(tmp, "target"))
+            self._source_types.spill(Scratch(tmp, "source"))
+            for types, known in ((self.candidates.training_types(), self._target_types), (None, self._source_types)):
+                words = types if types is not None else list(self.tables.cased.src_vocab)
+                for start in range(0, len(words), REGISTRY_CHUNK):
+                    known.numbers(words[start : start + REGISTRY_CHUNK])
+                    self.compact()
+                    release_mapped()
+            self.candidates.save(
+                path,
+                extra={
+                    **self._target_types.arrays("types.target"),
+                    **self._source_types.arrays("types.source"),
+                    **self._keys.arrays("types.keys"),
+                    "types.names": text_array(self.names),
+                },
+            )
 
     def compact(self) -> None:
         """The registries' strings moved into arrays and their caches emptied (``Vocab.compact``)."""

@@ -37,18 +37,19 @@ class CasePrior:
         return f.count - f.initial
 
     @cached_property
-    def _lower_dict(self) -> dict[str, int]:
-        lower: dict[str, int] = {}
-        for w, c in zip(self.tables.forms.vocab, self._form_counts.tolist()):
-            low = casing.lower(w)
-            lower[low] = lower.get(low, 0) + c
-        return lower
+    def _lower(self) -> tuple[Vocab, np.ndarray]:
+        """Each lowercase word (in the order of its first form) and its forms' count (``_form_counts``)."""
+        g = self.tables.forms.lower_groups()
+        order = g.first_seen()
+        return Vocab.of(g.lows.strings(order)), self._lower_counts[order]
 
     @cached_property
-    def _lower(self) -> tuple[Vocab, np.ndarray]:
-        """Each lowercase word and its forms' count (``_form_counts``)."""
-        lower = self._lower_dict
-        return Vocab.of(lower), np.array(list(lower.values()), dtype=np.int64)
+    def _lower_counts(self) -> np.ndarray:
+        """The count of each lowercase word of ``Forms.lower_groups``, by its row there."""
+        g = self.tables.forms.lower_groups()
+        counts = np.zeros(len(g.lows), dtype=np.int64)
+        np.add.at(counts, g.group, self._form_counts)
+        return counts
 
     @staticmethod
     def shape_keys(low: str) -> list[str]:
@@ -63,11 +64,11 @@ class CasePrior:
         """Tag counts per shape key over the types of rare words, not over tokens: unseen words are like
         rare ones, and a suffix's frequent words (``long``, ``strong``) tell little of its unseen ones
         (``yunlong``)."""
-        lower = self._lower_dict
+        rare = (self._lower_counts <= self.RARE)[self.tables.forms.lower_groups().group].tolist()
         counts: dict[str, np.ndarray] = {}
-        for w, c in zip(self.tables.forms.vocab, self._form_counts.tolist()):
+        for w, c, r in zip(self.tables.forms.vocab, self._form_counts.tolist(), rare):
             low = casing.lower(w)
-            if c and lower[low] <= self.RARE and casing.has_letter(w):
+            if c and r and casing.has_letter(w):
                 t = int(casing.tag(w))
                 for key in self.shape_keys(low):
                     counts.setdefault(key, np.zeros(len(Tag)))[t] += 1.0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -30,7 +30,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import has_case
 from moses_recaser.errors import RecaserError
-from moses_recaser.memory import Memory
+from moses_recaser.memory import Memory, map_large_blocks
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.features import feature_names
@@ -47,7 +47,7 @@ from moses_recaser.stats.build import Corpus, LMSettings, Statistics, is_arpa, s
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
-from moses_recaser.stats.tables import Tables
+from moses_recaser.stats.tables import Tables, TranslationTable
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
 from moses_recaser.truecaser import Truecaser, sentence_starts
@@ -243,6 +243,7 @@ def train(
     report = TrainReport()
     files: dict[str, str] = {}
     memory = memory or Memory.of(None)
+    map_large_blocks()
     with _timed(report, "align"):
         # a statistics model is checked before any corpus is read
         preloaded = _stats_from_model(stats_model, settings, work) if stats_model is not None else None
@@ -324,24 +325,98 @@ def for_dev(
     refs: Sequence[Sequence[str | None]],
     cased: Sequence[Sequence[Sequence[str]]] = (),
 ) -> tuple[Tables, object]:
-    """The tables and the LM for the dev lattices: their pairs of dev source words, their n-grams of words equal
-    to a dev word up to case and diacritics (every candidate is; ``Tables.restricted``, ``ArrayLM.restricted``),
-    with the vocabularies whole. Every lookup the lattices make is answered as the whole ones answer it, from
-    memory ∝ the dev set, where the lattices of a large model's dev set would touch nearly every page of its key
-    sets; ``cased`` holds the dev words as cased input has them, in each variant (``_dev_cased``). The registry of
-    training types (``save_registry``) reads the vocabularies only."""
+    """The tables and the LM for the dev lattices: their word pairs and n-grams whose words all have their key in
+    one block of dev sentences (``DevWords``), with the vocabularies whole. A lattice is one sentence's, and its
+    candidates and source words are equal to a word of that sentence up to case and diacritics, so every lookup
+    the lattices make is answered as the whole ones answer it, from memory that grows with the dev set, not with
+    the corpus (keeping every n-gram of words met anywhere in dev kept a share of the corpus's n-grams: the
+    frequent words are all met); ``cased`` holds the dev words as cased input has them, in each variant
+    (``_dev_cased``). The registry of training types (``save_registry``) reads the vocabularies only."""
     from moses_recaser.stats.arpa_arrays import ArrayLM
 
-    sources = {w for t in triples for w in t.source}
-    sources |= {casing.lower_all(w) for w in sources} | {casing.lower(w) for w in sources}
-    words = {w for t in triples for w in t.target} | sources | {w for r in refs for w in r if w is not None}
-    words |= {w for variant in cased for c in variant for w in c}
-    keys = {casing.strip_diacritics(casing.lower(p)) for w in words for p in (w, *w.split("-"))}
+    def words_of(k: int) -> Iterator[str]:
+        t = triples[k]
+        for w in t.source:
+            yield from (w, casing.lower_all(w), casing.lower(w))
+        yield from t.target
+        yield from (w for w in refs[k] if w is not None)
+        for variant in cased:
+            yield from variant[k]
+
+    dev = DevWords.of([words_of(k) for k in range(len(triples))])
     if isinstance(lm, ArrayLM):
-        keys |= {"<s>", "</s>", "<unk>"}
-        mask = np.fromiter((casing.strip_diacritics(casing.lower(v)) in keys for v in lm.vocab), dtype=bool, count=lm.V)
-        lm = lm.restricted(mask)
-    return tables.restricted(sorted(sources)), lm
+        lm_rows = dev.rows(lm.vocab, ("<s>", "</s>", "<unk>"))
+        lm = lm.restricted(lambda words: dev.together([lm_rows[w] for w in words]))
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def pairs(table: TranslationTable, f: np.ndarray, e: np.ndarray) -> np.ndarray:
+        if id(table) not in rows:
+            rows[id(table)] = dev.rows(table.src_vocab), dev.rows(table.tgt_vocab)
+        src, tgt = rows[id(table)]
+        return dev.together([src[f], tgt[e]])
+
+    return tables.restricted(pairs), lm
+
+
+# blocks of dev sentences whose keys ``DevWords`` tells apart (8 words of bits a key): finer blocks keep fewer
+# n-grams, at a cost of memory and time per key
+DEV_BLOCKS = 512
+
+
+def dev_key(word: str) -> str:
+    """What a word shares with its GEN candidates: its lowercase without diacritics."""
+    return casing.strip_diacritics(casing.lower(word))
+
+
+@dataclass(frozen=True)
+class DevWords:
+    """The keys (``dev_key``) of each block of consecutive dev sentences, as a bit set of blocks per key: a word
+    pair or n-gram that one sentence's lattice can look up has all its words' keys in that sentence's block.
+    A sentence's keys are its words' and their hyphen-separated parts'."""
+
+    index: dict[str, int]  # key -> row of ``bits``
+    bits: np.ndarray  # (keys, words) uint64: bit b of a row set when block b has the key
+
+    @classmethod
+    def of(cls, sentences: Sequence[Iterable[str]]) -> DevWords:
+        """The keys of each sentence's words, the sentences cut into at most DEV_BLOCKS blocks in order."""
+        size = max(-(-len(sentences) // DEV_BLOCKS), 1)
+        index: dict[str, int] = {}
+        blocks: list[tuple[int, int]] = []  # (row, block)
+        for k, words in enumerate(sentences):
+            for w in words:
+                for part in (w, *w.split("-")):
+                    blocks.append((index.setdefault(dev_key(part), len(index)), k // size))
+        n_words = -(-max(-(-len(sentences) // size), 1) // 64)
+        bits = np.zeros((len(index), n_words), dtype=np.uint64)
+        if blocks:
+            row, block = np.array(blocks, dtype=np.int64).T
+            np.bitwise_or.at(bits, (row, block // 64), np.left_shift(np.uint64(1), (block % 64).astype(np.uint64)))
+        return cls(index, bits)
+
+    def rows(self, vocab: Iterable[str], everywhere: Iterable[str] = ()) -> np.ndarray:
+        """The row of each vocabulary word's key (-1: in no block); the words ``everywhere`` (the LM's <s>, </s>
+        and <unk>, in every lattice) are put in every block."""
+        index, extra = self.index, set(everywhere)
+        everyone = len(self.bits)  # the row past ``bits``: every block's (``together``)
+        rows = [everyone if w in extra else index.get(dev_key(w), -1) for w in vocab]
+        return np.array(rows, dtype=np.int64)
+
+    def together(self, columns: Sequence[np.ndarray], chunk: int = 1 << 16) -> np.ndarray:
+        """For rows of words (one array per position of the n-gram or pair; ``rows``), whether one block has them
+        all."""
+        full = np.vstack([self.bits, np.full((1, self.bits.shape[1]), ~np.uint64(0), dtype=np.uint64)])
+        ok = np.ones(len(columns[0]), dtype=bool)
+        for c in columns:
+            ok &= c >= 0
+        at = np.flatnonzero(ok)
+        for start in range(0, len(at), chunk):
+            part = at[start : start + chunk]
+            common = full[columns[0][part]]
+            for c in columns[1:]:
+                common &= full[c[part]]
+            ok[part] = common.any(axis=1)
+        return ok
 
 
 @contextmanager

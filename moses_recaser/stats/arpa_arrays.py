@@ -92,22 +92,23 @@ class ArrayLM:
         tpos, tfound = self.trigrams.find((np.where(has_a, a, 0) * self.V + b) * self.V + c)
         return np.where(tfound & has_a, self.tri_lp[tpos] if len(self.tri_lp) else 0.0, fallback)
 
-    def restricted(self, words: np.ndarray) -> ArrayLM:
-        """The same model for queries whose words are all in ``words`` (a mask over the vocabulary): its bigrams
-        and trigrams of those words only, in memory (with the full model's numbers, and its flags of extended
-        bigrams), the vocabulary and unigrams as they are. Every answer to such a query is the full model's, and
-        a training run's dev lattices read a few megabytes instead of every page of a large model's key sets."""
+    def restricted(self, keep: Callable[[list[np.ndarray]], np.ndarray]) -> ArrayLM:
+        """The same model for the queries whose n-grams ``keep`` keeps (given an n-gram's word ids, one array per
+        position, it says which to keep): those bigrams and trigrams only, in memory (with the full model's
+        numbers, and its flags of extended bigrams), the vocabulary and unigrams as they are. Every answer to such
+        a query is the full model's, and a training run's dev lattices read a few megabytes instead of every page
+        of a large model's key sets."""
         V = self.V
 
         def of_words(n: int) -> Callable[[np.ndarray], np.ndarray]:
-            def keep(keys: np.ndarray) -> np.ndarray:
-                ok = np.ones(len(keys), dtype=bool)
+            def kept(keys: np.ndarray) -> np.ndarray:
+                words = []
                 for _ in range(n):
-                    ok &= words[keys % V]
+                    words.append(keys % V)
                     keys = keys // V
-                return ok
+                return keep(words[::-1])
 
-            return keep
+            return kept
 
         bigrams, bi = self.bigrams.subset(of_words(2))
         trigrams, tri = self.trigrams.subset(of_words(3))

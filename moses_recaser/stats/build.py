@@ -22,7 +22,7 @@ from pathlib import Path
 
 from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
-from moses_recaser.memory import Memory
+from moses_recaser.memory import Memory, map_large_blocks
 from moses_recaser.modeldir import save_npz
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
@@ -133,6 +133,7 @@ def statistics(
     setting), with the LM's query arrays unless not ``lm_arrays``; their files go to ``work``/stats.``tag``. The
     work is done in a process of its own (``workers.in_child``), so that the memory it took is given back."""
     memory = memory or Memory.of(None)
+    map_large_blocks()
     out = work / f"stats.{tag}"
     out.mkdir(exist_ok=True)
     arpa, arrays, totals = in_child(_statistics_files, corpus, lm, work, out, jobs, quiet, memory.left(), lm_arrays)

@@ -29,7 +29,7 @@ Tables are numpy arrays plus vocabularies (``vocab.Vocab``; no pickle): a pair (
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,13 +67,13 @@ class TranslationTable:
         n_links = float(self.tgt_count.sum())
         self._p0_denominator = n_links + len(self.tgt_vocab) + 1.0
 
-    def restricted(self, sources: np.ndarray) -> TranslationTable:
-        """The same table for source words in ``sources`` (a mask over the source vocabulary): their pairs only, in
-        memory (see ``ArrayLM.restricted``); p(e|f) of such an f is the full table's."""
+    def restricted(self, keep: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> TranslationTable:
+        """The same table for the pairs ``keep`` keeps (given source and target ids, it says which): those pairs
+        only, in memory (see ``ArrayLM.restricted``); p(e|f) of a kept pair is the full table's."""
         V = len(self.tgt_vocab)
         if not len(self.pairs) or not V:
             return self
-        pairs, where = self.pairs.subset(lambda keys: sources[keys // V])
+        pairs, where = self.pairs.subset(lambda keys: keep(keys // V, keys % V))
         return replace(self, pairs=pairs, counts=np.asarray(self.counts[where]))
 
     def check(self, what: str) -> None:
@@ -138,15 +138,47 @@ class Forms:
     vocab: Vocab
     count: np.ndarray
     initial: np.ndarray
+    _groups: LowerGroups | None = field(default=None, init=False, repr=False, compare=False)
 
     def by_lower(self) -> dict[str, list[int]]:
-        """Lowercase -> form ids, most frequent first (ties by form, for determinism)."""
-        groups: dict[str, list[int]] = {}
-        for i, form in enumerate(self.vocab):
-            groups.setdefault(casing.lower(form), []).append(i)
-        for ids in groups.values():
-            ids.sort(key=lambda i: (-int(self.count[i]), self.vocab[i]))
-        return groups
+        """Lowercase -> form ids, most frequent first (ties by form, for determinism): ``lower_groups`` as a dict."""
+        g = self.lower_groups()
+        bounds = g.offsets.tolist()
+        return {low: g.ids[bounds[k] : bounds[k + 1]].tolist() for k, low in enumerate(g.lows)}
+
+    def lower_groups(self) -> LowerGroups:
+        """The forms grouped by their lowercase, as arrays (worked out once: a dict of lists over every form of a
+        large corpus takes ten times the memory)."""
+        if self._groups is None:
+            self._groups = LowerGroups.of(self)
+        return self._groups
+
+
+@dataclass(frozen=True)
+class LowerGroups:
+    """The forms of each lowercase word: ``lows`` sorted, the forms of ``lows[k]`` are ``ids[offsets[k] :
+    offsets[k + 1]]``, most frequent first (ties by form); ``group[i]`` is the row in ``lows`` of form i."""
+
+    lows: Vocab
+    offsets: np.ndarray
+    ids: np.ndarray
+    group: np.ndarray
+
+    @classmethod
+    def of(cls, forms: Forms) -> LowerGroups:
+        words = np.array(list(forms.vocab), dtype=object)
+        uniq, group = np.unique(np.array([casing.lower(w) for w in words], dtype=object), return_inverse=True)
+        rank = np.argsort(np.argsort(words, kind="stable"), kind="stable")  # each form's place in string order
+        ids = np.lexsort((rank, -np.asarray(forms.count, dtype=np.int64), group)).astype(np.int64)
+        offsets = np.zeros(len(uniq) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(group, minlength=len(uniq)), out=offsets[1:])
+        return cls(Vocab.of(uniq.tolist()), offsets, ids, group.astype(np.int64))
+
+    def first_seen(self) -> np.ndarray:
+        """The rows of ``lows`` in the order of their first form."""
+        first = np.full(len(self.lows), len(self.group), dtype=np.int64)
+        np.minimum.at(first, self.group, np.arange(len(self.group)))
+        return np.argsort(first, kind="stable")
 
 
 @dataclass
@@ -157,16 +189,14 @@ class Tables:
     forms: Forms
     punct: dict[str, int] = field(default_factory=dict)  # punctuation followed by a word: the punct=P features
 
-    def restricted(self, sources: Sequence[str]) -> Tables:
-        """The tables for these source words (``TranslationTable.restricted``; the rest as it is)."""
-        cased = np.zeros(len(self.cased.src_vocab), dtype=bool)
-        lower = np.zeros(len(self.lower.src_vocab), dtype=bool)
-        words = sorted(set(sources))
-        ids = self.cased.src_vocab.numbers(words)
-        cased[ids[ids >= 0]] = True
-        ids = self.lower.src_vocab.numbers(sorted({casing.lower(w) for w in words}))
-        lower[ids[ids >= 0]] = True
-        return replace(self, cased=self.cased.restricted(cased), lower=self.lower.restricted(lower))
+    def restricted(self, keep: Callable[[TranslationTable, np.ndarray, np.ndarray], np.ndarray]) -> Tables:
+        """The tables with the pairs ``keep`` keeps (given a table, source and target ids, it says which;
+        ``TranslationTable.restricted``); the rest as it is."""
+        return replace(
+            self,
+            cased=self.cased.restricted(lambda f, e: keep(self.cased, f, e)),
+            lower=self.lower.restricted(lambda f, e: keep(self.lower, f, e)),
+        )
 
     @classmethod
     def from_counts(cls, counts: Counts) -> Tables:
