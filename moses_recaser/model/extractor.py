@@ -430,7 +430,8 @@ class FeatureExtractor:
             ids[at] = as_is
         self._join_gen(b, ids)
         self._join_gen(b, start)
-        b.decoded, b.decoded_start, b.decoded_truecased = ids, start, truecased
+        came = np.array([words is not None for words in decoded], dtype=bool)
+        b.decoded, b.decoded_start, b.decoded_truecased, b.decoded_cased = ids, start, truecased, came & ~truecased
 
     def _join_gen(self, b: BatchFacts, want: np.ndarray) -> None:
         """Add the candidate ``want[g]`` to the GEN of each word g that lacks it (-1: none)."""

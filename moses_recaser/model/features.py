@@ -73,6 +73,8 @@ class BatchFacts:
     decoded_start: np.ndarray | None = None
     # (S,) the line came as truecased output does: its first sentence start with a letter is in lowercase
     decoded_truecased: np.ndarray | None = None
+    # (S,) the line came with case and is not truecased: cased MT output
+    decoded_cased: np.ndarray | None = None
 
 
 class _Gathered:
@@ -141,6 +143,12 @@ class FeatureInputs:
         capital)."""
         t = self.b.decoded_truecased
         return np.zeros(len(self.ids), dtype=bool) if t is None else t[self.S]
+
+    @cached_property
+    def cased_line(self) -> np.ndarray:
+        """The candidate's line is cased MT output (it came with case and is not truecased)."""
+        c = self.b.decoded_cased
+        return np.zeros(len(self.ids), dtype=bool) if c is None else c[self.S]
 
     @cached_property
     def decoded_start(self) -> np.ndarray:
@@ -251,8 +259,9 @@ FEATURES: tuple[Feature, ...] = (
     ),
     Feature(
         "initial",
-        "E_i is the sentence's first word with a letter, and it is capitalized",
-        lambda x: x.cand.cap & (x.P == x.b.first[x.S]),
+        "E_i is the sentence's first word with a letter, and it is capitalized (not in cased MT output, whose "
+        "first word the system cased already: '700 dead from ...' is lowercase on purpose)",
+        lambda x: x.cand.cap & (x.P == x.b.first[x.S]) & ~x.cased_line,
         paper=True,
     ),
     Feature(
