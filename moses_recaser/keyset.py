@@ -144,9 +144,9 @@ class KeySet:
             todo, at, end, low = todo[more], at[more] + 1, end[more], low[more]
         if not self.low.flags.owndata:  # a mapped set: a round of lookups maps nearly all of it (the kernel maps
             # a page cache folio of up to 2 MiB per fault), so its pages are dropped until the next round
-            from moses_recaser.modeldir import release_mapped
+            from moses_recaser.modeldir import trim_mapped
 
-            release_mapped()
+            trim_mapped()
         return pos, found
 
     def find_one(self, key: int) -> int:

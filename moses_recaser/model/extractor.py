@@ -30,7 +30,7 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.lattice import Flat
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.modeldir import MappedArrays, check_range, release_mapped, text_array, words_of
+from moses_recaser.modeldir import MappedArrays, check_range, release_mapped, text_array, trim_mapped, words_of
 from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
@@ -196,7 +196,7 @@ class FeatureExtractor:
         each position (added to GEN where GEN misses it, as training needs); with ``decoded``, per sentence the
         words as the input had them (None: it came lowercased), which join GEN and the ``decoded`` features."""
         b = self._batch(triples, references, decoded)
-        release_mapped()  # a mapped model's pages dropped between stages: recasing holds one stage's, not all
+        trim_mapped()  # a mapped model's pages dropped between stages: recasing holds one stage's, not all
         per_pos, n_pos = b.count, b.layout.n_tgt
         cstart = np.cumsum(per_pos) - per_pos
         ids = self.candidates.pool()[np.repeat(b.start - cstart, per_pos) + np.arange(int(per_pos.sum()))]
@@ -215,7 +215,7 @@ class FeatureExtractor:
                 self.names,
                 self.index,
             )
-        release_mapped()
+        trim_mapped()
         cells = Cells.of(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
             specials = (self.lm.vocab.get("<s>", self.lm.unk), self.lm.vocab.get("</s>", self.lm.unk))
