@@ -169,13 +169,14 @@ def test_a_line_is_truecased_where_a_sentence_start_is_lowercase(models, line, k
     its first sentence start with a letter, as truecase.perl sees sentence starts: a line opening '700 dead'
     has none that truecase.perl changed, so its lowercase 'dead' is the system's own case, not a truecaser's.
     (A line with no capital at all reads as lowercased input.)"""
-    r = Recaser.load(models / "model.cased")
-    words = line.split()
-    triple = Triple(0, [], words)
-    row = next(x for x in r.explain(triple) if x["word"] == "dead")
-    named = {**row["features"], **(row["runner_up_features"] or {})}
-    decoded = {name for name in named if name in ("decoded", "decoded:tc")}
-    assert decoded == {kind}, (line, row)
+    named = _features_on(Recaser.load(models / "model.cased"), line, "dead")
+    assert {name for name in named if name in ("decoded", "decoded:tc")} == {kind}, (line, named)
+
+
+def _features_on(r: Recaser, line: str, word: str) -> set[str]:
+    """The features on for the chosen form or the runner-up of ``word`` in a monolingual line (``explain``)."""
+    row = next(x for x in r.explain(Triple(0, [], line.split())) if x["word"] == word)
+    return {*row["features"], *(row["runner_up_features"] or {})}
 
 
 def test_position_does_not_capitalize_cased_output(models):
@@ -184,8 +185,7 @@ def test_position_does_not_capitalize_cased_output(models):
     r = Recaser.load(models / "model.cased")
 
     def initial_on(line: str, word: str) -> bool:
-        row = next(x for x in r.explain(Triple(0, [], line.split())) if x["word"] == word)
-        return "initial" in {**row["features"], **(row["runner_up_features"] or {})}
+        return "initial" in _features_on(r, line, word)
 
     assert not initial_on("700 dead after floods in the United States .", "dead")
     assert initial_on("700 dead after floods in the united states .", "dead")  # no capital: lowercased input

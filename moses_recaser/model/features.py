@@ -141,14 +141,16 @@ class FeatureInputs:
     def truecased_line(self) -> np.ndarray:
         """The candidate's line starts in lowercase, as truecased output does (cased MT output starts with a
         capital)."""
-        t = self.b.decoded_truecased
-        return np.zeros(len(self.ids), dtype=bool) if t is None else t[self.S]
+        return self._of_line(self.b.decoded_truecased)
 
     @cached_property
     def cased_line(self) -> np.ndarray:
         """The candidate's line is cased MT output (it came with case and is not truecased)."""
-        c = self.b.decoded_cased
-        return np.zeros(len(self.ids), dtype=bool) if c is None else c[self.S]
+        return self._of_line(self.b.decoded_cased)
+
+    def _of_line(self, per_line: np.ndarray | None) -> np.ndarray:
+        """A per-sentence flag for each candidate (False throughout where the batch has none)."""
+        return np.zeros(len(self.ids), dtype=bool) if per_line is None else per_line[self.S]
 
     @cached_property
     def decoded_start(self) -> np.ndarray:
