@@ -144,8 +144,9 @@ def aligned(tico, tmp_path_factory):
 
 
 def _tiny_memory(monkeypatch) -> None:
-    """Every process looks empty (so a budget is all its own), and counters take 40 lines a chunk: with a budget
-    of a few MiB, every chunk spills a run and every merge reads many blocks."""
+    """Every process looks empty (so a budget is all its own), and counters take 40 lines a chunk and keep 3 word
+    types in each vocabulary's dict at a spill: with a budget of a few MiB, every chunk spills a run and compacts
+    the vocabularies, and every merge reads many blocks."""
     import moses_recaser.stats.counter as counter
     import moses_recaser.stats.in_memory as in_memory
     import moses_recaser.stats.parallel as parallel
@@ -153,6 +154,7 @@ def _tiny_memory(monkeypatch) -> None:
     for module in (memory_module, counter, in_memory, parallel):
         monkeypatch.setattr(module, "rss", lambda: 0)
     monkeypatch.setattr(counter, "CHUNK_LINES", 40)
+    monkeypatch.setattr(counter, "KEEP_KNOWN", 3)
 
 
 def _training(aligned: Path, tico: Path, jobs: int = 1) -> dict:
@@ -183,6 +185,27 @@ def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, tmp_p
     roomy, tiny = read_manifest(tmp_path / "roomy"), read_manifest(tmp_path / "tiny")
     assert roomy.files == tiny.files and set(roomy.files) >= {"tables.npz", "lm.arpa", "lm.npz", "candidates.npz"}
     assert list(work.iterdir()) == []
+
+
+def test_a_spill_leaves_the_counters_word_types_in_arrays(tmp_path, monkeypatch):
+    """A spill writes the counts held and moves the word types out of Python strings (all but the first
+    KEEP_KNOWN of each vocabulary); counting goes on with the same numbers, new types after the old."""
+    import moses_recaser.stats.counter as counter
+
+    KEEP_KNOWN = 10
+    monkeypatch.setattr(counter, "KEEP_KNOWN", KEEP_KNOWN)
+    lines = [f"Word{k} and w{k} , the {k % 7} rest ." for k in range(30)]
+    kept, spilled = counter.Counter(3), counter.Counter(3)
+    for c in (kept, spilled):
+        c.add([x.split() for x in lines[:-5]])
+    spilled.spill(Scratch(tmp_path))
+    vocabs = [spilled.tgt_lower, spilled.target.ids]
+    assert spilled.held() == 0 and [v.held() for v in vocabs] == [KEEP_KNOWN, KEEP_KNOWN]
+    assert kept.tgt_lower.held() > 2 * KEEP_KNOWN
+    for c in (kept, spilled):
+        c.add([x.split() for x in lines[-5:]])
+    assert list(spilled.target.ids) == list(kept.target.ids)
+    assert np.array_equal(spilled.target["lower"], kept.target["lower"])
 
 
 def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, tmp_path, monkeypatch):

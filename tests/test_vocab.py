@@ -62,15 +62,15 @@ def test_add_all_numbers_new_words_in_order_of_first_occurrence(stored):
 
 
 @settings(max_examples=60, deadline=None)
-@given(WORDS, WORDS, st.lists(st.text(max_size=6), max_size=20))
-def test_compacted_vocabulary_keeps_its_numbers(first, second, others):
+@given(WORDS, WORDS, st.lists(st.text(max_size=6), max_size=20), st.integers(0, 4))
+def test_compacted_vocabulary_keeps_its_numbers(first, second, others, keep):
     """Strings added, moved into the arrays (``compact``), then more added: the same numbers, the same stored
-    form, and lookups of any string as before; nothing held in the dict and the list right after."""
+    form, and lookups of any string as before; right after, the dict holds the first ``keep`` strings only."""
     plain, compacted = Vocab.of([]), Vocab.of([])
     for v in (plain, compacted):
         v.add_all(first)
-    compacted.compact()
-    assert compacted.held() == 0
+    compacted.compact(keep)
+    assert compacted.held() == min(keep, len(plain))
     for v in (plain, compacted):
         v.add_all(second)
     assert list(compacted) == list(plain)

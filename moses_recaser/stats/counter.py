@@ -47,6 +47,7 @@ from moses_recaser.vocab import Vocab
 log = logging.getLogger(__name__)
 N_TAGS = len(Tag)
 CHUNK_LINES = 20_000
+KEEP_KNOWN = 1 << 16  # word types of each vocabulary kept in its dict by a spill (the first met: frequent ones)
 # shard count files: 3, numpy arrays of the streamed counter; 4, each key table one sorted array (n-grams as
 # packed or big-endian keys), read a block at a time
 FORMAT = 4
@@ -97,9 +98,13 @@ class Counter:
         return sum(kc.held for kc in self.key_counts().values())
 
     def spill(self, scratch: Scratch) -> None:
-        """Write every key table's counts held as a sorted run (``scratch``), and hold none."""
+        """Write every key table's counts held as a sorted run (``scratch``), and hold none. The vocabularies are
+        compacted too (``Vocab.compact``): a large corpus' word types as Python strings would otherwise crowd the
+        counts out of the memory share, and the runs would shrink to a few MiB each."""
         for name, kc in self.key_counts().items():
             kc.spill(scratch, name)
+        for vocab in (self.tgt_lower, self.src_lower, self.target.ids, self.source.ids):
+            vocab.compact(keep=KEEP_KNOWN)
         release()
 
     def _describe_target(self, words: list[str]) -> dict[str, list]:
