@@ -180,13 +180,20 @@ def _features_on(r: Recaser, line: str, word: str) -> set[str]:
 
 
 def test_position_does_not_capitalize_cased_output(models):
-    """In cased MT output the system cased the first word already: `initial` (position) is off there, on in a
-    truecased line and in lowercased input, where position is all there is."""
+    """In cased MT output the system cased the first word, and the word after a punctuation token, already:
+    `initial` and `punct` (position) are off there, on in a truecased line and in lowercased input, where
+    position is all there is."""
     r = Recaser.load(models / "model.cased")
 
     def initial_on(line: str, word: str) -> bool:
         return "initial" in _features_on(r, line, word)
 
+    def punct_on(line: str, word: str) -> bool:
+        return any(name.startswith("punct=") for name in _features_on(r, line, word))
+
     assert not initial_on("700 dead after floods in the United States .", "dead")
     assert initial_on("700 dead after floods in the united states .", "dead")  # no capital: lowercased input
     assert initial_on("the floods in the United States left 700 dead .", "the")
+    assert not punct_on("Floods in Texas : the United States count 700 dead .", "the")
+    assert punct_on("floods in Texas : the United States count 700 dead .", "the")
+    assert punct_on("floods in texas : the united states count 700 dead .", "the")

@@ -269,8 +269,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature(
         "punct",
         "E_i is capitalized and follows the punctuation token P (one column per P seen at least "
-        "twice before a word in training, punct=<other> for the rest)",
-        lambda x: np.where(x.cand.cap, x.b.punct[x.G], -1),
+        "twice before a word in training, punct=<other> for the rest; not in cased MT output, whose system "
+        "cased the word after its punctuation already: 'Harbin - chinanews.com')",
+        lambda x: np.where(x.cand.cap & ~x.cased_line, x.b.punct[x.G], -1),
         paper=True,
         columns=_punct_columns,
     ),
