@@ -5,7 +5,8 @@ followed by a word with a letter, linked word pairs (lowercased; and cased, with
 word is capitalized by its position), and the LM's n-grams of every sentence padded as ``<s> w1 ... wn </s>``,
 as KenLM's lmplz pads it. A ``Counter`` numbers the words of its chunks in its own vocabularies
 (``columns.WordTypes``): its Python work is per word type (met for the first time, or again after a spill
-compacted the vocabularies) and per token (one dict lookup), the rest is numpy. ``arrays`` gives everything for a shard file that ``merge`` sums.
+compacted the vocabularies) and per token (one dict lookup), the rest is numpy. ``arrays`` gives everything for
+a shard file that ``merge`` sums.
 
 The key counts (word pairs, n-grams; ``keycounts.KeyCounts``) are held in memory up to the counter's share of
 ``--memory`` and spilled to disk as sorted runs past it. ``shard`` gives everything counted as a ``Shard``: the
