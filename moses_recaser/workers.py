@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from moses_recaser.errors import RecaserError
@@ -30,6 +31,21 @@ def worker_signals() -> None:
     a crash, or a worker blocked on the pool's queue lock."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # held back by ``forking``: it ends us now
+
+
+@contextlib.contextmanager
+def forking() -> Iterator[None]:
+    """Hold SIGTERM back while a pool forks its workers (each unblocks it in ``worker_signals``). A pool ended at
+    once (an input error) sends SIGTERM to workers that may not have run ``worker_signals`` yet: caught by the
+    Python handler they inherited, the signal was dropped as the child reset its signal state after the fork,
+    and the worker then waited on the pool's queue for ever, the parent joining it (seen once in the test
+    suite). Blocked, it stays pending until the default action is set, and then ends the worker."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def in_child(fn: Callable[..., T], *args: Any) -> T:

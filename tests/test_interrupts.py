@@ -82,3 +82,39 @@ def test_interrupted_training_leaves_no_model(tico, tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert not model.exists() and _leftovers(tmp_path, "model") == []
+
+
+_POOL_ENDED_AT_ONCE = """
+import signal
+from moses_recaser.model.streaming import zip_recased
+
+def interrupted(*args):  # as cli.common's SIGTERM handler, which a forked worker inherits
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGTERM, interrupted)
+
+class Same:
+    def recase_batch(self, triples):
+        return [list(t) for t in triples]
+
+def bad_input():
+    raise ValueError("bad input")
+    yield
+
+for _ in range(200):
+    try:
+        for _ in zip_recased(bad_input(), Same(), threads=2):
+            pass
+    except ValueError:
+        pass
+print("done")
+"""
+
+
+def test_a_pool_ended_as_it_starts_ends_its_workers():
+    """A pool of recasing workers ended at once (its input fails on the first line) sends SIGTERM to workers that
+    may not have set their own signal handling yet: each must end, without a traceback, and the parent go on
+    (before ``workers.forking`` a worker could lose the signal and wait for ever, and the parent with it)."""
+    proc = subprocess.run([sys.executable, "-c", _POOL_ENDED_AT_ONCE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
-from moses_recaser.workers import check_workers, worker_signals
+from moses_recaser.workers import check_workers, forking, worker_signals
 
 CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
@@ -44,7 +44,9 @@ def zip_recased(
 
     ctx = mp.get_context("fork")
     _WORKER["recaser"] = recaser
-    with ctx.Pool(threads, initializer=worker_signals) as pool:
+    with forking():
+        pool = ctx.Pool(threads, initializer=worker_signals)
+    with pool:
         pending: deque = deque()
         for chunk in chunks(items, CHUNK):
             pending.append((chunk, pool.apply_async(_worker_recase, ([pick(x) for x in chunk],))))

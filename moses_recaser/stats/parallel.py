@@ -24,7 +24,7 @@ from moses_recaser.stats.in_memory import counter_of_triples
 from moses_recaser.stats.merge import Counts, merge
 from moses_recaser.stats.pieces import Piece, pieces
 from moses_recaser.triples import Triple
-from moses_recaser.workers import check_workers, worker_signals
+from moses_recaser.workers import check_workers, forking, worker_signals
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,9 @@ def count_corpus(
     share = memory.split(jobs, (jobs + 1) * rss())
     ctx = mp.get_context("fork")
     done = ctx.Value("q", 0)
-    with _progress(total, quiet, done), ctx.Pool(jobs, initializer=_init_worker, initargs=(done,)) as pool:
+    with forking():
+        pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(done,))
+    with _progress(total, quiet, done), pool:
         shards = pool.starmap(
             _count_shard,
             [(p, order, exclude, share, Scratch(scratch.directory, f"w{i}")) for i, p in enumerate(parts)],
