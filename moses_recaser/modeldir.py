@@ -133,8 +133,9 @@ def check_range(what: str, arrays: Mapping[str, np.ndarray], low: float, high: f
     Raises ValueError (a damaged model: ``ModelSnapshot``) if not, so that a model edited with its checksums made
     to match is refused at load, not met as a crash or a NaN in the middle of recasing."""
     for name, a in arrays.items():
+        flat = a.ravel()  # once: a copy where ``a`` is not contiguous
         for at in range(0, a.size, CHECK_BLOCK):
-            part = a.ravel()[at : at + CHECK_BLOCK]
+            part = flat[at : at + CHECK_BLOCK]
             if not (part.min() >= low and part.max() < high):  # NaN fails both
                 raise ValueError(f"{what}: array {name} holds values outside [{low:g}, {high:g})")
             if not a.flags.owndata:  # a mapped array: the pages just read are not kept resident
