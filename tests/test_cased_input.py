@@ -13,6 +13,7 @@ from test_truecaser import truecaser_of
 
 from moses_recaser import Recaser, casing
 from moses_recaser.harness.metrics import case_scores
+from moses_recaser.model.extractor import capital_runs
 from moses_recaser.moses.pharaoh import format_links, parse_links
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.eflomal import align
@@ -197,3 +198,34 @@ def test_position_does_not_capitalize_cased_output(models):
     assert not punct_on("Floods in Texas : the United States count 700 dead .", "the")
     assert punct_on("floods in Texas : the United States count 700 dead .", "the")
     assert punct_on("floods in texas : the united states count 700 dead .", "the")
+
+
+def test_capital_runs_are_names_the_system_cased_as_one():
+    """Two capitalized words side by side where no sentence starts are a run; a capital alone, or beside a
+    sentence start's capital, is not."""
+    words = "The Chinese Embassy said : Beijing and Class A drugs".split()
+    assert capital_runs(words, sentence_starts(words)) == [
+        False,  # 'The' starts the sentence
+        True,
+        True,
+        False,
+        False,
+        False,  # 'Beijing' starts a sentence after ':'
+        False,
+        True,
+        True,
+        False,
+    ]
+
+
+def test_a_capital_run_is_a_feature_of_cased_output(models):
+    """`decoded:run` is on for a capitalized form the input has beside another one, and off for the same word
+    capitalized alone or lowercased."""
+    r = Recaser.load(models / "model.cased")
+    assert "decoded:run" in _features_on(r, "It was said in the Chinese Embassy on Monday .", "Embassy")
+    assert "decoded:run:tc" in _features_on(r, "it was said in the Chinese Embassy on Monday .", "Embassy")
+    for line, word in [
+        ("It was said in the Embassy on Monday .", "Embassy"),
+        ("It was said in the chinese embassy on Monday .", "embassy"),
+    ]:
+        assert not any(f.startswith("decoded:run") for f in _features_on(r, line, word))

@@ -402,6 +402,7 @@ class FeatureExtractor:
         C, layout = self.candidates, b.layout
         ids = np.full(len(b.start), -1, dtype=np.int64)
         start = ids.copy()
+        run = np.zeros(len(b.start), dtype=bool)
         truecased = np.zeros(len(decoded), dtype=bool)
         words_all: list[str] = []
         forms_all: list[str] = []
@@ -421,6 +422,7 @@ class FeatureExtractor:
             forms_all += forms
             at_all.append(int(layout.tgt_start[s]) + np.arange(len(words)))
             flags += [f and bool(truecased[s]) for f in starts]
+            run[at_all[-1]] = capital_runs(words, at_start)
         if at_all:
             C.add(met)
             at, flag = np.concatenate(at_all), np.array(flags, dtype=bool)
@@ -432,6 +434,7 @@ class FeatureExtractor:
         self._join_gen(b, start)
         came = np.array([words is not None for words in decoded], dtype=bool)
         b.decoded, b.decoded_start, b.decoded_truecased, b.decoded_cased = ids, start, truecased, came & ~truecased
+        b.decoded_run = run
 
     def _join_gen(self, b: BatchFacts, want: np.ndarray) -> None:
         """Add the candidate ``want[g]`` to the GEN of each word g that lacks it (-1: none)."""
@@ -593,6 +596,13 @@ def source_spans(source: Sequence[str], target: Sequence[str]) -> list[int]:
                 if n > best[i + d]:
                     best[i + d], out[i + d] = n, k + d
     return out
+
+
+def capital_runs(words: Sequence[str], at_start: Sequence[bool]) -> list[bool]:
+    """Per word: it and a word beside it both begin with a capital where no sentence starts ('Chinese Embassy',
+    'Class A'): a name the MT system cased as one, which a language model of its common words would break up."""
+    cap = [casing.is_capitalized(w) and not f for w, f in zip(words, at_start)]
+    return [c and ((j > 0 and cap[j - 1]) or (j + 1 < len(cap) and cap[j + 1])) for j, c in enumerate(cap)]
 
 
 def _of_previous(values: np.ndarray, layout: Layout, fill: object) -> np.ndarray:

@@ -75,6 +75,9 @@ class BatchFacts:
     decoded_truecased: np.ndarray | None = None
     # (S,) the line came with case and is not truecased: cased MT output
     decoded_cased: np.ndarray | None = None
+    # (N,) the word as it came begins with a capital, and so does a word beside it, neither at a sentence start
+    # (extractor.capital_runs)
+    decoded_run: np.ndarray | None = None
 
 
 class _Gathered:
@@ -156,6 +159,12 @@ class FeatureInputs:
     def decoded_start(self) -> np.ndarray:
         """The candidate is the input's form with a capital first letter, at a sentence start."""
         return self._is_form(self.b.decoded_start)
+
+    @cached_property
+    def decoded_run(self) -> np.ndarray:
+        """The candidate's word came capitalized beside another capitalized word (``BatchFacts.decoded_run``)."""
+        run = self.b.decoded_run
+        return np.zeros(len(self.ids), dtype=bool) if run is None else run[self.G]
 
     def _is_form(self, per_word: np.ndarray | None) -> np.ndarray:
         """The candidate is its word's form in ``per_word`` (a candidate id per word, -1: none; None: no word)."""
@@ -396,6 +405,12 @@ DECODED_FEATURES: tuple[Feature, ...] = (
         "the same, for a form with a capital: the decoder chose a capital (a name, a title), which tells more "
         "than a lowercase form does",
         lambda x: x.decoded & (x.cand.tag != int(Tag.AL)) & x.not_an,
+    ),
+    *_by_line(
+        "decoded:run",
+        "the same, for a capitalized form beside another one the input capitalized ('Chinese Embassy', 'Class "
+        "A'): the decoder cased a name as one, which the language model would break up",
+        lambda x: x.decoded & x.decoded_run,
     ),
     *_by_line(
         "decoded:start",
