@@ -136,6 +136,24 @@ class Vocab:
         decoded += [self._added[i - self._stored] for i in uniq[len(stored) :].tolist()]
         return [decoded[k] for k in inverse.tolist()]
 
+    def chunks(self, size: int) -> Iterator[list[str]]:
+        """The strings in order, ``size`` at a time, each chunk decoded when it is reached: a walk over every
+        string of a large vocabulary holds one chunk of Python strings (``list(vocab)`` holds them all, about 60
+        bytes a string). The vocabulary must not grow meanwhile; ``compact`` keeps the numbering, so it may run."""
+        n = len(self)
+        for start in range(0, n, size):
+            yield self._between(start, min(start + size, n))
+
+    def _between(self, start: int, end: int) -> list[str]:
+        """The strings numbered ``start`` to ``end`` - 1."""
+        stored_end = min(end, self._stored)
+        out: list[str] = []
+        if start < stored_end:
+            off = self._offsets[start : stored_end + 1].tolist()
+            data, base = bytes(self._blob[off[0] : off[-1]]), off[0]
+            out = [_text(data[a - base : b - base]) for a, b in zip(off, off[1:])]
+        return out + self._added[max(start - self._stored, 0) : max(end - self._stored, 0)]
+
     def __iter__(self) -> Iterator[str]:
         blob, off = bytes(self._blob), self._offsets.tolist()
         yield from (_text(blob[off[i] : off[i + 1]]) for i in range(self._stored))

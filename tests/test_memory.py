@@ -336,7 +336,7 @@ def test_training_forms_are_grouped_in_arrays_not_in_dicts(tico):
     settings = TrainSettings()
     tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
     fx = FeatureExtractor(tables, lm, feature_names(settings.feature_set, []), "links", settings.max_candidates)
-    types = fx.candidates.training_types()
+    types = list(fx.candidates.training_types())
     assert fx.candidates.seen("the") == [tables.forms.vocab[i] for i in tables.forms.by_lower()["the"]]
     fx.candidates.plain_all(types)
     fx.candidates.compact()

@@ -105,3 +105,19 @@ def test_compacting_keeps_colliding_strings(monkeypatch, buckets):
     a, b = v.arrays("v"), Vocab.of(words).arrays("v")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     assert v.numbers(words + ["zz"]).tolist() == list(range(len(words))) + [-1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(WORDS, WORDS, st.integers(1, 7))
+def test_chunks_walk_the_strings_in_order(stored, added, size):
+    """``chunks`` gives every string once, in order, ``size`` at a time (the last chunk the rest), over stored
+    and added strings alike, and a ``compact`` between two chunks changes nothing."""
+    v = Vocab.of(stored)
+    v.add_all([w for w in added if w not in stored])
+    want = list(v)
+    got = []
+    for chunk in v.chunks(size):
+        assert 0 < len(chunk) <= size
+        got.append(chunk)
+        v.compact()
+    assert [w for c in got for w in c] == want and all(len(c) == size for c in got[:-1])

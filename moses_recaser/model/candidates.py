@@ -107,9 +107,9 @@ class Candidates:
             self._seen = (g.lows, g.offsets, g.ids)
         return self._seen
 
-    def training_types(self) -> list[str]:
+    def training_types(self) -> Vocab:
         """Every lowercase training type, sorted."""
-        return list(self._seen_arrays()[0])
+        return self._seen_arrays()[0]
 
     def seen(self, tok: str) -> Sequence[str]:
         """The training forms of lower(tok), most frequent first."""

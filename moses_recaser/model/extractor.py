@@ -136,10 +136,12 @@ class FeatureExtractor:
             self.candidates.spill(Scratch(tmp, "candidates"))
             self._target_types.spill(Scratch(tmp, "target"))
             self._source_types.spill(Scratch(tmp, "source"))
-            for types, known in ((self.candidates.training_types(), self._target_types), (None, self._source_types)):
-                words = types if types is not None else list(self.tables.cased.src_vocab)
-                for start in range(0, len(words), REGISTRY_CHUNK):
-                    known.numbers(words[start : start + REGISTRY_CHUNK])
+            for types, known in (
+                (self.candidates.training_types(), self._target_types),
+                (self.tables.cased.src_vocab, self._source_types),
+            ):
+                for words in types.chunks(REGISTRY_CHUNK):
+                    known.numbers(words)
                     self.compact()
                     release_mapped()
             self.candidates.save(
