@@ -6,8 +6,9 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn, TypeVar
 
 from moses_recaser.errors import RecaserError
 
@@ -46,6 +47,126 @@ def forking() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class Workers:
+    """``n`` forked processes, each calling ``fn`` on the tasks sent to it, one task in flight each; ``map`` gives
+    the replies in the order of the tasks (the same output whatever ``n`` is). There are no threads and no locks
+    shared with the workers: leaving the ``with`` block on an error, an interrupt or a generator closed early
+    kills the workers and reaps them, which cannot block. (``multiprocessing.Pool`` could: when a Ctrl-C or
+    SIGTERM to the whole process group killed its workers first, ending the pool joined a thread blocked writing
+    tasks to a pipe no worker would read again, or waited on a queue lock a killed worker held, and the run hung
+    with its temporary output left behind.) Fork after what the workers need is loaded: they share its pages."""
+
+    def __init__(self, n: int, fn: Callable[[Any], Any]) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self._procs: list[Any] = []
+        self._conns: list[Any] = []
+        try:
+            with forking():
+                for _ in range(n):
+                    here, there = ctx.Pipe()
+                    proc = ctx.Process(target=_serve, args=(there, fn, list(self._conns)), daemon=True)
+                    proc.start()
+                    there.close()
+                    self._procs.append(proc)
+                    self._conns.append(here)
+        except BaseException:
+            self.kill()
+            raise
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.kill()
+
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self._procs]
+
+    @property
+    def exit_codes(self) -> list[int | None]:
+        """Each worker's exit code (None: still running), as ``multiprocessing.Process.exitcode`` gives it."""
+        return [proc.exitcode for proc in self._procs]
+
+    def map(self, tasks: Iterable[Any]) -> Iterator[Any]:
+        """``fn(task)`` of each task, in order, the tasks sent round the workers as replies come back (a worker's
+        exception is raised here; a worker that died is a RecaserError)."""
+        busy: deque[int] = deque()  # the worker of each task in flight, oldest first
+        for k, task in enumerate(tasks):
+            j = k % len(self._conns)
+            if len(busy) == len(self._conns):  # every worker has a task: the oldest is worker j's
+                yield self._reply(busy.popleft())
+            try:
+                self._conns[j].send(task)
+            except OSError:  # its end of the pipe closed: it died
+                self._died(j)
+            busy.append(j)
+        while busy:
+            yield self._reply(busy.popleft())
+
+    def _reply(self, j: int) -> Any:
+        try:
+            ok, value = self._conns[j].recv()
+        except (EOFError, OSError):
+            self._died(j)
+        if not ok:
+            raise value
+        return value
+
+    def _died(self, j: int) -> NoReturn:
+        self._procs[j].join()
+        raise RecaserError(
+            f"a worker process ended with exit code {self._procs[j].exitcode} (killed, or out of memory?)"
+        ) from None
+
+    def close(self) -> None:
+        """Tell each worker to end, and reap it (one that does not end is killed)."""
+        for conn in self._conns:
+            with contextlib.suppress(OSError):
+                conn.send(None)
+        for proc in self._procs:
+            proc.join(timeout=10)
+        self.kill()
+
+    def kill(self) -> None:
+        """Kill the workers still running and reap them all."""
+        for proc in self._procs:
+            if proc.exitcode is None:
+                proc.kill()
+        for proc in self._procs:
+            proc.join()
+        for conn in self._conns:
+            conn.close()
+
+
+def _serve(conn: Any, fn: Callable[[Any], Any], inherited: list[Any]) -> None:
+    """In a worker: answer tasks until told to stop (None) or until the parent is gone (its end of the pipe
+    closed)."""
+    worker_signals()
+    for other in inherited:  # the pipes of the workers forked before: held here, they would not close with them
+        other.close()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            reply: tuple[bool, Any] = (True, fn(task))
+        except Exception as exc:  # noqa: BLE001 (raised in the parent)
+            reply = (False, exc)
+        try:
+            conn.send(reply)
+        except OSError:
+            return
 
 
 def in_child(fn: Callable[..., T], *args: Any) -> T:

@@ -192,3 +192,17 @@ def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations():
     warm = fit(batches, 3, sigma=1.0, init=cold.weights + 0.01)
     assert warm.weights == pytest.approx(cold.weights, abs=1e-3)
     assert len(warm.log) < len(cold.log)
+
+
+def test_a_fit_worker_whose_parent_is_gone_ends_quietly():
+    """A CRF worker whose parent was interrupted in the middle of a message (its batches, a weight vector) reads
+    a cut-off pickle, or nothing: it ends with no traceback on the stderr it shares with the user's run."""
+    import pickle
+    import subprocess
+    import sys
+
+    whole = pickle.dumps([np.arange(1000.0)], protocol=pickle.HIGHEST_PROTOCOL)
+    code = "from moses_recaser.model.crf import serve; serve()"
+    for data in (b"", whole[: len(whole) // 2], whole + pickle.dumps(np.zeros(3))[:5]):
+        proc = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, timeout=60)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()[-2000:]

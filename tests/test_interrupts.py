@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -53,6 +55,45 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     _, err = proc.communicate(timeout=60)  # closes stdin: a process the signal missed ends with 0
     assert proc.returncode == 130, err
     assert "interrupted; no output was written" in err
+    assert not out.exists() and _leftovers(tmp_path, "out") == []
+
+
+def _own_group_with_default_sigint() -> None:
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_recasing_workers_signalled_with_their_parent_end_it(tico, tmp_path, sig):
+    """Ctrl-C at a terminal, or a service manager's SIGTERM, goes to the whole process group: the workers of
+    `recase --jobs 2` get it too (SIGTERM ends them first). The run must still end at once, with its one line and
+    nothing written. With multiprocessing.Pool it hung: an idle worker killed while it held the task queue's
+    lock, ending the pool waited on that lock for ever."""
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [CLI, "recase", "--model", str(tico / "model"), "--input", "-", "--jobs", "2", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_own_group_with_default_sigint,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None and not _leftovers(tmp_path, "out"):
+            time.sleep(0.02)
+        time.sleep(0.5)  # the workers are idle, waiting for chunks the open input has not given yet
+        assert proc.poll() is None, "recasing finished before it could be interrupted"
+        os.killpg(proc.pid, sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert err.strip() == "moses-recaser: interrupted; no output was written", err
     assert not out.exists() and _leftovers(tmp_path, "out") == []
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -272,14 +272,17 @@ def serve() -> None:
 
     worker_signals()
     into, out = sys.stdin.buffer, sys.stdout.buffer
-    batches = pickle.load(into)
-    while (w := pickle.load(into)) is not None:
-        try:
-            reply: object = [batch_objective(b, w) for b in batches]
-        except Exception as exc:  # noqa: BLE001 (the parent raises it)
-            reply = exc
-        pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.flush()
+    try:
+        batches = pickle.load(into)
+        while (w := pickle.load(into)) is not None:
+            try:
+                reply: object = [batch_objective(b, w) for b in batches]
+            except Exception as exc:  # noqa: BLE001 (the parent raises it)
+                reply = exc
+            pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+    except (EOFError, pickle.UnpicklingError, OSError):
+        return  # the parent is gone, maybe in the middle of a message: no one to answer, nothing to report
 
 
 # a worker's environment: one BLAS thread, as every command has (``workers.single_threaded_blas``), also when the
@@ -319,7 +322,11 @@ class _Worker:
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
         self._pickle = pickle
-        self.send(list(batches))
+        try:
+            self.send(list(batches))
+        except BaseException:  # interrupted while it was being given its batches: it is nobody's to stop
+            self.kill()
+            raise
 
     def send(self, obj: object) -> None:
         assert self.proc.stdin is not None
@@ -335,6 +342,15 @@ class _Worker:
         if isinstance(reply, BaseException):
             raise reply
         return reply
+
+    def kill(self) -> None:
+        """End the worker at once (an interrupted fit: a message to it may be cut off) and reap it."""
+        self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with suppress(OSError):
+                    pipe.close()
 
     def stop(self) -> None:
         """Tell the worker to end, and end it if it does not."""
@@ -373,6 +389,7 @@ def likelihood(batches: Sequence[Batch], jobs: int = 1) -> Iterator[Callable[[np
         yield lambda w: log_likelihood(batches, w)
         return
     workers: list[_Worker] = []
+    ended = False
     try:
         for share in shares:
             workers.append(_Worker([batches[k] for k in share]))
@@ -385,9 +402,10 @@ def likelihood(batches: Sequence[Batch], jobs: int = 1) -> Iterator[Callable[[np
             return _sum_in_order([by_batch[k] for k in range(len(batches))], len(w))
 
         yield evaluate
+        ended = True
     finally:
         for worker in workers:
-            worker.stop()
+            worker.stop() if ended else worker.kill()
 
 
 @dataclass

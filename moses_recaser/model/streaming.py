@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
-from moses_recaser.workers import check_workers, forking, worker_signals
+from moses_recaser.workers import Workers, check_workers
 
 CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
@@ -21,38 +21,24 @@ class BatchRecaser(Protocol):
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]: ...
 
 
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_recase(chunk: list[Triple]) -> list[list[str]]:
-    return _WORKER["recaser"].recase_batch(chunk)
-
-
 def zip_recased(
     items: Iterable[T], recaser: BatchRecaser, threads: int = 1, triple_of: Callable[[T], Triple] | None = None
 ) -> Iterator[tuple[T, list[str]]]:
     """Pairs (item, recased tokens), streaming in fixed chunks; ``triple_of`` picks the triple out of an
     item. ``threads`` > 1 uses worker processes forked after the model is loaded (they share its pages
-    copy-on-write instead of loading it again), with at most 2 chunks per worker in flight (bounded
-    memory)."""
+    copy-on-write instead of loading it again), with one chunk per worker in flight (bounded memory)."""
     pick: Callable[[T], Triple] = triple_of or (lambda x: x)  # type: ignore[assignment,return-value]
     if check_workers(threads, "--threads") == 1:
         for chunk in chunks(items, CHUNK):
             yield from zip(chunk, recaser.recase_batch([pick(x) for x in chunk]))
         return
-    import multiprocessing as mp
+    sent: deque[list[T]] = deque()
 
-    ctx = mp.get_context("fork")
-    _WORKER["recaser"] = recaser
-    with forking():
-        pool = ctx.Pool(threads, initializer=worker_signals)
-    with pool:
-        pending: deque = deque()
+    def tasks() -> Iterator[list[Triple]]:
         for chunk in chunks(items, CHUNK):
-            pending.append((chunk, pool.apply_async(_worker_recase, ([pick(x) for x in chunk],))))
-            if len(pending) >= 2 * threads:
-                done, res = pending.popleft()
-                yield from zip(done, res.get())
-        while pending:
-            done, res = pending.popleft()
-            yield from zip(done, res.get())
+            sent.append(chunk)
+            yield [pick(x) for x in chunk]
+
+    with Workers(threads, recaser.recase_batch) as workers:
+        for recased in workers.map(tasks()):
+            yield from zip(sent.popleft(), recased)

@@ -22,9 +22,9 @@ from moses_recaser.memory import Memory, rss
 from moses_recaser.stats.counter import Shard, count_piece
 from moses_recaser.stats.in_memory import counter_of_triples
 from moses_recaser.stats.merge import Counts, merge
-from moses_recaser.stats.pieces import Piece, pieces
+from moses_recaser.stats.pieces import pieces
 from moses_recaser.triples import Triple
-from moses_recaser.workers import check_workers, forking, worker_signals
+from moses_recaser.workers import Workers, check_workers
 
 log = logging.getLogger(__name__)
 
@@ -61,45 +61,28 @@ def count_corpus(
 
     first = [counter_of_triples(triples, order, memory.left(), scratch).shard()] if triples is not None else []
     share = memory.split(jobs, (jobs + 1) * rss())
-    ctx = mp.get_context("fork")
-    done = ctx.Value("q", 0)
-    with forking():
-        pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(done,))
-    with _progress(total, quiet, done), pool:
-        shards = pool.starmap(
-            _count_shard,
-            [(p, order, exclude, share, Scratch(scratch.directory, f"w{i}")) for i, p in enumerate(parts)],
-        )
+    # lines done, one slot per piece: each written by one worker only, so no lock a killed worker could hold
+    done = mp.get_context("fork").Array("q", len(parts), lock=False)
+
+    def count(k: int) -> Shard:
+        """Count piece k in a worker, its key tables spilled to scratch (so that only the arrays travel back)."""
+
+        def tick(n: int) -> None:
+            done[k] += n
+
+        shard = count_piece(parts[k], order, tick, exclude, share, Scratch(scratch.directory, f"w{k}"))
+        shard.owned = True
+        return shard
+
+    with _progress(total, quiet, done), Workers(jobs, count) as workers:
+        shards = list(workers.map(range(len(parts))))
     return merge(chain(first, shards), order, scratch, memory.working())
-
-
-_DONE: dict[str, object] = {}  # in a worker: "value", the shared count of lines done
-
-
-def _init_worker(done: object) -> None:
-    """A worker's start: the pool's signal handling, and the shared count of lines done."""
-    worker_signals()
-    _DONE["value"] = done
-
-
-def _count_shard(piece: Piece, order: int, exclude: Collection[str], memory: Memory, scratch: Scratch) -> Shard:
-    """Count a piece in a worker, its key tables spilled to ``scratch`` (so that only the arrays travel back),
-    adding its lines to the shared count as they are done."""
-    done = _DONE["value"]
-
-    def tick(n: int) -> None:
-        with done.get_lock():  # type: ignore[attr-defined]
-            done.value += n  # type: ignore[attr-defined]
-
-    shard = count_piece(piece, order, tick, exclude, memory, scratch)
-    shard.owned = True
-    return shard
 
 
 class _progress:
     """A tqdm bar over lines counted (``done``: a shared counter the workers add to, polled)."""
 
-    def __init__(self, total: int, quiet: bool, done: object | None = None) -> None:
+    def __init__(self, total: int, quiet: bool, done: Sequence[int] | None = None) -> None:
         self.total, self.quiet, self.done = total, quiet or not log.isEnabledFor(logging.INFO), done
         self._stop = threading.Event()
 
@@ -121,7 +104,7 @@ class _progress:
 
     def _poll(self) -> None:
         while not self._stop.wait(0.5):
-            self.bar.n = self.done.value  # type: ignore[union-attr]
+            self.bar.n = sum(self.done or ())
             self.bar.refresh()
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,60 @@
+"""workers.Workers: forked processes answering tasks in order, ended without blocking whatever happened to them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from moses_recaser.errors import RecaserError
+from moses_recaser.workers import Workers
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(0.01 * (x % 3))  # uneven work: replies come back out of order, map must give them in order
+    if x == 13:
+        raise ValueError("thirteen")
+    return x * x
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_replies_come_in_the_order_of_the_tasks(n):
+    with Workers(n, _slow_square) as workers:
+        assert list(workers.map(range(12))) == [x * x for x in range(12)]
+        assert list(workers.map([])) == []
+        assert list(workers.map([5, 4])) == [25, 16]  # a second map on the same workers
+    assert workers.exit_codes == [0] * n
+
+
+def test_a_workers_exception_is_raised_here_and_the_others_are_ended():
+    got = []
+    with pytest.raises(ValueError, match="thirteen"), Workers(2, _slow_square) as workers:
+        for y in workers.map(range(20)):
+            got.append(y)
+    assert got == [x * x for x in range(13)]
+    assert None not in workers.exit_codes
+
+
+def test_a_killed_worker_is_an_error_not_a_hang():
+    """A worker killed from outside (out of memory, a signal to the process group): the next reply it owes is a
+    RecaserError, and leaving the block reaps every worker at once."""
+    start = time.monotonic()
+    with pytest.raises(RecaserError, match="exit code -9"), Workers(2, _slow_square) as workers:
+        for k, _ in enumerate(workers.map(range(1000))):
+            if k == 3:
+                for pid in workers.pids:
+                    os.kill(pid, signal.SIGKILL)
+    assert time.monotonic() - start < 30
+    assert workers.exit_codes == [-9, -9]
+
+
+def test_stopping_early_ends_the_workers():
+    """A consumer that stops reading (``| head``, an error in its own loop) closes the generator: the workers
+    are killed and reaped, none left running."""
+    with Workers(2, _slow_square) as workers:
+        replies = workers.map(iter(range(10**6)))
+        assert next(replies) == 0
+        replies.close()
+    assert None not in workers.exit_codes
