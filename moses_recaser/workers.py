@@ -26,10 +26,10 @@ def check_workers(n: int, what: str) -> int:
 
 
 def worker_signals() -> None:
-    """Leave interruptions to the parent: it handles Ctrl-C and cleans up, and it ends the pool with SIGTERM,
-    on which a worker dies at once. The handler a forked worker inherits (``cli.common``: SIGTERM raises
-    KeyboardInterrupt) would raise wherever the worker happens to be: a traceback on stderr, which EMS reads as
-    a crash, or a worker blocked on the pool's queue lock."""
+    """Leave interruptions to the parent: it handles Ctrl-C, cleans up and kills its workers; a SIGTERM that
+    reaches a worker (sent to the whole process group) ends it at once. The handler a forked worker inherits
+    (``cli.common``: SIGTERM raises KeyboardInterrupt) would raise wherever the worker happens to be: a
+    traceback on stderr, which EMS reads as a crash."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # held back by ``forking``: it ends us now
@@ -37,11 +37,12 @@ def worker_signals() -> None:
 
 @contextlib.contextmanager
 def forking() -> Iterator[None]:
-    """Hold SIGTERM back while a pool forks its workers (each unblocks it in ``worker_signals``). A pool ended at
-    once (an input error) sends SIGTERM to workers that may not have run ``worker_signals`` yet: caught by the
-    Python handler they inherited, the signal was dropped as the child reset its signal state after the fork,
-    and the worker then waited on the pool's queue for ever, the parent joining it (seen once in the test
-    suite). Blocked, it stays pending until the default action is set, and then ends the worker."""
+    """Hold SIGTERM back while workers are forked (each unblocks it in ``worker_signals``). A SIGTERM that reaches
+    a worker before it has run ``worker_signals`` (sent to the process group, or, with multiprocessing.Pool, by
+    a pool ended at once) was caught by the Python handler it inherited and dropped as the child reset its
+    signal state after the fork: the worker went on, and once waited on a pool's queue for ever, the parent
+    joining it (seen once in the test suite). Blocked, it stays pending until the default action is set, and
+    then ends the worker."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
         yield

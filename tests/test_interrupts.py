@@ -27,40 +27,49 @@ def _wait_for(proc: subprocess.Popen, marker: Path | None, seconds: float) -> No
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
-    """The input comes through a pipe left open, so recasing is still under way when the signal comes,
-    however fast the machine."""
+def _recasing_under_way(tico: Path, out: Path, jobs: int, own_group: bool) -> subprocess.Popen:
+    """``recase`` started with its input through a pipe left open, returned once it writes its output (its
+    temporary file exists): still under way when a signal comes, however fast the machine. SIGINT is set to act
+    as a terminal's Ctrl-C delivers it: a test run started in the background of a script inherits SIGINT ignored
+    (as every background job does), and Python keeps an inherited SIG_IGN."""
+
+    def start() -> None:
+        if own_group:
+            os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
-    out = tmp_path / "out"
-    # SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background of a script inherits
-    # SIGINT ignored (as every background job does), and Python keeps an inherited SIG_IGN
     proc = subprocess.Popen(
-        [CLI, "recase", "--model", str(tico / "model"), "--input", "-", "-o", str(out)],
+        [CLI, "recase", "--model", str(tico / "model"), "--input", "-", "--jobs", str(jobs), "-o", str(out)],
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=start,
     )
     assert proc.stdin is not None
     proc.stdin.write("\n".join(lines) + "\n")
     proc.stdin.flush()
-    # interrupt once the output is being written (its temporary file exists); stdin stays open
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and proc.poll() is None and not _leftovers(tmp_path, "out"):
+    while time.monotonic() < deadline and proc.poll() is None and not _leftovers(out.parent, out.name):
         time.sleep(0.02)
-    time.sleep(0.3)
+    time.sleep(0.5)  # (with workers: idle, waiting for chunks the open input has not given yet)
     assert proc.poll() is None, "recasing finished before it could be interrupted"
+    return proc
+
+
+def _ended_by_interrupt(proc: subprocess.Popen, err: str, out: Path) -> None:
+    assert proc.returncode == 130, err
+    assert err.strip() == "moses-recaser: interrupted; no output was written", err
+    assert not out.exists() and _leftovers(out.parent, out.name) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
+    out = tmp_path / "out"
+    proc = _recasing_under_way(tico, out, jobs=1, own_group=False)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)  # closes stdin: a process the signal missed ends with 0
-    assert proc.returncode == 130, err
-    assert "interrupted; no output was written" in err
-    assert not out.exists() and _leftovers(tmp_path, "out") == []
-
-
-def _own_group_with_default_sigint() -> None:
-    os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _ended_by_interrupt(proc, err, out)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -69,32 +78,15 @@ def test_recasing_workers_signalled_with_their_parent_end_it(tico, tmp_path, sig
     `recase --jobs 2` get it too (SIGTERM ends them first). The run must still end at once, with its one line and
     nothing written. With multiprocessing.Pool it hung: an idle worker killed while it held the task queue's
     lock, ending the pool waited on that lock for ever."""
-    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [CLI, "recase", "--model", str(tico / "model"), "--input", "-", "--jobs", "2", "-o", str(out)],
-        stdin=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_own_group_with_default_sigint,
-    )
+    proc = _recasing_under_way(tico, out, jobs=2, own_group=True)
     try:
-        assert proc.stdin is not None
-        proc.stdin.write("\n".join(lines) + "\n")
-        proc.stdin.flush()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None and not _leftovers(tmp_path, "out"):
-            time.sleep(0.02)
-        time.sleep(0.5)  # the workers are idle, waiting for chunks the open input has not given yet
-        assert proc.poll() is None, "recasing finished before it could be interrupted"
         os.killpg(proc.pid, sig)
         _, err = proc.communicate(timeout=60)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
-    assert err.strip() == "moses-recaser: interrupted; no output was written", err
-    assert not out.exists() and _leftovers(tmp_path, "out") == []
+    _ended_by_interrupt(proc, err, out)
 
 
 def test_interrupted_training_leaves_no_model(tico, tmp_path):

@@ -405,7 +405,10 @@ def likelihood(batches: Sequence[Batch], jobs: int = 1) -> Iterator[Callable[[np
         ended = True
     finally:
         for worker in workers:
-            worker.stop() if ended else worker.kill()
+            if ended:
+                worker.stop()
+            else:  # interrupted, perhaps in the middle of a message to it
+                worker.kill()
 
 
 @dataclass
