@@ -334,3 +334,36 @@ def test_without_renameat2_a_model_is_replaced_by_two_renames(tmp_path, monkeypa
         (d / "new").write_text("2")
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["manifest.yaml", "new"]
     assert [p.name for p in tmp_path.iterdir()] == ["m"]
+
+
+def test_an_output_that_is_an_input_read_beside_it_is_refused(tico, tmp_path, capsys):
+    """The output may replace the text a command transforms (``recase`` and ``tokenize`` in place), never a file it
+    only reads beside it (a swapped flag would have put English over the French source), also through a link."""
+    src = tmp_path / "test.fr"
+    src.write_bytes((tico / "test.fr").read_bytes())
+    inp = tmp_path / "test.en"
+    inp.write_bytes((tico / "test.lc.en").read_bytes())
+    (tmp_path / "link").symlink_to(src)
+    before = src.read_bytes()
+    for out in (src, tmp_path / "link"):
+        args = ["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--input", str(inp)]
+        assert main([*args, "-o", str(out)]) == 2
+        assert capsys.readouterr().err == (
+            f"moses-recaser: error: {out}: this output is also the --source input, which the command only reads: "
+            "give another output\n"
+        )
+        assert src.read_bytes() == before
+    assert main(["-q", "lm", "--input", str(inp), "-o", str(inp)]) == 2
+    assert "also the --input input" in capsys.readouterr().err
+    assert (
+        main(
+            ["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--input", str(inp), "-o", str(inp)]
+        )
+        == 0
+    )
+    recased = inp.read_text(encoding="utf-8").splitlines()
+    assert recased != (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()
+    assert [x.lower() for x in recased] == (tico / "test.lc.en").read_text(encoding="utf-8").lower().splitlines()
+    raw = _write(tmp_path / "raw", "It's a test.\n")
+    assert main(["-q", "tokenize", "-l", "en", "-i", raw, "-o", raw]) == 0
+    assert Path(raw).read_text(encoding="utf-8") == "It &apos;s a test .\n"

@@ -8,6 +8,7 @@ import io
 import logging
 import os
 import signal
+import stat
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -104,14 +105,39 @@ def check_destinations(args: argparse.Namespace) -> None:
     """Before any work: every input file is there to read (``reads``: the names of the command's input
     arguments), every output file the command will write (``writes``) can be written, and stdout is open if the
     command prints its result there (``prints``)."""
+    inputs: dict[tuple[int, int], str] = {}
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
+            if name not in getattr(args, "rewrites", ()) and _file_id(path) != NOT_A_FILE:
+                inputs.setdefault(_file_id(path), name)
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
+        read_as = inputs.get(_file_id(getattr(args, name)), None)
+        if read_as is not None:
+            raise RecaserError(
+                f"this output is also the --{read_as.replace('_', '-')} input, which the command only reads: "
+                "give another output",
+                os.fspath(getattr(args, name)),
+            )
     if getattr(args, "prints", False):
         check_output("-")
+
+
+NOT_A_FILE = (-1, -1)
+
+
+def _file_id(path: str | os.PathLike[str] | None) -> tuple[int, int]:
+    """The regular file a path names, as (device, inode) through symlinks; (-1, -1) for stdin or stdout, a file
+    not there yet, a FIFO or a device (written in place, and read as a stream)."""
+    if path is None or os.fspath(path) == "-":
+        return NOT_A_FILE
+    try:
+        st = os.stat(path)
+    except OSError:
+        return NOT_A_FILE
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else NOT_A_FILE
 
 
 def say(text: str) -> None:

@@ -48,7 +48,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         "-alignment file does not exist",
     )
     add(p, "output", default="-", help="output (default stdout, as recase.perl)")
-    p.set_defaults(reads=("input", "source", "trace", "headline"), writes=("output",))
+    p.set_defaults(reads=("input", "source", "trace", "headline"), writes=("output",), rewrites=("input",))
 
 
 def cmd_recase(args: argparse.Namespace) -> int:

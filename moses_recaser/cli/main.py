@@ -73,7 +73,7 @@ def add_tokenize(p: argparse.ArgumentParser) -> None:
     add(p, "input", default="-", help="raw text (default stdin)")
     add(p, "output", default="-", help="tokenized text (default stdout)")
     p.add_argument("-a", "--aggressive-dash-splits", action="store_true", help="as tokenizer.perl -a")
-    p.set_defaults(reads=("input",), writes=("output",))
+    p.set_defaults(reads=("input",), writes=("output",), rewrites=("input",))
 
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
@@ -387,7 +387,8 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "jobs")
     add(p, "output", default="-", help="recased output (default stdout)")
     add_trace_flags(p)
-    p.set_defaults(reads=("source", "trace", "alignment", "triples", "input"), writes=("output",))
+    # the output may replace --input (recasing in place), never a file read beside it
+    p.set_defaults(reads=("source", "trace", "alignment", "triples", "input"), writes=("output",), rewrites=("input",))
 
 
 def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
