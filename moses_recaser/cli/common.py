@@ -103,21 +103,22 @@ def _setup_logging(args: argparse.Namespace, prog: str) -> None:
 
 def check_destinations(args: argparse.Namespace) -> None:
     """Before any work: every input file is there to read (``reads``: the names of the command's input
-    arguments), every output file the command will write (``writes``) can be written, and stdout is open if the
-    command prints its result there (``prints``)."""
+    arguments), every output file the command will write (``writes``) can be written and is none of the input
+    files but those it may replace (``rewrites``: recasing in place), and stdout is open if the command prints its
+    result there (``prints``)."""
     inputs: dict[tuple[int, int], str] = {}
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
-            if name not in getattr(args, "rewrites", ()) and _file_id(path) != NOT_A_FILE:
+            if name not in getattr(args, "rewrites", ()):
                 inputs.setdefault(_file_id(path), name)
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
-        read_as = inputs.get(_file_id(getattr(args, name)), None)
-        if read_as is not None:
+        output = _file_id(getattr(args, name))
+        if output != NOT_A_FILE and output in inputs:
             raise RecaserError(
-                f"this output is also the --{read_as.replace('_', '-')} input, which the command only reads: "
+                f"this output is also the --{inputs[output].replace('_', '-')} input, which the command only reads: "
                 "give another output",
                 os.fspath(getattr(args, name)),
             )
