@@ -109,6 +109,14 @@ def test_case_only_and_signature(tico):
         (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: the streams differ in length"),
         (lambda r: r.recase(b"a b"), "must be a str"),  # type: ignore[arg-type]
         (lambda r: r.recase("a " * 10_001), "hyps:1: 10001 tokens on one line"),
+        # what the command line refuses in a file is refused here too, not a UnicodeEncodeError at the output
+        (lambda r: r.recase("the \ud800 cat"), "hyps:1: character 4 of the line is not text"),
+        (lambda r: r.recase("a\0b"), "hyps:1: a NUL at character 1"),
+        (lambda r: r.recase(None), "hyps:1: a line must be a str, got NoneType"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_lines(["a"], [None])), "sources:1: a line must be a str"),  # type: ignore[list-item]
+        # a str is an iterable of characters: each would be recased as a line
+        (lambda r: list(r.recase_lines("the cat")), "hyps must be an iterable of lines"),
+        (lambda r: list(r.recase_lines(["a"], "A")), "sources must be an iterable of lines"),
         # a Triple made by hand is checked as a line read from a file is
         (
             lambda r: list(r.recase_triples([Triple(0, ["A"], ["a"]), Triple(1, ["A"], ["a"], links=[(0, 5)])])),

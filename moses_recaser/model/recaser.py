@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, zip_longest
 from pathlib import Path
-from typing import Union
+from typing import Union, cast
 
 import numpy as np
 
@@ -202,15 +202,20 @@ class Recaser:
             raise RecaserError("an alignment links the hypothesis to its source: give the source too")
         read_line, options = fmt.read_line, trace_options or TraceOptions()
 
+        for name, stream in (("hyps", hyps), ("sources", sources), ("alignments", alignments)):
+            if isinstance(stream, str) or (stream is None and name == "hyps"):
+                raise RecaserError(f"{name} must be an iterable of lines (a list, a file), not {type(stream).__name__}")
+
         def records() -> Iterator[Record]:
-            rows = zip_longest(hyps, sources or (), alignments or (), fillvalue=None)
+            ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
+            rows = zip_longest(hyps, sources or (), alignments or (), fillvalue=ended)
             for k, (hyp, src, links) in enumerate(rows):
-                if hyp is None or (sources is not None and src is None) or (alignments is not None and links is None):
+                if ended in (hyp, src if sources is not None else None, links if alignments is not None else None):
                     raise RecaserError("the streams differ in length", "hyps", k + 1)
                 line = Line(
                     _one_line(hyp, "hyps", k),
-                    None if src is None else _one_line(src, "sources", k),
-                    None if links is None else _pharaoh(links, k),
+                    None if sources is None else _one_line(src, "sources", k),
+                    None if alignments is None else _pharaoh(cast(Alignment, links), k),  # (type checked there)
                     options,
                     ("hyps", "sources", "alignments"),
                     k + 1,
@@ -338,7 +343,7 @@ def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
         yield t
 
 
-def _one_line(text: str, stream: str, k: int) -> str:
+def _one_line(text: object, stream: str, k: int) -> str:
     """A line as given, less one trailing newline; a line break inside it is an error (it would change the
     output's line structure)."""
     if not isinstance(text, str):
@@ -346,6 +351,13 @@ def _one_line(text: str, stream: str, k: int) -> str:
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
     if "\n" in text or "\r" in text:
         raise RecaserError("a line break inside the line", stream, k + 1)
+    if "\0" in text:  # as the command line refuses it in a file: not text
+        raise RecaserError(f"a NUL at character {text.index(chr(0))} of the line: not text", stream, k + 1)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no file could hold it, no output could write it
+            raise RecaserError(f"character {exc.start} of the line is not text ({exc.reason})", stream, k + 1) from None
     return text
 
 
