@@ -210,7 +210,11 @@ class Recaser:
             ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
             rows = zip_longest(hyps, sources or (), alignments or (), fillvalue=ended)
             for k, (hyp, src, links) in enumerate(rows):
-                if ended in (hyp, src if sources is not None else None, links if alignments is not None else None):
+                if (
+                    hyp is ended
+                    or (sources is not None and src is ended)
+                    or (alignments is not None and links is ended)
+                ):
                     raise RecaserError("the streams differ in length", "hyps", k + 1)
                 line = Line(
                     _one_line(hyp, "hyps", k),
