@@ -155,9 +155,8 @@ class Vocab:
         return out + self._added[max(start - self._stored, 0) : max(end - self._stored, 0)]
 
     def __iter__(self) -> Iterator[str]:
-        blob, off = bytes(self._blob), self._offsets.tolist()
-        yield from (_text(blob[off[i] : off[i + 1]]) for i in range(self._stored))
-        yield from self._added
+        for chunk in self.chunks(1 << 16):
+            yield from chunk
 
     def __contains__(self, word: str) -> bool:
         return self.get(word) >= 0
