@@ -168,9 +168,14 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
         parent = real.parent
         if not parent.is_dir():
             raise RecaserError("the output's directory does not exist", shown)
+        if is_model_dir(parent):  # a file put there would fail the model's next load, or be lost at its next write
+            raise RecaserError(f"is inside the model directory {parent}; give an output outside it", shown)
         if not os.access(parent, os.W_OK | os.X_OK):
             reason = "read-only file system" if _read_only(parent) else "permission denied"
             raise RecaserError(f"cannot write: {reason} (directory {parent})", shown)
+        # the rename would replace a file the user may not write, which the shell's > refuses
+        if st is not None and not os.access(real, os.W_OK):
+            raise RecaserError("cannot write: permission denied (a read-only file)", shown)
     elif not os.access(real, os.W_OK):
         raise RecaserError("cannot write: permission denied", shown)
     return real, st

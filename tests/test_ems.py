@@ -745,3 +745,15 @@ def test_ems_train_takes_mono_files_and_an_empty_mono():
     assert parse([*base[:5], "-mono", "-config", "ini", "-cores", "2"]).monolingual is None
     assert parse([*base, "-mono"]).monolingual is None
     assert parse([*base, "-mono", "a.en", "-mono", "b.en"]).monolingual == ["a.en", "b.en"]
+
+
+def test_ems_train_with_a_file_as_its_dir_is_one_line(tmp_path):
+    """-dir is the step's working directory; a file there is named, not 'File exists', and is left as it was."""
+    c = tmp_path / "c"
+    c.write_text("x\n")
+    args = ["train", "-corpus", str(c), "-source-corpus", str(c), "-alignment", str(c), "-config", "ini"]
+    for d, said in ((c, "is a file: -dir names the step's working directory"), (c / "sub", "cannot write:")):
+        proc = subprocess.run([EMS, *args, "-dir", str(d)], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.startswith(f"moses-recaser-ems: error: {d}: {said}") and proc.stderr.count("\n") == 1
+    assert c.read_text() == "x\n" and sorted(p.name for p in tmp_path.iterdir()) == ["c"]

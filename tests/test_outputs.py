@@ -367,3 +367,66 @@ def test_an_output_that_is_an_input_read_beside_it_is_refused(tico, tmp_path, ca
     raw = _write(tmp_path / "raw", "It's a test.\n")
     assert main(["-q", "tokenize", "-l", "en", "-i", raw, "-o", raw]) == 0
     assert Path(raw).read_text(encoding="utf-8") == "It &apos;s a test .\n"
+
+
+def test_an_output_inside_a_model_directory_is_refused(tmp_path, capsys):
+    """A file written into a model would fail its next load (``-o model/tables.npz``), or be lost when the model is
+    next replaced; also through a symlink to the model."""
+    model = tmp_path / "model"
+    assert main([*_stats_args(tmp_path), "-o", str(model)]) == 0
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    (tmp_path / "link").symlink_to(model)
+    raw = _write(tmp_path / "raw", "a b\n")
+    for out in (model / "tables.npz", model / "notes.txt", tmp_path / "link" / "lm.arpa"):
+        assert main(["-q", "tokenize", "-l", "en", "-i", raw, "-o", str(out)]) == 2
+        assert capsys.readouterr().err == (
+            f"moses-recaser: error: {out}: is inside the model directory {model}; give an output outside it\n"
+        )
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+    assert main(["-q", "tokenize", "-l", "en", "-i", raw, "-o", str(tmp_path / "notes.txt")]) == 0
+
+
+def _as_nobody(path: Path) -> str:
+    """What ``output_target`` says of ``path`` in a process of an unprivileged user (root may write any file)."""
+    from moses_recaser.outputs import output_target
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        os.close(r)
+        try:
+            if ROOT:
+                os.setgid(65534)
+                os.setuid(65534)
+            output_target(path)
+            said = "ok"
+        except RecaserError as exc:
+            said = str(exc)
+        except BaseException as exc:  # noqa: BLE001
+            said = f"unexpected {exc!r}"
+        os.write(w, said.encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        said = fh.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+def test_a_read_only_output_is_refused_before_work(tmp_path):
+    """The rename beside a file could replace one its user may not write (mode 0444, someone else's), which the
+    shell's ``>`` refuses; so is it refused, in a directory the user may write."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for d in (tmp_path, shared):
+        d.chmod(0o777)
+    os.chmod(tmp_path.parent, tmp_path.parent.stat().st_mode | 0o011)  # the way in, for the other user
+    os.chmod(tmp_path.parent.parent, tmp_path.parent.parent.stat().st_mode | 0o011)
+    kept = shared / "kept.txt"
+    kept.write_text("the user's\n")
+    kept.chmod(0o444)
+    assert _as_nobody(kept) == f"{kept}: cannot write: permission denied (a read-only file)"
+    assert _as_nobody(shared / "new.txt") == "ok"
+    kept.chmod(0o666)
+    assert _as_nobody(kept) == "ok"
+    assert kept.read_text() == "the user's\n"

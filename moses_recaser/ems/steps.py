@@ -20,7 +20,7 @@ from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.bitext import read_monolingual
 from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace
-from moses_recaser.outputs import atomic_output
+from moses_recaser.outputs import atomic_output, write_error
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple
 
@@ -166,7 +166,12 @@ def train_step(step: TrainStep) -> None:
     given = {k: v for k, v in step.settings.items() if v is not None}
     out_dir = Path(step.dir)
     made = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RecaserError("is a file: -dir names the step's working directory", step.dir) from None
+    except OSError as exc:
+        raise write_error(exc, step.dir) from None
     model = out_dir / "model"
     try:
         train(step.source_corpus, step.corpus, model, alignment=step.alignment, work=out_dir, **given)
