@@ -67,7 +67,9 @@ def train(
     from moses_recaser.model.train import DecoderOutput
     from moses_recaser.model.train import train as fit
     from moses_recaser.outputs import work_dir
+    from moses_recaser.workers import check_workers
 
+    check_workers(jobs, "--jobs")
     budget = Memory.of(memory)
     chosen = _settings(settings, setting_values)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)

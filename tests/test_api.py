@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import moses_recaser
-from moses_recaser import Recaser, RecaserError, Triple
+from moses_recaser import Recaser, RecaserError, Triple, train
 from moses_recaser.cli.main import main
 from moses_recaser.textio import split_tokens
 
@@ -123,6 +123,10 @@ def test_case_only_and_signature(tico):
             "triples:2: alignment link 0-5 is outside",
         ),
         (lambda r: r.explain(Triple(0, ["A", "B"], ["a", "b"], phrases=[(0, 1, 0, 3)])), "triples:1: "),
+        # a count of processes as a string (read from a config) is refused by name, not a TypeError
+        (lambda r: list(r.recase_lines(["a"], jobs="2")), "--jobs must be a whole number of processes, not '2'"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_lines(["a"], jobs=0)), "--jobs must be between 1 and"),
+        (lambda r: train(None, None, "m", stats="s", jobs=2.0), "--jobs must be a whole number"),  # type: ignore[arg-type]
     ],
 )
 def test_errors_are_recaser_errors_with_a_place(tico, call, message):
@@ -158,3 +162,81 @@ def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tmp_path):
     r = Recaser.load(model)
     assert "sigma:1" in r.signature
     assert r.recase("the who .").lower() == "the who ."
+
+
+def _made_up_words(n: int, seed: int) -> list[str]:
+    """Lines of words no model has seen (as a stream of names, numbers and URLs brings them)."""
+    import random
+
+    rng = random.Random(seed)
+    return [
+        " ".join(["the"] + ["".join(rng.choices("bcdfghklmnpqrstvz", k=7)) for _ in range(6)] + ["."]) for _ in range(n)
+    ]
+
+
+def test_a_recaser_shared_by_threads_answers_as_one_thread_does(tico):
+    """Threads of a server sharing one Recaser: each line comes back as a lone Recaser recases it (the registry
+    of word types that every batch updates was changed by two at once: IndexErrors, and a false 'damaged')."""
+    import threading
+
+    hyp = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() + _made_up_words(200, 1)
+    expected = list(Recaser.load(tico / "model").recase_lines(hyp))
+    shared, got, errors = Recaser.load(tico / "model"), [None] * len(hyp), []
+
+    def work(part: int) -> None:
+        try:
+            for i in range(part, len(hyp), 3):
+                got[i] = shared.recase(hyp[i])
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and got == expected
+
+
+def test_a_batch_ended_midway_leaves_the_recaser_as_it_was(tico, monkeypatch):
+    """Ctrl-C (or any exception) between two steps of a batch's update of the word types: the next calls answer
+    as a fresh Recaser does (they used to fail with IndexErrors until the model was loaded again)."""
+    from moses_recaser.columns import Columns
+    from moses_recaser.model.candidates import Candidates
+    from moses_recaser.model.extractor import FeatureExtractor
+    from moses_recaser.vocab import Vocab
+
+    hyp = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() + _made_up_words(100, 2)
+    src = ["X"] * len(hyp)  # source words the model never saw: their types are described too
+    expected = list(Recaser.load(tico / "model").recase_lines(hyp, src))
+    # new types numbered but not yet described; candidates numbered, their facts not added; facts added, the
+    # rest of the batch not
+    for owner, name in ((Vocab, "add_all"), (Candidates, "_describe"), (Columns, "add"), (FeatureExtractor, "_spans")):
+        r = Recaser.load(tico / "model")
+        step = getattr(owner, name)
+
+        def interrupted(*args, step=step, **kwargs):  # type: ignore[no-untyped-def]
+            step(*args, **kwargs)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(owner, name, interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            list(r.recase_lines(hyp, src))
+        monkeypatch.setattr(owner, name, step)
+        assert list(r.recase_lines(hyp, src)) == expected, name
+
+
+def test_the_word_types_a_recaser_keeps_are_bounded(tico, monkeypatch):
+    """A long-running process that meets new words all the time: past MAX_TYPES_MET types met, the Recaser
+    forgets them (it held every type it ever met: 2.6 GB after a million), and answers as before."""
+    import moses_recaser.model.recaser as recaser
+
+    hyp = _made_up_words(300, 3)
+    expected = list(Recaser.load(tico / "model").recase_lines(hyp))
+    monkeypatch.setattr(recaser, "MAX_TYPES_MET", 500)
+    r = Recaser.load(tico / "model")
+    got = []
+    for k in range(0, len(hyp), 50):
+        got += r.recase_lines(hyp[k : k + 50])
+        assert r.extractor.types_met() <= 500 + 2 * 50 * 8  # one batch's types past the bound, at most
+    assert got == expected

@@ -136,7 +136,7 @@ def bad_input():
 
 for _ in range(200):
     try:
-        for _ in zip_recased(bad_input(), Same(), threads=2):
+        for _ in zip_recased(bad_input(), Same(), jobs=2):
             pass
     except ValueError:
         pass

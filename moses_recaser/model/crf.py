@@ -157,7 +157,7 @@ class Marginals:
 def _factors(batch: Batch, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """exp(unary score) (S, n, K) and exp(LM factor) (S, n + 1, K, K, K), each divided by its largest value per
     sentence and position (so every entry is at most 1), and the log of those divisors summed per sentence."""
-    phi = batch.unary @ w[1:]
+    phi = np.einsum("snkd,d->snk", batch.unary, w[1:])  # not @: see ``Flat.scores``
     phi[~batch.valid] = NEG
     top = phi.max(axis=2)
     top[~np.isfinite(top)] = 0.0
@@ -212,7 +212,7 @@ def expectations(
     if not live.all():
         m.alpha[~live], m.beta[~live], m.scale[~live] = 0.0, 0.0, 1.0
     mu = (m.alpha * m.beta).sum(axis=2)  # (S, n, K): marginal of each candidate
-    e_unary = mu.reshape(-1) @ batch.unary.reshape(mu.size, -1)
+    e_unary = np.einsum("c,cd->d", mu.reshape(-1), batch.unary.reshape(mu.size, -1))
     raw = batch.lm
     e_lm = float(np.sum(mu[:, 0] * raw[:, 0, 0, 0, :]))
     if n > 1:

@@ -100,10 +100,10 @@ class FeatureExtractor:
         feature_names: Sequence[str],
         alignment: str = "phrase",
         max_candidates: int = MAX_CANDIDATES,
-        candidates_file: str | os.PathLike[str] | None = None,
+        candidates_file: str | os.PathLike[str] | MappedArrays | None = None,
     ) -> None:
-        """``candidates_file``: a registry stored by training (``save_registry``), used when it was made
-        with the same settings."""
+        """``candidates_file``: a registry stored by training (``save_registry``), or its arrays as mapped
+        already, used when it was made with the same settings."""
         self.tables = tables
         self.lm = lm
         self.names = list(feature_names)
@@ -117,10 +117,12 @@ class FeatureExtractor:
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
         self._gen_checked = np.zeros(0, dtype=bool)  # per target type: GEN's candidates checked (``_check_gen``)
+        self._loaded_types = 0
         if candidates_file is not None:
-            z = MappedArrays(candidates_file)
+            z = candidates_file if isinstance(candidates_file, MappedArrays) else MappedArrays(candidates_file)
             if self.candidates.load(z):
                 self._restore_types(z)
+        self._loaded_types = len(self._target_types) + len(self._source_types)
         self._kenlm = None if isinstance(lm, ArrayLM) else KenlmContexts(lm, self.candidates.strings)
 
     def save_registry(self, path: str | os.PathLike[str]) -> None:
@@ -164,6 +166,11 @@ class FeatureExtractor:
             table.tgt_vocab.compact()
         if isinstance(self.lm, ArrayLM):
             self.lm.vocab.compact()
+
+    def types_met(self) -> int:
+        """The word types, target and source, described since the registry was loaded (what recasing holds for
+        each input it has seen: about 2.6 KB a type)."""
+        return len(self._target_types) + len(self._source_types) - self._loaded_types
 
     def _restore_types(self, z: Mapping[str, np.ndarray]) -> None:
         # the target types' punctuation column holds feature columns: only for the same features

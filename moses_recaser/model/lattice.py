@@ -30,6 +30,13 @@ class Flat:
     gen_misses: list[int]  # per sentence, positions whose reference GEN did not give (training)
     fixed: dict[int, str] = field(default_factory=dict)  # positions (flat) a constraint fixed, and its name
 
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        """Each candidate's unary score (C,): its features times ``w``, one weight vector (k,) for all, or one per
+        candidate (C, k). By einsum, not ``@``: a library caller's numpy has OpenBLAS threads, which spin on the
+        other cores after each product (1.6 s of CPU for 1.0 s of recasing newstest2014); einsum's loop runs at
+        one BLAS thread's speed here."""
+        return np.einsum("ck,k->c" if w.ndim == 1 else "ck,ck->c", self.unary, w)
+
     def best_paths(self, phi: np.ndarray, lm_weight: np.ndarray) -> list[np.ndarray]:
         """Viterbi: per sentence, the best candidate index per position, for unary scores ``phi`` (C,)
         and each sentence's LM weight."""

@@ -11,9 +11,12 @@ what it lacks. Output tokens differ from the input in case only.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import operator
 import os
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, zip_longest
 from pathlib import Path
@@ -28,7 +31,7 @@ from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import Weights, mode_of
 from moses_recaser.model.streaming import zip_recased
-from moses_recaser.modeldir import Manifest, ModelSnapshot, read_manifest, verify_files
+from moses_recaser.modeldir import Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.moses.formats import FORMATS, Line, Record
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.trace import TraceOptions
@@ -66,6 +69,24 @@ def lm_file(model_dir: Path, manifest: Manifest) -> Path:
     raise RecaserError("the model has no LM file", str(model_dir))
 
 
+# word types met while recasing that a Recaser keeps described (about 2.6 KB each); past them it forgets them all,
+# so a long-running process that meets new words (names, numbers, URLs) all the time stays within some 200 MB
+MAX_TYPES_MET = 1 << 16
+# every Recaser of this process, for the child of a fork (``_after_fork``)
+_LIVE: weakref.WeakSet[Recaser] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child, each Recaser gets a lock of its own: one that another thread of the parent held at the
+    fork would never be released here, and what that thread was changing is taken as half-done."""
+    for r in list(_LIVE):
+        if r._lock.locked():
+            r._unfinished = True
+        r._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
 # a word alignment: a Pharaoh line ("0-0 1-2") or (source, target) index pairs
 Alignment = Union[str, Sequence[tuple[int, int]]]
 # what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
@@ -80,6 +101,8 @@ class Recaser:
     'the United States .'
 
     Output differs from the input in case only. Errors (a bad model, a malformed line) are ``RecaserError``.
+    One object may be shared by threads (its batches run one at a time: ``jobs`` is the parallelism); an error or
+    an interrupt in the middle of a batch leaves it as usable as before.
     """
 
     def __init__(self, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> None:
@@ -91,6 +114,9 @@ class Recaser:
             raise RecaserError(f"alignment_mode is {alignment_mode!r}; choose phrase or links")
         self.dir = resolve_model(model_dir)
         self.prefer = alignment_mode
+        self._lock = threading.Lock()
+        self._unfinished = False  # a batch ended by an exception: the registry of types met may be half-updated
+        _LIVE.add(self)
         with ModelSnapshot(self.dir) as snap:
             self.manifest = read_manifest(snap.root, verify=False)
             # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
@@ -139,14 +165,21 @@ class Recaser:
             raise RecaserError(f"setting max_candidates is {max_candidates!r}: the manifest is damaged", where)
         self.tables = Tables.load(root)
         self.lm = load_model_lm(root, self.manifest)
+        self._registry = MappedArrays(root / "candidates.npz") if "candidates.npz" in self.manifest.files else None
+        self._start_over()
+
+    def _start_over(self) -> None:
+        """The feature extractor as loaded: the word types met since, and the lookups cached, forgotten. Its
+        registry is read from the arrays mapped at load, not from the directory, which may have changed since."""
         self.extractor = FeatureExtractor(
             self.tables,
             self.lm,
             self.weights.names,
             alignment=str(self.settings["alignment_mode"]),
             max_candidates=int(self.settings.get("max_candidates", MAX_CANDIDATES)),
-            candidates_file=root / "candidates.npz" if "candidates.npz" in self.manifest.files else None,
+            candidates_file=self._registry,
         )
+        self.extractor.compact()  # the tables' and the LM's caches of words looked up
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> Recaser:
@@ -255,7 +288,7 @@ class Recaser:
         NaN probability) is a RecaserError, not a warning and a wrong answer; code that means to divide by zero
         (a log of 0) says so in an errstate of its own."""
         try:
-            with np.errstate(invalid="raise", divide="raise", over="raise"):
+            with self._one_batch(), np.errstate(invalid="raise", divide="raise", over="raise"):
                 return self._recased(triples)
         except FloatingPointError as exc:
             raise RecaserError(
@@ -264,15 +297,29 @@ class Recaser:
                 str(self.dir),
             ) from None
 
+    @contextlib.contextmanager
+    def _one_batch(self) -> Iterator[None]:
+        """The extractor's registry of word types, for one batch at a time. A batch ended by an exception (a
+        Ctrl-C may come between any two steps of its update) leaves the registry to be started over; so do more
+        than MAX_TYPES_MET types met."""
+        with self._lock:
+            if self._unfinished:
+                self._start_over()
+            self._unfinished = True
+            yield
+            self._unfinished = False
+            if self.extractor.types_met() > MAX_TYPES_MET:
+                self._start_over()
+
     def _recased(self, triples: Sequence[Triple]) -> list[list[str]]:
         views, modes, decoded = self._views(triples)
         flat = self.extractor.flat(views, decoded=decoded)
         W = self.weights.matrix()
         if (modes == modes[0]).all():
-            phi = flat.unary @ W[modes[0], 1:]
+            phi = flat.scores(W[modes[0], 1:])
         else:  # each candidate by its sentence's weights
             sent = np.repeat(np.repeat(np.arange(len(triples)), flat.n_pos), flat.per_pos)
-            phi = np.take_along_axis(flat.unary @ W[:, 1:].T, modes[sent][:, None], axis=1)[:, 0]
+            phi = flat.scores(W[modes[sent], 1:])
         paths = flat.best_paths(phi, W[modes, 0])
         out = flat.words(paths, self.extractor.candidates.strings)
         check_case_only_all([t.target for t in triples], out)
@@ -296,12 +343,16 @@ class Recaser:
         """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
         given the best path); ``fixed_by`` names the constraint that fixed a word."""
         (triple,) = _validated([triple])
+        with self._one_batch():
+            return self._explained(triple)
+
+    def _explained(self, triple: Triple) -> list[dict]:
         views, modes, decoded = self._views([triple])
         flat = self.extractor.flat(views, decoded=decoded)
         if not len(flat.per_pos):
             return []
         w = self.weights.matrix()[modes[0]]
-        best = flat.best_paths(flat.unary @ w[1:], np.array([w[0]]))[0]
+        best = flat.best_paths(flat.scores(w[1:]), np.array([w[0]]))[0]
         from moses_recaser.model.crf import make_batches  # the training code, for this one view
 
         (batch,) = make_batches([flat])

@@ -22,13 +22,13 @@ class BatchRecaser(Protocol):
 
 
 def zip_recased(
-    items: Iterable[T], recaser: BatchRecaser, threads: int = 1, triple_of: Callable[[T], Triple] | None = None
+    items: Iterable[T], recaser: BatchRecaser, jobs: int = 1, triple_of: Callable[[T], Triple] | None = None
 ) -> Iterator[tuple[T, list[str]]]:
     """Pairs (item, recased tokens), streaming in fixed chunks; ``triple_of`` picks the triple out of an
-    item. ``threads`` > 1 uses worker processes forked after the model is loaded (they share its pages
+    item. ``jobs`` > 1 uses worker processes forked after the model is loaded (they share its pages
     copy-on-write instead of loading it again), with one chunk per worker in flight (bounded memory)."""
     pick: Callable[[T], Triple] = triple_of or (lambda x: x)  # type: ignore[assignment,return-value]
-    if check_workers(threads, "--threads") == 1:
+    if check_workers(jobs, "--jobs") == 1:
         for chunk in chunks(items, CHUNK):
             yield from zip(chunk, recaser.recase_batch([pick(x) for x in chunk]))
         return
@@ -39,6 +39,6 @@ def zip_recased(
             sent.append(chunk)
             yield [pick(x) for x in chunk]
 
-    with Workers(threads, recaser.recase_batch) as workers:
+    with Workers(jobs, recaser.recase_batch) as workers:
         for recased in workers.map(tasks()):
             yield from zip(sent.popleft(), recased)

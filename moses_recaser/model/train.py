@@ -684,7 +684,7 @@ def select_sigma(
             warn_unconverged(result, f"the cross-validation fit (sigma {sigma:g}, half {k + 1})")
             w = start[k] = result.weights
             for flat in halves[1 - k]:
-                paths = flat.best_paths(flat.unary @ w[1:], np.full(len(flat.n_pos), w[0]))
+                paths = flat.best_paths(flat.scores(w[1:]), np.full(len(flat.n_pos), w[0]))
                 for path, gold in zip(paths, flat.gold):
                     labeled = np.asarray(gold) >= 0
                     correct += int((path == gold)[labeled].sum())
