@@ -70,6 +70,20 @@ def train(
     from moses_recaser.workers import check_workers
 
     check_workers(jobs, "--jobs")
+    _check_paths(
+        model=model,
+        source=source,
+        target=target,
+        alignment=alignment,
+        stats=stats,
+        dev_source=dev_source,
+        dev_target=dev_target,
+        dev_alignment=dev_alignment,
+        dev_trace=dev_trace,
+        dev_trace_alignment=dev_trace_alignment,
+        lmplz=lmplz,
+        work=work,
+    )
     budget = Memory.of(memory)
     chosen = _settings(settings, setting_values)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
@@ -102,6 +116,17 @@ def train(
     return Path(model)
 
 
+def _check_paths(**paths: object) -> None:
+    """Each a file name (a str or a path; None: not given, which ``model`` must be), not an int or bytes: refused
+    by the flag's name before any work, not a TypeError midway."""
+    for name, value in paths.items():
+        if value is None and name != "model":
+            continue
+        if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+            flag = "-o" if name == "model" else f"--{name.replace('_', '-')}"  # as the command line spells it
+            raise RecaserError(f"{flag} must be a file name, not {value!r}")
+
+
 def _str(path: PathLike | None) -> str | None:
     return None if path is None else os.fspath(path)
 
@@ -112,7 +137,10 @@ def _settings(settings: TrainSettings | None, values: dict[str, Any]) -> TrainSe
     unknown = sorted(set(values) - names)
     if unknown:
         raise RecaserError(f"unknown setting(s) {', '.join(unknown)}; the settings are {', '.join(sorted(names))}")
+    if settings is not None and not isinstance(settings, TrainSettings):
+        raise RecaserError(f"settings must be a TrainSettings, not {type(settings).__name__}")
     chosen = dataclasses.replace(settings or TrainSettings(), **values)
+    chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
     chosen.monolingual = [str(Path(m).resolve()) for m in chosen.monolingual]
     return chosen
 

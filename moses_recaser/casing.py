@@ -224,3 +224,9 @@ def has_lower(token: str) -> bool:
 def has_case(tokens: Sequence[str]) -> bool:
     """Some token differs from its lowercase: the line came with case (truecased or cased MT output)."""
     return any(lower(t) != t for t in tokens)
+
+
+def tells_case(tokens: Sequence[str]) -> bool:
+    """The line's case says something of its words: it has a capital, and a lowercase letter too. A line in
+    capitals (a headline, a system that writes them) is as mute on its words' case as a lowercased one."""
+    return has_case(tokens) and any(c.islower() for t in tokens for c in t)

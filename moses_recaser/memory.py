@@ -27,6 +27,7 @@ WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after
 # the least a run may be given: the interpreter with numpy and the package take about 100 MiB (a smaller setting
 # is surely a slip); the rest is the counters' and the estimate's
 FLOOR = 128 << 20
+LIBRARY_FLOOR = 4 << 20  # bytes given as a number: at least this (a budget that spills every chunk)
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgtp%]?)(?:i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
@@ -116,8 +117,12 @@ class Memory:
         """The whole run's memory: a size as ``parse_memory`` reads it (default DEFAULT_MEMORY), or bytes."""
         if isinstance(setting, Memory):
             return setting
-        if isinstance(setting, int):
+        if isinstance(setting, int) and not isinstance(setting, bool):
+            if setting < LIBRARY_FLOOR:  # (bytes are the library's and the tests': spilling everything is allowed)
+                raise RecaserError(f"--memory of {setting} bytes is too small: give at least {LIBRARY_FLOOR >> 20}M")
             return cls(setting, f"{setting >> 20}M")
+        if setting is not None and not isinstance(setting, str):
+            raise RecaserError(f"--memory must be a size such as 2G, 500M or 50%, or bytes, not {setting!r}")
         text = DEFAULT_MEMORY if setting is None else setting
         return cls(parse_memory(text), text)
 

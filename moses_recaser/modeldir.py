@@ -451,6 +451,8 @@ DAMAGED = (
 def resolve_model(path: str | os.PathLike[str]) -> Path:
     """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes).
     A model that a replacement left aside when it died between its two renames is put back first, at either."""
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):  # "" would be the current directory
+        raise RecaserError(f"a model is a directory name, not {path!r}")
     p = _put_back(Path(path))
     if p.is_dir():
         return p

@@ -39,6 +39,14 @@ def check_length(tokens: list[str]) -> None:
         )
 
 
+_TOKEN = re.compile(r"[^ \t]+")
+
+
+def iter_tokens(line: str) -> Iterator[str]:
+    """The tokens ``split_tokens`` gives, one at a time (for a very long line: memory as one token)."""
+    return (m[0] for m in _TOKEN.finditer(line.strip(_TRIM)))
+
+
 def split_tokens(line: str) -> list[str]:
     """Split a line into tokens the way the Moses decoder does (see ``_TOKEN_SEP``). Invariant: joined with
     spaces, the tokens split back into themselves."""

@@ -106,7 +106,9 @@ def test_case_only_and_signature(tico):
         (lambda r: r.recase("a b", source="A B", alignment="0-0 5-1"), "outside"),
         (lambda r: r.recase("a b", source="A B", alignment=[(0, 0.5)]), "index pairs"),
         (lambda r: r.recase("a |0-0|", source="A", trace_format="nbest"), "choose one of trace, text"),
-        (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: the streams differ in length"),
+        (lambda r: list(r.recase_lines(["a", "b"], ["A"])), "hyps:2: line-count mismatch: sources has only 1 lines"),
+        (lambda r: list(r.recase_lines(["a"], ["A"], ["0-0", "0-0"])), "alignments:2: line-count mismatch: hyps has"),
+        (lambda r: list(r.recase_lines(["a"], ["A " * 10_001])), "sources:1: 10001 tokens on one line"),
         (lambda r: r.recase(b"a b"), "must be a str"),  # type: ignore[arg-type]
         (lambda r: r.recase("a " * 10_001), "hyps:1: 10001 tokens on one line"),
         # what the command line refuses in a file is refused here too, not a UnicodeEncodeError at the output
@@ -127,6 +129,20 @@ def test_case_only_and_signature(tico):
         (lambda r: list(r.recase_lines(["a"], jobs="2")), "--jobs must be a whole number of processes, not '2'"),  # type: ignore[arg-type]
         (lambda r: list(r.recase_lines(["a"], jobs=0)), "--jobs must be between 1 and"),
         (lambda r: train(None, None, "m", stats="s", jobs=2.0), "--jobs must be a whole number"),  # type: ignore[arg-type]
+        # settings refused before any work, not a model that load refuses, nor a TypeError midway
+        (lambda r: train(None, None, "m", stats="s", max_candidates=0), "max_candidates must be at least 1"),
+        (lambda r: train(None, None, "m", stats="s", sigma="1"), "setting sigma must be a number, not '1'"),
+        (lambda r: train(None, None, "m", stats="s", monolingual="a.en"), "setting monolingual must be a list"),
+        (lambda r: train(None, None, "m", stats="s", memory=1), "--memory of 1 bytes is too small"),
+        (lambda r: train(5, "t.en", "m"), "--source must be a file name, not 5"),  # type: ignore[arg-type]
+        (lambda r: train(None, None, None, stats="s"), "-o must be a file name, not None"),  # type: ignore[arg-type]
+        (lambda r: Recaser.load(""), "a model is a directory name, not ''"),
+        (lambda r: list(r.recase_lines(5)), "hyps must be an iterable of lines"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_lines(b"the cat")), "hyps must be an iterable of lines .* not bytes"),  # type: ignore[arg-type]
+        # a Triple made by hand is checked as a JSON Lines triple is
+        (lambda r: list(r.recase_triples([Triple(0, ["A"], ["a"], unknown=[7])])), "triples:1: 'unknown' position 7"),
+        (lambda r: list(r.recase_triples([Triple(0, ["A"], ["a\ud800"])])), "triples:1: 'target' entry 0 holds a lone"),
+        (lambda r: list(r.recase_triples(["a b"])), "triples:1: an item must be a Triple, not str"),  # type: ignore[list-item]
     ],
 )
 def test_errors_are_recaser_errors_with_a_place(tico, call, message):
@@ -240,3 +256,14 @@ def test_the_word_types_a_recaser_keeps_are_bounded(tico, monkeypatch):
         got += r.recase_lines(hyp[k : k + 50])
         assert r.extractor.types_met() <= 500 + 2 * 50 * 8  # one batch's types past the bound, at most
     assert got == expected
+
+
+def test_a_byte_order_mark_is_dropped_as_the_command_line_drops_it(tico, tmp_path):
+    """A file that starts with a UTF-8 BOM, opened with ``open()`` as the README does: the same lines as the
+    command line gives (the first came back as '\\ufeffThe ...')."""
+    path = tmp_path / "bom.en"
+    path.write_text("\ufeff" + (tico / "test.lc.en").read_text(encoding="utf-8"), encoding="utf-8")
+    cli = _cli("--model", str(tico / "model"), "--input", str(path), "-o", str(tmp_path / "cli"))
+    with open(path, encoding="utf-8") as fh:
+        assert list(Recaser.load(tico / "model").recase_lines(fh)) == cli
+    assert not cli[0].startswith("\ufeff")

@@ -302,6 +302,11 @@ def test_the_token_limit_per_line(tico, tmp_path, capsys):
     reason = f"{MAX_TOKENS + 1} tokens on one line, more than the limit of 10,000"
     _fails(capsys, ["recase", "--model", model, "--input", long, "-o", str(out)], long, 2, reason, out)
     _fails(capsys, ["recase", "--model", model, "--input", long, "--source", long, "-o", str(out)], long, 2, reason)
+    # the file whose line is too long is named, not the last one read beside it
+    short = _write(tmp_path / "short", "a b\nc d\n")
+    wa = _write(tmp_path / "wa", "0-0\n0-0\n")
+    args = ["recase", "--model", model, "--input", short, "--source", long, "--alignment", wa, "-o", str(out)]
+    _fails(capsys, args, long, 2, reason)
     _fails(capsys, ["recase", "--model", model, "--trace", long, "--source", long, "-o", str(out)], long, 2, reason)
     _fails(capsys, ["triples", "--source", long, "--target", long, "-o", str(out)], long, 2, reason, out)
     assert ems_main(["recase", "-in", long, "-model", model, "-o", str(out)]) == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,9 @@ import pytest
 import yaml
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.model.modes import Weights
 from moses_recaser.model.recaser import Recaser
+from moses_recaser.model.settings import weights_digest
 from moses_recaser.modeldir import save_npz
 from moses_recaser.moses.formats import FORMATS, Inputs
 from moses_recaser.outputs import HOST, TAG, atomic_directory
@@ -127,6 +130,10 @@ _MANIFEST_EDITS = {
     "a weight NaN": lambda doc: doc["weights"]["modes"]["both"].__setitem__(0, float("nan")),
     "a weight 1e308": lambda doc: doc["weights"]["modes"]["both"].__setitem__(1, 1e308),
     "a weight a list": lambda doc: doc["weights"]["modes"]["both"].__setitem__(1, [1.0, 2.0]),
+    "a weight changed": lambda doc: doc["weights"]["modes"]["both"].__setitem__(1, 0.5),
+    "a setting changed": lambda doc: doc["settings"].__setitem__("sigma", 0.25),
+    "a setting NaN": lambda doc: doc["settings"].__setitem__("sigma", float("nan")),
+    "the signature without weights": lambda doc: doc.__setitem__("signature", doc["signature"].split("|w:")[0]),
     "sizes a list": lambda doc: doc.__setitem__("sizes", [1]),
     "a size negative": lambda doc: doc["sizes"].__setitem__("lm.npz", -1),
     "a size of another file": lambda doc: doc["sizes"].__setitem__("other.npz", 1),
@@ -142,6 +149,23 @@ def test_a_damaged_manifest_is_one_error(model, edit):
     with pytest.raises(RecaserError) as err:
         Recaser(model)
     assert err.value.path is not None and err.value.path.startswith(str(model))
+
+
+def test_weights_edited_in_the_manifest_are_refused_by_its_signature(model):
+    """The manifest holds the weights and is not among the files it checksums: weights edited there (all negated:
+    every word came out in capitals) under the same signature, which says they are the same model's, are refused."""
+    doc = _manifest(model)
+    doc["weights"]["modes"] = {m: [-w for w in ws] for m, ws in doc["weights"]["modes"].items()}
+    _write_manifest(model, doc)
+    signed = doc["signature"].split("|w:")[1]
+    with pytest.raises(RecaserError, match=f"the weights do not match the signature's hash \\(w:{signed}\\)"):
+        Recaser(model)
+    doc = _manifest(model)
+    doc["weights"]["modes"] = {m: [-w for w in ws] for m, ws in doc["weights"]["modes"].items()}  # back
+    doc["settings"]["input_case"] = "cased"  # the signature would say in:cased
+    _write_manifest(model, doc)
+    with pytest.raises(RecaserError, match="the settings do not match the signature: the manifest was edited"):
+        Recaser(model)
 
 
 def test_a_file_of_the_wrong_size_is_refused_before_it_is_read(model):
@@ -301,6 +325,8 @@ def _flipped(model: Path, tmp_path: Path) -> Path:
     shutil.copytree(model, other)
     doc = _manifest(other)
     doc["weights"]["modes"] = {m: [-w for w in ws] for m, ws in doc["weights"]["modes"].items()}
+    digest = weights_digest(Weights.from_dict(doc["weights"], "manifest").matrix())
+    doc["signature"] = re.sub(r"\|w:[0-9a-f]+", f"|w:{digest}", doc["signature"])  # as training would sign them
     _write_manifest(other, doc)
     return other
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.outputs import atomic_directory, atomic_output
-from moses_recaser.textio import LineReader, split_tokens, zip_readers
+from moses_recaser.textio import LineReader, iter_tokens, split_tokens, zip_readers
 
 
 def test_invalid_utf8_names_line(tmp_path):
@@ -104,3 +107,17 @@ def test_windows_line_ends_and_a_byte_order_mark_are_not_text(tmp_path):
     path.write_bytes(b"\xef\xbb\xbfcliquez sur ok .\r\nsecond line\r\n\xef\xbb\xbfkept\n")
     assert list(LineReader(path)) == ["cliquez sur ok .", "second line", "\ufeffkept"]  # a BOM only starts a file
     assert split_tokens(next(iter(LineReader(path))))[0] == "cliquez"
+
+
+@given(st.text(alphabet=" \t\r\na-\u00e9\u2028", max_size=40))
+def test_tokens_one_at_a_time_are_the_split_tokens(line):
+    assert list(iter_tokens(line)) == split_tokens(line)
+
+
+def test_a_long_alignment_line_is_read_pair_by_pair():
+    """Duplicate links are one link; a line of a million pairs does not hold a regular expression's state for
+    every character (700 MB for a 12 MB line), and a bad pair at its end is still found."""
+    assert parse_links("0-0 1-1 0-0 2-1 1-1") == [(0, 0), (1, 1), (2, 1)]
+    assert parse_links(" ".join(["0-0", "1-1"] * 100_000)) == [(0, 0), (1, 1)]
+    with pytest.raises(RecaserError, match="malformed alignment pair 'x-1'"):
+        parse_links("0-0 " * 100_000 + "x-1")

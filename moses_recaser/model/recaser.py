@@ -12,6 +12,7 @@ what it lacks. Output tokens differ from the input in case only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import operator
 import os
@@ -30,13 +31,14 @@ from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import Weights, mode_of
+from moses_recaser.model.settings import TrainSettings, weights_digest
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.modeldir import Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.moses.formats import FORMATS, Line, Record
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Link, Triple, lowered
+from moses_recaser.triples import Link, Triple, lowered, triple_from_json
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,7 @@ class Recaser:
         if "weights" not in self.manifest.extra:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
         self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
+        self._check_signature(where)
         self.settings = self.manifest.settings
         if self.settings.get("alignment_mode") not in ("phrase", "links"):
             raise RecaserError(
@@ -180,6 +183,32 @@ class Recaser:
             candidates_file=self._registry,
         )
         self.extractor.compact()  # the tables' and the LM's caches of words looked up
+
+    def _check_signature(self, where: str) -> None:
+        """The manifest is not among the files it checksums: its weights and settings are checked against the
+        signature ``train`` made of them (an edit under the same signature would make two models that say they
+        are one)."""
+        signed = self.manifest.signature.split("|")
+        digest = dict(part.split(":", 1) for part in signed if ":" in part).get("w")
+        if digest != weights_digest(self.weights.matrix()):
+            raise RecaserError(
+                f"the weights do not match the signature's hash (w:{digest}): the manifest was edited; train the "
+                "model again or copy it anew",
+                where,
+            )
+        names = {f.name for f in dataclasses.fields(TrainSettings)}
+        try:
+            made = TrainSettings(**{k: v for k, v in self.manifest.settings.items() if k in names}).signature(
+                self.weights.matrix()
+            )
+        except (TypeError, ValueError, AttributeError, RecaserError):
+            made = ""
+        if made.split("|")[1:] != signed[1:]:  # (the first part is the version that wrote it)
+            raise RecaserError(
+                "the settings do not match the signature: the manifest was edited; train the model again or copy "
+                "it anew",
+                where,
+            )
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> Recaser:
@@ -236,19 +265,24 @@ class Recaser:
         read_line, options = fmt.read_line, trace_options or TraceOptions()
 
         for name, stream in (("hyps", hyps), ("sources", sources), ("alignments", alignments)):
-            if isinstance(stream, str) or (stream is None and name == "hyps"):
+            # a str or bytes is an iterable of characters, each of which would be recased as a line
+            if isinstance(stream, (str, bytes, bytearray)) or not (
+                isinstance(stream, Iterable) or (stream is None and name != "hyps")
+            ):
                 raise RecaserError(f"{name} must be an iterable of lines (a list, a file), not {type(stream).__name__}")
 
         def records() -> Iterator[Record]:
             ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
+            streams = [x for x in (sources, alignments) if x is not None]  # alignments only with sources
             rows = zip_longest(hyps, sources or (), alignments or (), fillvalue=ended)
             for k, (hyp, src, links) in enumerate(rows):
-                if (
-                    hyp is ended
-                    or (sources is not None and src is ended)
-                    or (alignments is not None and links is ended)
-                ):
-                    raise RecaserError("the streams differ in length", "hyps", k + 1)
+                given = [("hyps", hyp), ("sources", src), ("alignments", links)][: 1 + len(streams)]
+                short = [n for n, v in given if v is ended]
+                if short:  # as the command line says it of files, at the longer stream's line
+                    longer = next(n for n, v in given if v is not ended)
+                    raise RecaserError(
+                        f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1
+                    )
                 line = Line(
                     _one_line(hyp, "hyps", k),
                     None if sources is None else _one_line(src, "sources", k),
@@ -328,11 +362,11 @@ class Recaser:
     def _views(self, triples: Sequence[Triple]) -> tuple[list[Triple], np.ndarray, list[list[str] | None] | None]:
         """The lowercased triples as their modes see them, each one's mode (its row of the weights), and, in a
         model trained for cased input, the words of each sentence that came with case (None: lowercased input,
-        whose case tells nothing; such a sentence is recased as by a model without it)."""
+        or in capitals, whose case tells nothing; such a sentence is recased as by a model without it)."""
         rows = {name: k for k, name in enumerate(self.weights.modes)}
         views, modes, decoded = [], [], []
         for t in triples:
-            cased = self.weights.cased and casing.has_case(t.target)
+            cased = self.weights.cased and casing.tells_case(t.target)
             mode = mode_of(t, self.prefer, cased)
             views.append(mode.view(lowered(t)))
             modes.append(rows[mode.name])
@@ -388,22 +422,31 @@ class Recaser:
 
 
 def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
-    """The triples, each checked against itself (``Triple.validate``) as it passes: a bad one is a RecaserError
-    at ``triples:N``, not an IndexError deep in the lattice."""
+    """The triples, each checked as it passes as a line of a JSON Lines file is (``triple_from_json``: tokens,
+    spans, links, unknown positions): a bad one is a RecaserError at ``triples:N``, not an IndexError deep in the
+    lattice or a UnicodeEncodeError at the output."""
     for k, t in enumerate(triples):
         try:
-            t.validate()
+            if not isinstance(t, Triple):
+                raise RecaserError(f"an item must be a Triple, not {type(t).__name__}")
+            try:
+                triple_from_json(t.to_json())
+            except (TypeError, ValueError):  # a field of another type (a link "0-1", a phrase 3)
+                raise RecaserError(f"a Triple's fields are lists of str and of int tuples: {t!r}"[:300]) from None
         except RecaserError as exc:
             raise exc.at("triples", k + 1) from None
         yield t
 
 
 def _one_line(text: object, stream: str, k: int) -> str:
-    """A line as given, less one trailing newline; a line break inside it is an error (it would change the
-    output's line structure)."""
+    """A line as given, less one trailing newline, and on a stream's first line a UTF-8 byte-order mark (a file
+    opened with ``open()`` keeps it, where the command line drops it); a line break inside it is an error (it
+    would change the output's line structure)."""
     if not isinstance(text, str):
         raise RecaserError(f"a line must be a str, got {type(text).__name__}", stream, k + 1)
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    if k == 0 and text.startswith("\ufeff"):
+        text = text[1:]
     if "\n" in text or "\r" in text:
         raise RecaserError("a line break inside the line", stream, k + 1)
     if "\0" in text:  # as the command line refuses it in a file: not text

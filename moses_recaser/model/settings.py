@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+import numbers
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,7 @@ class TrainSettings:
     input_case: str = "lower"  # INPUT_CASES
 
     def check(self) -> None:
+        self._check_types()
         if self.feature_set not in FEATURE_SETS:
             raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
         if self.input_case not in INPUT_CASES:
@@ -79,11 +81,39 @@ class TrainSettings:
             )
         if self.punct_min_count < 1:
             raise RecaserError(f"punct_min_count must be at least 1, got {self.punct_min_count}")
+        if self.max_candidates < 1:
+            raise RecaserError(f"max_candidates must be at least 1 (GEN's forms of a word), not {self.max_candidates}")
+        if self.max_iter < 0:
+            raise RecaserError(f"max_iter must be 0 or more (L-BFGS iterations), not {self.max_iter}")
         if self.lm_prune < 0:
             raise RecaserError(f"--lm-prune must be 0 (no pruning) or a count, not {self.lm_prune}")
         from moses_recaser.stats.counter import check_lm_order  # numpy: not at the CLI's start
 
         check_lm_order(self.lm_order)
+
+    def _check_types(self) -> None:
+        """Each number a number, each flag a bool, each name a str, as a library caller may give them from a
+        config ('3' for 3): refused by name now, not a TypeError in the middle of training. numpy's numbers are
+        taken as Python's."""
+        kinds = {
+            "int": (numbers.Integral,),
+            "float": (numbers.Real,),
+            "bool": (bool,),
+            "str": (str,),
+            "str | None": (str, type(None)),
+            "list[str]": (list, tuple),  # a str would be read a character a file
+        }
+        for f in fields(self):
+            want = kinds.get(str(f.type))
+            value = getattr(self, f.name)
+            if want is None or (isinstance(value, want) and not (isinstance(value, bool) and bool not in want)):
+                if str(f.type) in ("int", "float"):  # numpy's numbers as Python's: the manifest is YAML
+                    setattr(self, f.name, int(value) if str(f.type) == "int" else float(value))
+                continue
+            kind = {"int": "a whole number", "float": "a number", "bool": "True or False", "list[str]": "a list"}.get(
+                str(f.type), "a str"
+            )
+            raise RecaserError(f"setting {f.name} must be {kind}, not {value!r}")
 
     def signature(self, weights: Any = None) -> str:
         """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""
@@ -111,5 +141,11 @@ class TrainSettings:
         if self.input_case != "lower":
             parts.append(("in", self.input_case))
         if weights is not None:
-            parts.append(("w", hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8]))
+            parts.append(("w", weights_digest(weights)))
         return signature(*parts)
+
+
+def weights_digest(weights: Any) -> str:
+    """The signature's ``w:`` part: a hash of the weight matrix (a numpy array), as stored in little-endian
+    doubles, so that two models' signatures tell whether their weights are the same."""
+    return hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8]

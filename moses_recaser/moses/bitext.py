@@ -39,11 +39,17 @@ def monolingual_triple(ident: int, line: str, where: str, lineno: int) -> Triple
 
 
 def triple_of_lines(ident: int, lines: Sequence[str], files: Sequence[str], lineno: int) -> Triple:
-    """The triple of a line of each file (source, target, and alignment if given); an error names the last
-    file and ``lineno``."""
+    """The triple of a line of each file (source, target, and alignment if given); an error names ``lineno`` and
+    the file of a line over the length limit, else the last file."""
+    sides = [split_tokens(lines[0]), split_tokens(lines[1])]
+    for tokens, name in zip(sides, files):
+        try:
+            check_length(tokens)
+        except RecaserError as exc:
+            raise exc.at(name, lineno) from None
     try:
         links = parse_links(lines[2]) if len(lines) > 2 else None
-        triple = Triple(id=ident, source=split_tokens(lines[0]), target=split_tokens(lines[1]), links=links)
+        triple = Triple(id=ident, source=sides[0], target=sides[1], links=links)
         triple.validate()
     except RecaserError as exc:
         raise exc.at(files[-1], lineno) from None

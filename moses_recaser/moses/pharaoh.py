@@ -7,26 +7,30 @@ import re
 from collections.abc import Iterable
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import split_tokens
+from moses_recaser.textio import iter_tokens
 from moses_recaser.triples import Link
 
 # One Pharaoh pair "s-t" (GIZA/fast_align/eflomal/Moses all write source-target).
 _PAIR = re.compile(r"([0-9]+)-([0-9]+)")
 _LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
+_LONG = 1 << 16  # characters: a line of thousands of links (a sentence's has tens)
 
 
 def parse_links(text: str) -> list[Link]:
-    """Parse ``0-0 1-2 ...`` into (source, target) pairs; a bad pair raises RecaserError."""
-    if _LINE.fullmatch(text):  # the whole line checked at once, then split in C: this runs on every line
+    """Parse ``0-0 1-2 ...`` into (source, target) pairs, each once (in order of first mention: a pair repeated
+    a million times is one link, not a million); a bad pair raises RecaserError."""
+    # the whole line checked at once, then split in C: this runs on every line (a long one pair by pair: the
+    # regular expression's backtracking state takes 50 bytes a character, 700 MB for a 12 MB line)
+    if len(text) <= _LONG and _LINE.fullmatch(text):
         nums = list(map(int, text.replace("-", " ").split()))
-        return list(zip(nums[::2], nums[1::2]))
-    links: list[Link] = []
-    for tok in split_tokens(text):
+        return list(dict.fromkeys(zip(nums[::2], nums[1::2])))
+    links: dict[Link, None] = {}
+    for tok in iter_tokens(text):
         m = _PAIR.fullmatch(tok)
         if m is None:
             raise RecaserError(f"malformed alignment pair {tok!r} (expected source-target, e.g. 0-1)")
-        links.append((int(m.group(1)), int(m.group(2))))
-    return links
+        links[(int(m.group(1)), int(m.group(2)))] = None
+    return list(links)
 
 
 def format_links(links: Iterable[Link]) -> str:
