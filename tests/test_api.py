@@ -143,6 +143,7 @@ def test_case_only_and_signature(tico):
         (lambda r: list(r.recase_triples([Triple(0, ["A"], ["a"], unknown=[7])])), "triples:1: 'unknown' position 7"),
         (lambda r: list(r.recase_triples([Triple(0, ["A"], ["a\ud800"])])), "triples:1: 'target' entry 0 holds a lone"),
         (lambda r: list(r.recase_triples(["a b"])), "triples:1: an item must be a Triple, not str"),  # type: ignore[list-item]
+        (lambda r: __import__("pickle").dumps(r), "a Recaser cannot be pickled"),
     ],
 )
 def test_errors_are_recaser_errors_with_a_place(tico, call, message):

@@ -135,24 +135,6 @@ def test_a_line_in_capitals_is_recased_as_its_lowercase_is(models):
     assert r.recase("THE UNITED STATES .", source="LES ÉTATS-UNIS .") == "THE UNITED STATES ."
 
 
-def test_cased_output_keeps_its_case_but_at_sentence_starts(models):
-    """In cased MT output (a line that starts with a capital) the CRF decides only the sentence starts; every other
-    word keeps the system's form, which the ``cased_output`` rule fixes (on WMT21 output the CRF's changes there
-    lost more than they gained). A truecased line (it starts in lowercase) is the CRF's throughout."""
-    r = Recaser.load(models / "model.cased")
-    for line in (
-        "The ministry of health said : the virus spreads in paris and Lyon .",
-        "In a statement , THE company and its Chief Executive said the iPhone sold well .",
-    ):
-        words, out = line.split(), r.recase(line).split()
-        starts = sentence_starts(words)
-        assert [o for o, f in zip(out, starts) if not f] == [w for w, f in zip(words, starts) if not f]
-        fixed = [row.get("fixed_by") for row in r.explain(Triple(0, [], words))]
-        assert fixed == [None if f or not casing.has_letter(w) else "cased_output" for w, f in zip(words, starts)]
-    truecased = "the ministry of health said the virus spreads in paris ."
-    assert "cased_output" not in [row.get("fixed_by") for row in r.explain(Triple(0, [], truecased.split()))]
-
-
 def test_mixed_case_words_keep_the_decoder_form(models):
     """'CSeries' and 'iPhone' are in no table: lowercased input cannot get them back; with the decoder's case
     they stay."""

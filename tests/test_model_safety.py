@@ -134,6 +134,7 @@ _MANIFEST_EDITS = {
     "a setting changed": lambda doc: doc["settings"].__setitem__("sigma", 0.25),
     "a setting NaN": lambda doc: doc["settings"].__setitem__("sigma", float("nan")),
     "the signature without weights": lambda doc: doc.__setitem__("signature", doc["signature"].split("|w:")[0]),
+    "the signature not ours": lambda doc: doc.__setitem__("signature", "x" + doc["signature"]),
     "sizes a list": lambda doc: doc.__setitem__("sizes", [1]),
     "a size negative": lambda doc: doc["sizes"].__setitem__("lm.npz", -1),
     "a size of another file": lambda doc: doc["sizes"].__setitem__("other.npz", 1),

@@ -1,9 +1,7 @@
 """Constraints: output words whose form a rule fixes before the CRF decodes, with no weight to learn.
 
 Some cases are plain from the input but too rare in dev data for a weight to be learned: a source line in
-capitals, a word the decoder could not translate and copied through; and one that dev data cannot teach: dev
-lines given as cased output are the reference itself, always right, so no weight learned from them says how
-far a real system's case may be trusted mid-sentence. Each rule is a row of ``CONSTRAINTS``
+capitals, a word the decoder could not translate and copied through. Each rule is a row of ``CONSTRAINTS``
 that names the fixed form of some words of a batch; a fixed word's GEN is that one form, so Viterbi takes
 it, and its neighbours see it through the LM. The first rule to fix a word wins. Rules apply when
 recasing, not to the dev lattices, where the reference decides. ``--explain`` names the rule.
@@ -20,7 +18,6 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.sentences import Layout
 from moses_recaser.triples import Triple
-from moses_recaser.truecaser import sentence_starts
 
 ALL_CAPS_MIN_WORDS = 2  # all-upper words (two or more cased letters) a line in capitals has
 
@@ -39,8 +36,6 @@ class ConstraintInputs:
     src_upper: np.ndarray  # (M,) the source word is all upper with two or more cased letters (tag AU)
     pair_pos: np.ndarray  # (P,) (output word, aligned source word) pairs, flat indices
     pair_src: np.ndarray
-    decoded: Sequence[Sequence[str] | None] | None = None  # per sentence, its words as they came (None: lowercased)
-    cased_output: np.ndarray | None = None  # (S,) the line came with case, and not as truecased output does
 
     @cached_property
     def all_caps(self) -> np.ndarray:
@@ -88,18 +83,6 @@ def _unknown(x: ConstraintInputs) -> dict[int, str]:
     return out
 
 
-def _cased_output(x: ConstraintInputs) -> dict[int, str]:
-    out: dict[int, str] = {}
-    if x.decoded is None or x.cased_output is None:
-        return out
-    for s in np.flatnonzero(x.cased_output).tolist():
-        words, g0 = x.decoded[s] or [], int(x.layout.tgt_start[s])
-        for i, (word, start) in enumerate(zip(words, sentence_starts(words))):
-            if not start and casing.has_letter(word) and casing.is_recasing_of(word, x.target[g0 + i]):
-                out[g0 + i] = word
-    return out
-
-
 @dataclass(frozen=True)
 class Constraint:
     name: str
@@ -120,13 +103,6 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "the decoder marked the word unknown (-mark-unknown) and copied it from the source: "
         "the source word's form (capitalized at the start of a sentence)",
         _unknown,
-    ),
-    Constraint(
-        "cased_output",
-        "the line is cased MT output (it came with case, and its first sentence start with a letter has a "
-        "capital, where truecased output has it in lowercase): a word not at a sentence start keeps the form the "
-        "system gave it (on the WMT21 systems' output, changing those lost more than it gained: docs/results.md)",
-        _cased_output,
     ),
 )
 

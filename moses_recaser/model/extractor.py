@@ -346,9 +346,8 @@ class FeatureExtractor:
         pairs = self._source_side(b, triples, tt, target) if b.bilingual.any() else None
         if decoded is not None:
             self._decoded(b, decoded)
-        if references is None and (pairs is not None or decoded is not None):
-            empty = np.zeros(0, dtype=np.int64)
-            b.fixed = self._constrain(b, triples, tt, target, pairs or Pairs([], empty, empty, empty), decoded)
+        if pairs is not None and references is None:
+            b.fixed = self._constrain(b, triples, tt, target, pairs)
         if references is not None:
             self._gold(b, target, references)
         return b
@@ -376,13 +375,7 @@ class FeatureExtractor:
         self._gen_checked[todo] = True
 
     def _constrain(
-        self,
-        b: BatchFacts,
-        triples: Sequence[Triple],
-        tt: np.ndarray,
-        target: list[str],
-        pairs: Pairs,
-        decoded: Sequence[Sequence[str] | None] | None,
+        self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str], pairs: Pairs
     ) -> dict[int, str]:
         """Fix the words the constraints fix (GEN: their one form); returns the rule of each."""
         T, Sr, layout = self._target_types, self._source_types, b.layout
@@ -398,8 +391,6 @@ class FeatureExtractor:
                 src_upper=Sr["upper"][pairs.st],
                 pair_pos=pairs.pos,
                 pair_src=pairs.src,
-                decoded=decoded,
-                cased_output=b.decoded_cased,
             )
         )
         C = self.candidates
