@@ -212,6 +212,13 @@ class Recaser:
                 where,
             )
 
+    def __copy__(self) -> Recaser:
+        """A second face of the same loaded model (sharing its registry, and so its lock)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        _LIVE.add(new)
+        return new
+
     def __getstate__(self) -> None:
         raise RecaserError(
             "a Recaser cannot be pickled (its model is mapped from files): load it in each process, or use jobs=N"
