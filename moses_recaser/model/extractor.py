@@ -117,7 +117,6 @@ class FeatureExtractor:
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
         self._gen_checked = np.zeros(0, dtype=bool)  # per target type: GEN's candidates checked (``_check_gen``)
-        self._loaded_types = 0
         if candidates_file is not None:
             z = candidates_file if isinstance(candidates_file, MappedArrays) else MappedArrays(candidates_file)
             if self.candidates.load(z):

@@ -190,22 +190,21 @@ class Recaser:
         signature ``train`` made of them (an edit under the same signature would make two models that say they
         are one)."""
         signed = self.manifest.signature.split("|")
-        digest = dict(part.split(":", 1) for part in signed if ":" in part).get("w")
-        if digest != weights_digest(self.weights.matrix()):
+        weights = f"w:{weights_digest(self.weights.matrix())}"
+        if weights not in signed:
+            digest = next((part for part in signed if part.startswith("w:")), "w:None")
             raise RecaserError(
-                f"the weights do not match the signature's hash (w:{digest}): the manifest was edited; train the "
+                f"the weights do not match the signature's hash ({digest}): the manifest was edited; train the "
                 "model again or copy it anew",
                 where,
             )
         names = {f.name for f in dataclasses.fields(TrainSettings)}
         try:
-            made = TrainSettings(**{k: v for k, v in self.manifest.settings.items() if k in names}).signature(
-                self.weights.matrix()
-            )
+            made = TrainSettings(**{k: v for k, v in self.manifest.settings.items() if k in names}).signature()
         except (TypeError, ValueError, AttributeError, RecaserError):
             made = ""
         # (the first part is the version that wrote it)
-        if not signed[0].startswith("moses-recaser:") or made.split("|")[1:] != signed[1:]:
+        if not signed[0].startswith("moses-recaser:") or [*made.split("|")[1:], weights] != signed[1:]:
             raise RecaserError(
                 "the settings do not match the signature: the manifest was edited; train the model again or copy "
                 "it anew",
