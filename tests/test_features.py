@@ -57,6 +57,18 @@ def test_source_spans_find_runs_of_two_or_more_words():
     assert source_spans(["a", "b", "X", "b", "c", "d"], ["b", "c", "d"]) == [3, 4, 5]
 
 
+def test_a_word_passed_through_makes_no_run_with_its_neighbour():
+    # de-en Moses output: the decoder passed "veraltete" through and translated "System" as "system"; the
+    # two repeat the source, but are no copied name
+    src, tgt = ["das", "veraltete", "System", "zu"], ["the", "veraltete", "system", "to"]
+    assert source_spans(src, tgt) == [-1, 1, 2, -1]
+    assert source_spans(src, tgt, unseen=[False, True, False, False]) == [-1, -1, -1, -1]
+    # words the source capitalizes still make a title, whether training saw them or not
+    src, tgt = ["de", "The", "Next", "Day", "inédits"], ["of", "the", "next", "day", "inédits"]
+    assert source_spans(src, tgt, unseen=[False, True, True, True, True]) == [-1, 1, 2, 3, 4]
+    assert source_spans(src[3:], tgt[3:], unseen=[True, True]) == [-1, -1]
+
+
 def test_headline_lines():
     lines = [
         ["Spectaculaire", "saut", "au-dessus", "de", "Bogota"],

@@ -536,7 +536,8 @@ class FeatureExtractor:
         for s in sentences.tolist():
             t = triples[s]
             g0, m0 = int(layout.tgt_start[s]), int(layout.src_start[s])
-            for i, k in enumerate(source_spans(t.source, t.target)):
+            unseen = (T["e_lower"][tt[g0 : g0 + len(t.target)]] < 0).tolist()  # training's target lacks them
+            for i, k in enumerate(source_spans(t.source, t.target, unseen)):
                 if k >= 0:
                     g.append(g0 + i)
                     m.append(m0 + k)
@@ -576,10 +577,12 @@ class FeatureExtractor:
             b.gold[s] = np.array(gold, dtype=np.int64)
 
 
-def source_spans(source: Sequence[str], target: Sequence[str]) -> list[int]:
+def source_spans(source: Sequence[str], target: Sequence[str], unseen: Sequence[bool] | None = None) -> list[int]:
     """For each target position, the source position whose word it copies when it lies in a run of >= 2
     words with a letter that the source repeats verbatim up to case (-1: none; the longest run wins,
-    then the first)."""
+    then the first). A word that training's target never had (``unseen``) and the source writes in lowercase does
+    not count among the two: a decoder passes a word it cannot translate through as it is, so "veraltete System"
+    in its output is no copied name, while "The Next Day" stays a title whether training saw its words or not."""
     src = list(map(str.lower, source))  # casing.lower, mapped in C: this runs on every sentence
     tgt = list(map(str.lower, target))
     common = set(src).intersection(tgt)
@@ -598,12 +601,17 @@ def source_spans(source: Sequence[str], target: Sequence[str]) -> list[int]:
             n = 0
             while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
                 n += 1
-            if n < 2 or sum(casing.has_letter(t) for t in tgt[i : i + n]) < 2:
+            if n < 2 or sum(_evidence(tgt[i + d], source[k + d], unseen, i + d) for d in range(n)) < 2:
                 continue
             for d in range(n):
                 if n > best[i + d]:
                     best[i + d], out[i + d] = n, k + d
     return out
+
+
+def _evidence(word: str, source_word: str, unseen: Sequence[bool] | None, i: int) -> bool:
+    """A word of a run that counts toward a copied name or title (``source_spans``)."""
+    return casing.has_letter(word) and not (unseen is not None and unseen[i] and source_word == source_word.lower())
 
 
 def capital_runs(words: Sequence[str], at_start: Sequence[bool]) -> list[bool]:
