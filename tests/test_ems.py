@@ -364,6 +364,28 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
             "from",
         }:
             assert casing.is_capitalized(word), first
+    # a headline file of more segments than -in has lines is the wrong file, as one of fewer is
+    longer = _write(
+        tmp_path / "long.sgm", sgm.read_text(encoding="utf-8").replace("</p>", '<seg id="4">w</seg>\n</p>').splitlines()
+    )
+    proc = subprocess.run(
+        [EMS, "recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(longer)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"moses-recaser-ems: error: {longer}: the headline file has 4 <seg> lines, -in only 3\n"
+
+
+def test_a_headline_keeps_the_capitals_the_recaser_gave():
+    """A headline capitalizes the words left in lowercase; "NATO", "US" and "iPhone" keep the recaser's form
+    (recase.perl's ucfirst lowercases nothing either, but would make "IPhone")."""
+    from moses_recaser.ems.recase_perl import title_case
+
+    words = "NATO and the US talk to iPhone maker in New York".split()
+    assert " ".join(title_case(words, "en")) == "NATO and the US Talk to iPhone Maker in New York"
+    assert " ".join(title_case(words, "de")) == "NATO And The US Talk To iPhone Maker In New York"
 
 
 def test_recase_errors_exit_non_zero(ems_work, tmp_path):
@@ -491,6 +513,67 @@ def test_the_recase_step_reads_markers_in_in_and_an_alignment_file_from_decoder_
     )
     assert marked.read_text() == plain.read_text()
     assert "absent.wa" not in proc.stderr  # the decoder settings' file was found
+
+
+def test_the_recase_step_never_writes_over_a_file_it_reads(ems_work, tmp_path, capsys):
+    """-o naming the word links (given as -alignment, or as the decoder settings' -alignment-output-file) or the
+    model's pointer file is refused before any work, the file untouched: EMS reads those only when they are
+    there, and they were once replaced by the recased text."""
+    from moses_recaser.cli.ems import main as ems_main
+
+    w = ems_work
+    wa = tmp_path / "test.output.wa"
+    wa.write_bytes((w / "evaluation" / "test.output.1.wa").read_bytes())
+    pointer = tmp_path / "moses.ini.1"
+    pointer.write_bytes((w / "recasing" / "moses.ini.1").read_bytes())
+    keep = {p: p.read_bytes() for p in (wa, pointer)}
+    common = ["-q", "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", str(pointer)]
+    common += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
+    for extra, out, flag in (
+        (["-alignment", str(wa)], wa, "--alignment"),
+        (["-decoder-settings", f"-threads 2 -alignment-output-file {wa}"], wa, "-alignment-output-file of"),
+        ([], pointer, "--model"),
+    ):
+        assert ems_main([*common, *extra, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"moses-recaser-ems: error: {out}: this output is also the {flag}")
+        assert err.count("\n") == 1
+        assert all(p.read_bytes() == b for p, b in keep.items())
+
+
+def test_the_recase_step_reads_word_links_from_a_pipe(ems_work, tmp_path):
+    """An -alignment that is a pipe (bash's <(...), a FIFO) is read as a file is, not skipped as absent."""
+    w = ems_work
+    args = ["-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1"]
+    args += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
+    wa = f"{w}/evaluation/test.output.1.wa"
+    from_file = subprocess.run([EMS, "recase", *args, "-alignment", wa], check=True, capture_output=True, text=True)
+    cmd = " ".join([EMS, "recase", *args, "-alignment", f"<(cat {wa})"])
+    piped = subprocess.run(["bash", "-c", cmd], check=True, capture_output=True, text=True)
+    without = subprocess.run([EMS, "recase", *args], check=True, capture_output=True, text=True)
+    assert "no word alignment file" not in piped.stderr
+    assert piped.stdout == from_file.stdout != without.stdout
+
+
+def test_the_recase_step_reads_unknown_word_marks_from_the_decoder_settings(ems_work, tmp_path):
+    """With -mark-unknown in the decoder's settings (-unknown-word-prefix, default UNK), a marked word is the
+    decoder's pass-through: it keeps its source form, as ``moses-recaser recase --unknown-prefix`` has it."""
+    from moses_recaser.cli.ems import main as ems_main
+
+    src = _write(tmp_path / "input.tok", ["le président Xyzzy est à Paris ."])
+    for settings, marked in (
+        ("-search-algorithm 1 -mark-unknown", "UNKXyzzy"),
+        ("-mu -unknown-word-prefix @@", "@@Xyzzy"),
+    ):
+        out = _write(tmp_path / "output", [f"the president |0-1| {marked} |2-2| is |3-3| in |4-4| paris . |5-6| "])
+        cleaned = _write(tmp_path / "cleaned", [f"the president {marked} is in paris ."])
+        rec = tmp_path / "recased"
+        args = ["-q", "recase", "-in", str(cleaned), "-model", f"{ems_work}/recasing/moses.ini.1", "-trace", str(out)]
+        assert ems_main([*args, "-source", str(src), "-decoder-settings", settings, "-o", str(rec)]) == 0
+        assert rec.read_text(encoding="utf-8").split()[2] == "Xyzzy"
+    # without the switch the prefix is part of the word, as the decoder printed it
+    assert ems_main([*args, "-source", str(src), "-o", str(rec)]) == 0
+    assert casing.lower(rec.read_text(encoding="utf-8").split()[2]) == "@@xyzzy"
 
 
 def test_steps_that_succeed_say_nothing_ems_reads_as_a_crash(ems_work, tmp_path):
@@ -700,6 +783,46 @@ def test_config_merge_stock_set_restores_case_as_stock_moses_does_in_the_layout(
     assert cfg.sets("EVALUATION") == ["EVALUATION:test", "EVALUATION:test-stock"]
     assert cfg.get("EVALUATION:test-stock", "stock-recaser").value == stock
     assert cfg.get("EVALUATION:test-stock", "input-sgm").value == "/data/test.sgm"
+
+
+def test_config_merge_stock_set_merged_again_stays_one_set():
+    """A second merge keeps the stock set (one section, the user's flags on its stock-recaser kept) and switches
+    its stock recaser when the layout changes; experiment.perl would take the last of two copies."""
+    merged, _ = _merged(stock_set=True)
+    edited = merged.text.replace("stock-recaser = $detruecaser", 'stock-recaser = "$detruecaser -b"')
+    again, cfg = _merged(edited, stock_set=True)
+    assert again.text.count("[EVALUATION:test-stock]") == 1
+    assert cfg.get("EVALUATION:test-stock", "stock-recaser").value == "$detruecaser -b"
+    lowered, cfg = _merged(edited, stock_set=True, lowercase=True)
+    assert lowered.text.count("[EVALUATION:test-stock]") == 1
+    assert cfg.get("EVALUATION:test-stock", "stock-recaser").value == "$moses-script-dir/recaser/recase.perl"
+
+
+def test_config_merge_turns_on_the_trace_in_a_set_that_turns_it_off():
+    """A set's own report-segmentation / report-precision-by-coverage = no wins over [EVALUATION]'s yes
+    (experiment.perl's backoff): merge sets it to yes there too, and check names a set left without."""
+    text = TRUECASING + "report-segmentation = no\nreport-precision-by-coverage = no\n"
+    problems = _problems(text)
+    assert "note: [EVALUATION:test] without report-segmentation the decoder writes no -t markers" in " ".join(problems)
+    merged, cfg = _merged(text)
+    for key in ("report-segmentation", "report-precision-by-coverage"):
+        assert cfg.lookup("EVALUATION:test", key) == "yes"
+        assert any(n.startswith(f"[EVALUATION:test] {key}: set to yes") for n in merged.notes), merged.notes
+    assert not [p for p in _problems(merged.text) if "without report" in p]
+
+
+def test_config_merge_refuses_a_config_that_decodes_with_moses_chart():
+    """experiment.perl decodes with moses_chart when hierarchical-rule-set is set (Perl truth: "false" is true):
+    no -t markers, and links that count <s> and </s>. Refused at merge, named by check, before a long run."""
+    from moses_recaser.ems.config import merge
+
+    for value in ("true", "1", "false"):
+        text = TRUECASING.replace("[RECASING]", f"[TRAINING]\nhierarchical-rule-set = {value}\n\n[RECASING]")
+        with pytest.raises(RecaserError, match="hierarchical-rule-set: EMS decodes this config with moses_chart"):
+            merge(text, EMS_BIN)
+        assert any(p.startswith("problem: [TRAINING] hierarchical-rule-set") for p in _problems(text))
+    text = TRUECASING.replace("[RECASING]", "[TRAINING]\nhierarchical-rule-set = 0\n\n[RECASING]")
+    assert _merged(text)[1].lookup("EVALUATION", "recaser") == f"{EMS_BIN} recase"
 
 
 def _problems(text: str) -> list[str]:

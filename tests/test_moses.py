@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.nbest import parse_nbest_line, read_nbest
-from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace, source_tokens
+from moses_recaser.moses.trace import TraceOptions, decoder_options, parse_trace_line, read_trace, source_tokens
 
 PROMIX = TRACES / "mosesdecoder-promix-test_data"
 
@@ -207,6 +207,10 @@ NBEST_CASES = [
     ("3 ||| a b  ||| F= 1 ||| -1 ||| 0-1 1-0", ["a", "b"], [], [(0, 1), (1, 0)], ["F= 1", "-1", "0-1 1-0"]),
     ("0 ||| a |0-0| b |1-1|  ||| F= 1 ||| -1", ["a", "b"], [(0, 0, 0, 0), (1, 1, 1, 1)], None, ["F= 1", "-1"]),
     ("0 |||  ||| F= 1 ||| -1", [], [], None, ["F= 1", "-1"]),
+    # bin/moses for an empty input line, with segmentation and word alignment in the n-best list: both empty,
+    # the two separators one space apart
+    ("1 |||  ||| F= 0 ||| 0 ||| ||| ", [], [], None, ["F= 0", "0", "||| "]),
+    ("1 ||| a  ||| F= 0 ||| 0 ||| ||| 0-0 ", ["a"], [], [(0, 0)], ["F= 0", "0", "||| 0-0 "]),
 ]
 
 
@@ -367,3 +371,20 @@ def test_property_markers_strip_to_plain_output(seg, mode):
         expect = t1 + 1
     assert expect == len(got.tokens)
     assert len(got.phrases) == len(phrases)
+
+
+@pytest.mark.parametrize(
+    "settings, options",
+    [
+        ("", TraceOptions()),
+        ("-search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000", TraceOptions()),
+        ("-mu", TraceOptions(unknown_prefix="UNK")),
+        ("--mark-unknown -unknown-word-prefix << -unknown-word-suffix >>", TraceOptions("<<", ">>")),
+        ("-mark-unknown false", TraceOptions()),
+        ("-xi exclusive -output-factor-delimiter ~", TraceOptions(factor_delimiter="~", xml_input=True)),
+        ("-xml-input pass-through", TraceOptions()),
+    ],
+)
+def test_the_decoder_settings_say_how_to_read_its_output(settings, options):
+    """EMS's decoder-settings, read as Moses' Parameter reads them (OOVHandlingOptions, ReportingOptions)."""
+    assert decoder_options(settings) == options

@@ -355,6 +355,11 @@ def test_an_output_that_is_an_input_read_beside_it_is_refused(tico, tmp_path, ca
         assert src.read_bytes() == before
     assert main(["-q", "lm", "--input", str(inp), "-o", str(inp)]) == 2
     assert "also the --input input" in capsys.readouterr().err
+    pointer = tmp_path / "model.ini"  # a model pointer file, as the EMS train step writes
+    pointer.write_text(f"model: {tico / 'model'}\n", encoding="utf-8")
+    assert main(["-q", "recase", "--model", str(pointer), "--input", str(inp), "-o", str(pointer)]) == 2
+    assert "also the --model input" in capsys.readouterr().err
+    assert pointer.read_text(encoding="utf-8") == f"model: {tico / 'model'}\n"
     assert (
         main(
             ["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--input", str(inp), "-o", str(inp)]

@@ -104,8 +104,9 @@ def _setup_logging(args: argparse.Namespace, prog: str) -> None:
 def check_destinations(args: argparse.Namespace) -> None:
     """Before any work: every input file is there to read (``reads``: the names of the command's input
     arguments), every output file the command will write (``writes``) can be written and is none of the input
-    files but those it may replace (``rewrites``: recasing in place), and stdout is open if the command prints its
-    result there (``prints``)."""
+    files (those and ``reads_if_there``, files read only when they are there) but those it may replace
+    (``rewrites``: recasing in place), and stdout is open if the command prints its result there (``prints``).
+    An input is named by its flag (``input_flags``: where that is not ``--NAME``)."""
     inputs: dict[tuple[int, int], str] = {}
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
@@ -113,13 +114,16 @@ def check_destinations(args: argparse.Namespace) -> None:
             check_input(path)
             if name not in getattr(args, "rewrites", ()):
                 inputs.setdefault(_file_id(path), name)
+    for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked
+        inputs.setdefault(_file_id(getattr(args, name)), name)
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
         output = _file_id(getattr(args, name))
         if output != NOT_A_FILE and output in inputs:
+            read = inputs[output]
+            flag = getattr(args, "input_flags", {}).get(read, "--" + read.replace("_", "-"))
             raise RecaserError(
-                f"this output is also the --{inputs[output].replace('_', '-')} input, which the command only reads: "
-                "give another output",
+                f"this output is also the {flag} input, which the command only reads: give another output",
                 os.fspath(getattr(args, name)),
             )
     if getattr(args, "prints", False):

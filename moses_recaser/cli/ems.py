@@ -44,11 +44,32 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         p,
         "decoder-settings",
         dest="decoder_settings",
+        action=_DecoderSettings,
         help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
-        "-alignment file does not exist",
+        "-alignment file does not exist; -mark-unknown (with -unknown-word-prefix/-suffix), "
+        "-output-factor-delimiter and -xml-input say how to read the trace",
     )
     add(p, "output", default="-", help="output (default stdout, as recase.perl)")
-    p.set_defaults(reads=("input", "source", "trace", "headline"), writes=("output",), rewrites=("input",))
+    p.set_defaults(
+        reads=("input", "source", "trace", "headline"),
+        # read when they are there: the output may not replace them either
+        reads_if_there=("alignment", "model", "decoder_alignment"),
+        decoder_alignment=None,
+        input_flags={"decoder_alignment": "-alignment-output-file of --decoder-settings"},
+        writes=("output",),
+        rewrites=("input",),
+    )
+
+
+class _DecoderSettings(argparse.Action):
+    """-decoder-settings, and the -alignment-output-file named there (``decoder_alignment``), a file the step
+    reads."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        from moses_recaser.moses.trace import decoder_flags
+
+        setattr(namespace, self.dest, values)
+        namespace.decoder_alignment = decoder_flags(values).get("alignment-output-file")
 
 
 def cmd_recase(args: argparse.Namespace) -> int:

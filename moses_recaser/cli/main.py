@@ -388,7 +388,12 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "output", default="-", help="recased output (default stdout)")
     add_trace_flags(p)
     # the output may replace --input (recasing in place), never a file read beside it
-    p.set_defaults(reads=("source", "trace", "alignment", "triples", "input"), writes=("output",), rewrites=("input",))
+    p.set_defaults(
+        reads=("source", "trace", "alignment", "triples", "input"),
+        reads_if_there=("model",),
+        writes=("output",),
+        rewrites=("input",),
+    )
 
 
 def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:

@@ -202,6 +202,10 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
         raise RecaserError(
             "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
         )
+    chart = _chart_decoding(cfg)
+    if chart:
+        where = cfg.get("TRAINING", "hierarchical-rule-set") or cfg.get("GENERAL", "hierarchical-rule-set")
+        raise RecaserError(chart, line=where.start + 1 if where else 0)
     layout = LAYOUTS["lowercase"] if lowercase else layout_of(cfg)
     if layout is None:
         raise RecaserError(
@@ -219,18 +223,48 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
     if cfg.lookup("RECASING", "decoder") is None:
         ed.set("RECASING", "decoder", "$moses-bin-dir/moses", "")
     ed.set("EVALUATION", "recaser", f'"{ems_command} recase"', "moses-recaser: the recaser of every evaluation set")
-    ed.set("EVALUATION", "report-segmentation", "yes", "")
-    ed.set("EVALUATION", "report-precision-by-coverage", "yes", "")
+    for key in TRACE_SETTINGS:
+        ed.set("EVALUATION", key, "yes", "")
     notes.append(
         "[RECASING] recaser-train, recasing-settings; [EVALUATION] recaser, report-segmentation, "
         "report-precision-by-coverage: set (the decoder writes -t markers and word links, the recaser "
         "reads them)"
     )
+    notes += _trace_in_every_set(cfg, ed)
     notes.append(_mono_text(cfg, ed))
     if stock_set:
         notes += _stock_set(cfg, ed, layout)
     merged = ed.text()
     return Merged(merged, notes + check(read_config(merged)))
+
+
+def _chart_decoding(cfg: Config) -> str | None:
+    """Why the recaser cannot read this config's decoder output, if it decodes with moses_chart (experiment.perl
+    does so when [TRAINING] hierarchical-rule-set is true in Perl's sense: set, not "" or "0")."""
+    if cfg.lookup("TRAINING", "hierarchical-rule-set") in (None, "", "0"):
+        return None
+    return (
+        "[TRAINING] hierarchical-rule-set: EMS decodes this config with moses_chart, whose output has no -t "
+        "phrase markers and whose word alignment counts <s> and </s>; moses-recaser reads phrase-based "
+        "decoder output only: keep detruecase.perl for this config"
+    )
+
+
+# what makes EMS's decode step write the -t markers and the word links (.wa) the recaser reads
+TRACE_SETTINGS = ("report-segmentation", "report-precision-by-coverage")
+
+
+def _trace_in_every_set(cfg: Config, ed: _Editor) -> list[str]:
+    """TRACE_SETTINGS set to yes in each evaluation set that turns one off itself: a set's own value wins over
+    [EVALUATION]'s (experiment.perl's backoff), and its recaser would get no phrases and no links."""
+    notes = []
+    for name in cfg.sets("EVALUATION"):
+        for key in TRACE_SETTINGS:
+            p = cfg.get(name, key)
+            if p is not None and p.value != "yes":
+                ed.set(name, key, "yes", "")
+                notes.append(f"[{name}] {key}: set to yes (was {p.value!r}, which overrides [EVALUATION]'s)")
+    return notes
 
 
 def _to_lowercasing(cfg: Config, ed: _Editor) -> list[str]:
@@ -364,6 +398,11 @@ def _stock_set(cfg: Config, ed: _Editor, layout: Layout) -> list[str]:
     stock = layout.stock
     if stock == "$detruecaser" and cfg.lookup("GENERAL", "detruecaser") is None:
         stock = DETRUECASER
+    if cfg.section(name) is not None:  # an earlier merge added it: kept, the layout's stock recaser in it
+        given = cfg.get(name, "stock-recaser")
+        if given is None or given.value.split()[:1] != [stock]:  # the user's own flags after it stay
+            ed.set(name, "stock-recaser", stock, "")
+        return [f"[{name}]: kept (an earlier merge added it)"]
     lines = [f"# the same test set, its case restored as stock Moses does ({stock})\n"]
     lines += [f"{p.key} = {_quoted(p.value)}\n" for p in cfg.params if p.section == first]
     lines.append(f"stock-recaser = {stock}\n")
@@ -386,6 +425,9 @@ def check(cfg: Config) -> list[str]:
         ]
     else:
         problems = [f"note: {layout.name} layout: the patched meta runs the recaser as {layout.step}"]
+    chart = _chart_decoding(cfg)
+    if chart:
+        problems.append(f"problem: {chart}")
     recasing = cfg.section("RECASING")
     if recasing is None or recasing.ignored:
         problems.append("problem: [RECASING] is missing or IGNORE: EMS trains no recaser")
@@ -408,11 +450,19 @@ def check(cfg: Config) -> list[str]:
             "the run that trained the model (.../model/aligned), else EMS aligns the corpus for the "
             "recaser alone"
         )
-    if cfg.lookup("EVALUATION", "report-precision-by-coverage") != "yes":
-        problems.append(
-            "note: without report-precision-by-coverage the decoder writes no word links (.wa): the "
-            "recaser uses its phrase spans only"
-        )
+    for name in cfg.sets("EVALUATION") or ["EVALUATION"]:
+        if name.endswith("-stock") and cfg.get(name, "stock-recaser") is not None:
+            continue  # a --stock-set set: restored by stock Moses, which reads no trace
+        if cfg.lookup(name, "report-precision-by-coverage") != "yes":
+            problems.append(
+                f"note: [{name}] without report-precision-by-coverage the decoder writes no word links (.wa): "
+                "the recaser uses its phrase spans only"
+            )
+        if all(cfg.lookup(name, key) != "yes" for key in TRACE_SETTINGS):
+            problems.append(
+                f"note: [{name}] without report-segmentation the decoder writes no -t markers: the recaser "
+                "reads no phrases"
+            )
     if all(cfg.lookup("RECASING", k) is None for k in ("raw", "tokenized")):
         problems.append(
             "note: no [RECASING] raw or tokenized: the recaser's training reads no cased target-language text "

@@ -68,9 +68,11 @@ def headline_flags(sgm: str) -> list[bool]:
     return flags
 
 
-def title_case(tokens: list[str], lang: str, upper: Callable[[str], str] = casing.upper_first) -> list[str]:
-    """A headline's words capitalized (``upper``: ours never changes a token but in case), but for
-    ``ALWAYS_LOWER_EN`` when ``lang`` is ``en``."""
+def title_case(tokens: list[str], lang: str, upper: Callable[[str], str] | None = None) -> list[str]:
+    """A headline's words capitalized (``upper``; by default a word in lowercase gets its first letter capital
+    and a word with a capital keeps the recaser's form: "NATO", "iPhone", where recase.perl's ucfirst would give
+    "IPhone"), but for ``ALWAYS_LOWER_EN`` when ``lang`` is ``en``."""
+    upper = upper or _capitalized_if_lower
     keep = ALWAYS_LOWER_EN if lang == "en" else frozenset()
     return [w if w in keep else upper(w) for w in tokens]
 
@@ -113,6 +115,10 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
             words = title_case(words, lang, _ucfirst)
         out.append(" ".join(words))
     return out
+
+
+def _capitalized_if_lower(word: str) -> str:
+    return casing.upper_first(word) if word == casing.lower(word) else word
 
 
 def _ucfirst(word: str) -> str:

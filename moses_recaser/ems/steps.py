@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.bitext import read_monolingual
-from moses_recaser.moses.trace import TraceOptions, parse_trace_line, read_trace
+from moses_recaser.moses.trace import TraceOptions, decoder_flags, decoder_options, parse_trace_line, read_trace
 from moses_recaser.outputs import atomic_output, write_error
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple
@@ -32,7 +33,7 @@ POINTER_HEADER = "# moses-recaser model (written by moses-recaser-ems train); pa
 class RecaseStep:
     """recase.perl's flags (``infile``, ``model``, ``moses``, ``lang``, ``headline``, ``unbuffered``) and the
     bilingual recaser's (``source``, ``trace``, ``alignment``, and the decoder's ``decoder_settings``, for an
-    ``-alignment-output-file`` given there)."""
+    ``-alignment-output-file`` given there and the trace's format: ``-mark-unknown`` and the rest)."""
 
     infile: str
     model: str
@@ -45,7 +46,11 @@ class RecaseStep:
     trace: str | None = None
     alignment: str | None = None
     decoder_settings: str = ""
-    options: TraceOptions = field(default_factory=TraceOptions)
+
+    @property
+    def options(self) -> TraceOptions:
+        """The trace's format, as the decoder's settings made it (-mark-unknown and the rest)."""
+        return decoder_options(self.decoder_settings)
 
 
 def recase_step(step: RecaseStep) -> None:
@@ -80,6 +85,8 @@ def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
             if flags[k]:
                 tokens = title_case(tokens, step.lang)
         lines.append(" ".join(tokens))
+    if flags is not None and len(flags) > len(lines):
+        raise RecaserError(f"the headline file has {len(flags)} <seg> lines, -in only {len(lines)}", step.headline)
     return lines
 
 
@@ -98,20 +105,21 @@ def _stock_model(step: RecaseStep) -> list[str]:
 
 
 def word_alignment(alignment: str | None, decoder_settings: str) -> str | None:
-    """The decoder's word links: ``alignment`` when it exists, else an ``-alignment-output-file`` given in
-    the decoder's settings (EMS's decode step writes IN.wa only with report-precision-by-coverage)."""
-    if alignment is not None and Path(alignment).is_file():
+    """The decoder's word links: ``alignment`` when it is there, else an ``-alignment-output-file`` given in
+    the decoder's settings (EMS's decode step writes IN.wa only with report-precision-by-coverage). A pipe or a
+    device is there as a file is."""
+    if alignment is not None and _there(alignment):
         return alignment
-    words = decoder_settings.split()
-    given = next(
-        (words[k + 1] for k, w in enumerate(words[:-1]) if w in ("-alignment-output-file", "--alignment-output-file")),
-        None,
-    )
-    if given is not None and Path(given).is_file():
+    given = decoder_flags(decoder_settings).get("alignment-output-file")
+    if given is not None and _there(given):
         return given
     if alignment is not None or given is not None:
         log.warning("no word alignment file (%s); using the trace's phrase spans only", alignment or given)
     return None
+
+
+def _there(path: str) -> bool:
+    return os.path.exists(path) and not os.path.isdir(path)
 
 
 def _checked_trace(

@@ -15,6 +15,7 @@ from moses_recaser.triples import Phrase, Triple
 
 # Manager::OutputNBest field separator; the hypothesis keeps its trailing space before " |||".
 _NBEST_SEP = " ||| "
+_EXTRA_SEP = re.compile(r"(?<![^ \t])\|\|\|(?![^ \t])")  # a field separator whatever the spaces around it
 _ID = re.compile(r"[0-9]+")
 # -include-segmentation-in-n-best: "s[-s']=t[-t']" per phrase, target order.
 _SEGMENT = re.compile(r"([0-9]+)(?:-([0-9]+))?=([0-9]+)(?:-([0-9]+))?")
@@ -60,8 +61,9 @@ def parse_nbest_line(line: str, opts: TraceOptions | None = None) -> NBestEntry:
     hyp = parse_surface(hyp_raw, opts, base=base)
     fields = parts[2:]
     # Fields 4 and 5 (after the total score) are the segmentation and/or the word alignment;
-    # segmentation entries contain '=', alignment pairs do not.
-    for extra in fields[2:4]:
+    # segmentation entries contain '=', alignment pairs do not. An empty one leaves "||| |||" (one space
+    # between: an empty hypothesis's), which the split above does not cut.
+    for extra in _EXTRA_SEP.split(_NBEST_SEP.join(fields[2:]))[:2] if len(fields) > 2 else ():
         text = extra.strip(" \t")
         if not text:
             continue

@@ -48,6 +48,49 @@ class TraceOptions:
     xml_input: bool = False  # the input had XML markup (-xml-input inclusive/exclusive/ignore)
 
 
+# Parameter.cpp's short names of the decoder flags read below
+_SHORT = {"mu": "mark-unknown", "xi": "xml-input", "t": "report-segmentation"}
+_XML_STRIPPED = ("inclusive", "exclusive", "ignore", "constraint")
+
+
+def decoder_flags(settings: str) -> dict[str, str | None]:
+    """The decoder's command-line settings (EMS's ``decoder-settings``) as Moses' Parameter reads them: each
+    ``-name`` or ``--name`` (short names as their long ones), with the word after it unless that is another
+    flag (None: a bare switch)."""
+    words = settings.split()
+    out: dict[str, str | None] = {}
+    for k, w in enumerate(words):
+        if len(w) > 1 and w[0] == "-" and not _is_number(w):
+            name = w.lstrip("-")
+            value = words[k + 1] if k + 1 < len(words) else None
+            out[_SHORT.get(name, name)] = (
+                None if value is None or (value[0] == "-" and not _is_number(value)) else value
+            )
+    return out
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def decoder_options(settings: str) -> TraceOptions:
+    """What the decoder's settings say of its output's format: ``-mark-unknown`` (with ``-unknown-word-prefix``,
+    default "UNK", and ``-unknown-word-suffix``), ``-output-factor-delimiter`` and ``-xml-input``
+    (OOVHandlingOptions.cpp, ReportingOptions.cpp, InputOptions.cpp)."""
+    flags = decoder_flags(settings)
+    marked = "mark-unknown" in flags and flags["mark-unknown"] not in ("false", "0", "no")
+    return TraceOptions(
+        unknown_prefix=(flags.get("unknown-word-prefix") or "UNK") if marked else None,
+        unknown_suffix=flags.get("unknown-word-suffix") or "",
+        factor_delimiter=flags.get("output-factor-delimiter") or "|",
+        xml_input=flags.get("xml-input") in _XML_STRIPPED,
+    )
+
+
 @dataclass
 class TraceLine:
     """One decoder output line, parsed."""
