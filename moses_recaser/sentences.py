@@ -73,6 +73,18 @@ def first_in_sentence(mask: np.ndarray, sent: np.ndarray, start: np.ndarray) -> 
     return out
 
 
+def after_a_number(first: np.ndarray, words: Sequence[str], start: np.ndarray) -> np.ndarray:
+    """``first`` (``first_in_sentence`` of the words with a letter), with -1 for a sentence whose first word with
+    a letter comes after a number: the number starts the sentence, and the word after it takes no capital for
+    its position ("30 proposals were ...": 47 of 52 such lines of newstest 2008-14's English)."""
+    out = first.copy()
+    for s in np.flatnonzero(first > 0).tolist():
+        g = int(start[s])
+        if any(c.isdigit() for w in words[g : g + int(first[s])] for c in w):
+            out[s] = -1
+    return out
+
+
 def positional(letter: np.ndarray, end: np.ndarray, sent_start: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per word: its capital is due to its position, the first word with a letter of its sentence
     (sentences start at ``sent_start``, ``n`` words long) or the first with a letter after ``.``, ``!``,

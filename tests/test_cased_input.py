@@ -208,9 +208,12 @@ def test_position_does_not_capitalize_cased_output(models):
     def punct_on(line: str, word: str) -> bool:
         return any(name.startswith("punct=") for name in _features_on(r, line, word))
 
-    assert not initial_on("700 dead after floods in the United States .", "dead")
-    assert initial_on("700 dead after floods in the united states .", "dead")  # no capital: lowercased input
+    assert not initial_on("Dozens dead after floods in the United States .", "Dozens")
+    assert initial_on("dozens dead after floods in the united states .", "dozens")  # no capital: lowercased input
     assert initial_on("the floods in the United States left 700 dead .", "the")
+    # after a number the sentence has begun, whatever the input's case: "700 dead" stays lowercase
+    assert not initial_on("700 dead after floods in the united states .", "dead")
+    assert not initial_on("700 dead after floods in the United States .", "dead")
     assert not punct_on("Floods in Texas : the United States count 700 dead .", "the")
     assert punct_on("floods in Texas : the United States count 700 dead .", "the")
     assert punct_on("floods in texas : the united states count 700 dead .", "the")

@@ -196,6 +196,12 @@ def test_initial_and_punctuation_features(extractor):
     assert values(extractor, t, 2, "initial")["Cat"] == 0.0
     assert values(extractor, t, 4, "punct=,")["He"] == 1.0
     assert values(extractor, t, 4, "punct=,")["he"] == 0.0
+    # after a number the sentence has begun: "30 proposals were ..." (newstest's English: 47 of 52 such lines)
+    for before in (["30"], ["«", "1,200"], ["(", "2b", ")"]):
+        t = Triple(0, [], [*before, "the", "cat"])
+        assert set(values(extractor, t, len(before), "initial").values()) == {0.0}
+    t = Triple(0, [], ["«", "(", "the", "cat"])
+    assert values(extractor, t, 2, "initial")["The"] == 1.0
 
 
 def test_cap_t1_is_the_log_of_the_summed_translation_probability(extractor):

@@ -31,7 +31,15 @@ from moses_recaser.model.lattice import Flat
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.model.viterbi import Cells, SplitLM
 from moses_recaser.modeldir import MappedArrays, check_range, release_mapped, text_array, trim_mapped, words_of
-from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
+from moses_recaser.sentences import (
+    FINAL,
+    SENTENCE_END,
+    Layout,
+    after_a_number,
+    first_in_sentence,
+    headline_flags,
+    positional,
+)
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
@@ -327,7 +335,9 @@ class FeatureExtractor:
             layout=layout,
             start=T["start"][tt],
             count=T["count"][tt],
-            first=first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start),
+            first=after_a_number(
+                first_in_sentence(T["letter"][tt], layout.tgt_sent, layout.tgt_start), target, layout.tgt_start
+            ),
             punct=_of_previous(T["punct"][tt], layout, -1),
             after_name=_of_previous(T["name"][tt], layout, False),
             e_lower=T["e_lower"][tt],

@@ -270,8 +270,8 @@ FEATURES: tuple[Feature, ...] = (
     ),
     Feature(
         "initial",
-        "E_i is the sentence's first word with a letter, and it is capitalized (not in cased MT output, whose "
-        "first word the system cased already: '700 dead from ...' is lowercase on purpose)",
+        "E_i is the sentence's first word with a letter, no number before it ('30 proposals ...'), and it is "
+        "capitalized (not in cased MT output, whose first word the system cased already)",
         lambda x: x.cand.cap & (x.P == x.b.first[x.S]) & ~x.cased_line,
         paper=True,
     ),
@@ -421,8 +421,7 @@ DECODED_FEATURES: tuple[Feature, ...] = (
     ),
     *_by_line(
         "decoded:first",
-        "the same, at the line's first word with a letter, which position would capitalize: a cased system "
-        "writes '700 dead from ...' in lowercase on purpose",
+        "the same, at the line's first word with a letter (no number before it), which position would capitalize",
         lambda x: x.decoded & (x.P == x.b.first[x.S]),
     ),
     *_by_line(
