@@ -457,7 +457,8 @@ def test_a_usage_error_is_one_line(argv, capsys):
     entry = ems_main if argv[:1] == ["ems"] else main
     assert entry(argv[1:] if argv[:1] == ["ems"] else argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and ": error: " in err and err.rstrip().endswith("--help)"), err
+    assert err.count("\n") == 1 and err.rstrip().endswith("--help)"), err
+    assert err.startswith("moses-recaser-ems: error: " if argv[:1] == ["ems"] else "moses-recaser: error: "), err
 
 
 def test_lm_o_with_a_number_is_not_taken_as_a_file_name(tmp_path, capsys, monkeypatch):

@@ -50,10 +50,10 @@ def _verbosity(p: argparse.ArgumentParser, default: Any) -> None:
 
 class Parser(argparse.ArgumentParser):
     """argparse's parser, with a usage error as one line that points at ``--help`` (argparse prints the whole
-    usage block first: 17 lines for ``train``)."""
+    usage block first: 17 lines for ``train``), named by the program as every other error is."""
 
     def error(self, message: str) -> NoReturn:
-        _error(self.prog, f"{message} (see {self.prog} --help)")
+        _error(self.prog.split()[0], f"{message} (see {self.prog} --help)")
         raise SystemExit(2)
 
 
