@@ -188,6 +188,22 @@ def _read_only(directory: Path) -> bool:
         return False
 
 
+NOT_A_FILE = (-1, -1)
+
+
+def file_id(path: str | os.PathLike[str] | None) -> tuple[int, int]:
+    """The regular file a path names, as (device, inode) through symlinks; NOT_A_FILE for stdin or stdout, a file
+    not there yet, a FIFO or a device (written in place, and read as a stream): what tells that an output would
+    replace an input."""
+    if path is None or os.fspath(path) == "-":
+        return NOT_A_FILE
+    try:
+        st = os.stat(path)
+    except OSError:
+        return NOT_A_FILE
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else NOT_A_FILE
+
+
 def check_output(path: str | os.PathLike[str] | None) -> None:
     """Fail now, before long work, if ``path`` (an output file; ``-`` or None: stdout) cannot be written."""
     if path is None or os.fspath(path) == "-":

@@ -375,7 +375,7 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == f"moses-recaser-ems: error: {longer}: the headline file has 4 <seg> lines, -in only 3\n"
+    assert proc.stderr == f"moses-recaser-ems: error: {longer}: the headline file has 4 <seg> lines, -in has 3\n"
 
 
 def test_a_headline_keeps_the_capitals_the_recaser_gave():
@@ -419,7 +419,7 @@ def test_recase_errors_exit_non_zero(ems_work, tmp_path):
     assert proc.returncode == 2 and "model not found" in proc.stderr
 
 
-def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(tmp_path):
+def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(tmp_path, capsys):
     ini = _write(tmp_path / "moses.ini", ["# MERT optimized configuration", "[input-factors]", "0"])
     inp = _write(tmp_path / "in", ["the house . it is here", "obama signs bill"])
     sgm = _write(
@@ -462,6 +462,21 @@ def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(
         capture_output=True,
     )
     assert out.read_text(encoding="utf-8").splitlines() == ["The house . It is here", "Obama Signs Bill"]
+    # a headline file of another set, the decoder and the files the moses.ini names are checked before any work
+    from moses_recaser.cli.ems import main as ems_main
+
+    table = _write(tmp_path / "phrase-table", ["le ||| the ||| 1 ||| 0-0 |||"])
+    ini.write_text(ini.read_text() + f"[feature]\nPhraseDictionaryMemory name=T0 path={table}\n", encoding="utf-8")
+    extra = _write(tmp_path / "more.sgm", sgm.read_text().replace("</doc>", '<seg id="3">c</seg>\n</doc>').splitlines())
+    kept = {p: p.read_bytes() for p in (moses, table, out)}
+    for flags, message in (
+        (["-headline", str(extra), "-o", str(out)], f"{extra}: the headline file has 3 <seg> lines, -in has 2"),
+        (["-o", str(moses)], f"{moses}: this output is also the --moses input"),
+        (["-o", str(table)], f"{table}: this output is also {table}, a file of the -model moses.ini"),
+    ):
+        assert ems_main(["-q", "recase", "-in", str(inp), "-model", str(ini), "-moses", str(moses), *flags]) == 2
+        assert message in capsys.readouterr().err
+        assert all(p.read_bytes() == b for p, b in kept.items())
 
 
 def test_the_recase_step_reads_markers_in_in_and_an_alignment_file_from_decoder_settings(ems_work, tmp_path):
@@ -531,7 +546,7 @@ def test_the_recase_step_never_writes_over_a_file_it_reads(ems_work, tmp_path, c
     common += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
     for extra, out, flag in (
         (["-alignment", str(wa)], wa, "--alignment"),
-        (["-decoder-settings", f"-threads 2 -alignment-output-file {wa}"], wa, "-alignment-output-file of"),
+        (["-decoder-settings", f"-threads 2 -alignment-output-file {wa}"], wa, "--decoder-settings -alignment"),
         ([], pointer, "--model"),
     ):
         assert ems_main([*common, *extra, "-o", str(out)]) == 2
@@ -564,6 +579,8 @@ def test_the_recase_step_reads_unknown_word_marks_from_the_decoder_settings(ems_
     for settings, marked in (
         ("-search-algorithm 1 -mark-unknown", "UNKXyzzy"),
         ("-mu -unknown-word-prefix @@", "@@Xyzzy"),
+        ("-mu", "UNKXyzzy"),  # one word that looks like a flag of ours: still the settings' value
+        ("-v 0 -unknown-word-prefix '@@' -mark-unknown false -mu true", "@@Xyzzy"),  # the shell's words; -mu wins
     ):
         out = _write(tmp_path / "output", [f"the president |0-1| {marked} |2-2| is |3-3| in |4-4| paris . |5-6| "])
         cleaned = _write(tmp_path / "cleaned", [f"the president {marked} is in paris ."])
@@ -821,8 +838,21 @@ def test_config_merge_refuses_a_config_that_decodes_with_moses_chart():
         with pytest.raises(RecaserError, match="hierarchical-rule-set: EMS decodes this config with moses_chart"):
             merge(text, EMS_BIN)
         assert any(p.startswith("problem: [TRAINING] hierarchical-rule-set") for p in _problems(text))
-    text = TRUECASING.replace("[RECASING]", "[TRAINING]\nhierarchical-rule-set = 0\n\n[RECASING]")
-    assert _merged(text)[1].lookup("EVALUATION", "recaser") == f"{EMS_BIN} recase"
+    # experiment.perl's get: [TRAINING] alone, $variables resolved, the first word
+    for accepted in (
+        TRUECASING.replace("[RECASING]", "[TRAINING]\nhierarchical-rule-set = 0\n\n[RECASING]"),
+        TRUECASING.replace("cores = 2", "cores = 2\nhierarchical-rule-set = true"),
+        TRUECASING.replace("cores = 2", "cores = 2\nhier = 0").replace(
+            "[RECASING]", "[TRAINING]\nhierarchical-rule-set = $hier\n\n[RECASING]"
+        ),
+    ):
+        assert _merged(accepted)[1].lookup("EVALUATION", "recaser") == f"{EMS_BIN} recase"
+    refused = TRUECASING.replace("cores = 2", "cores = 2\nhier = 1").replace(
+        "[RECASING]", "[TRAINING]\nhierarchical-rule-set = $hier\n\n[RECASING]"
+    )
+    with pytest.raises(RecaserError, match="moses_chart") as caught:
+        merge(refused, EMS_BIN)
+    assert caught.value.line == refused.splitlines().index("hierarchical-rule-set = $hier") + 1
 
 
 def _problems(text: str) -> list[str]:

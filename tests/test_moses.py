@@ -379,12 +379,33 @@ def test_property_markers_strip_to_plain_output(seg, mode):
         ("", TraceOptions()),
         ("-search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000", TraceOptions()),
         ("-mu", TraceOptions(unknown_prefix="UNK")),
-        ("--mark-unknown -unknown-word-prefix << -unknown-word-suffix >>", TraceOptions("<<", ">>")),
+        ("-mark-unknown -unknown-word-prefix << -unknown-word-suffix >>", TraceOptions("<<", ">>")),
         ("-mark-unknown false", TraceOptions()),
         ("-xi exclusive -output-factor-delimiter ~", TraceOptions(factor_delimiter="~", xml_input=True)),
         ("-xml-input pass-through", TraceOptions()),
+        # as Moses' Parameter reads them: the first of a switch, the short name over the long one, booleans in
+        # any case, the shell's quoting, -factor-delimiter as the output's unless -output-factor-delimiter
+        ("-mu false -mu true", TraceOptions()),
+        ("-mu false -mark-unknown", TraceOptions()),
+        ("-mark-unknown false -mu", TraceOptions()),
+        ("-mark-unknown -mu N", TraceOptions()),
+        ("-mu TRUE", TraceOptions(unknown_prefix="UNK")),
+        ("-mu -unknown-word-prefix 'UNK_' -unknown-word-suffix \"\"", TraceOptions(unknown_prefix="UNK_")),
+        ("-fd _", TraceOptions(factor_delimiter="_")),
+        ("-fd _ -output-factor-delimiter ~", TraceOptions(factor_delimiter="~")),
+        ("-threads -1 -mu", TraceOptions(unknown_prefix="UNK")),
     ],
 )
 def test_the_decoder_settings_say_how_to_read_its_output(settings, options):
     """EMS's decoder-settings, read as Moses' Parameter reads them (OOVHandlingOptions, ReportingOptions)."""
     assert decoder_options(settings) == options
+
+
+def test_the_decoder_settings_name_its_alignment_file():
+    from moses_recaser.moses.trace import decoder_alignment_file
+
+    assert decoder_alignment_file("-t -alignment-output-file out.wa") == "out.wa"
+    assert decoder_alignment_file('-alignment-output-file "my out.wa" -t') == "my out.wa"
+    assert decoder_alignment_file("-alignment-output-file a.wa -alignment-output-file b.wa") == "a.wa"
+    assert decoder_alignment_file("-alignment-output-file -t") is None
+    assert decoder_alignment_file("-threads 2 -v 0") is None

@@ -8,7 +8,6 @@ import io
 import logging
 import os
 import signal
-import stat
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ from moses_recaser import __version__
 from moses_recaser.cli.options import add, finish_settings
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.trace import TraceOptions
-from moses_recaser.outputs import STDOUT, check_output, write_error
+from moses_recaser.outputs import NOT_A_FILE, STDOUT, check_output, file_id, write_error
 from moses_recaser.textio import check_input
 from moses_recaser.workers import single_threaded_blas
 
@@ -96,6 +95,21 @@ def single_dash_long(argv: Sequence[str], known: set[str]) -> list[str]:
     ]
 
 
+# options whose value is another program's flags ("-mu", "-v 0", "-S 80%"): argparse would take such a value for
+# an option of ours, so it is attached to its flag ("--decoder-settings=-mu"), where argparse takes it whole
+FLAGS_AS_VALUE = ("--decoder-settings", "--lmplz-options")
+
+
+def attached_values(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the value after each of FLAGS_AS_VALUE attached to it by ``=``."""
+    out: list[str] = []
+    it = iter(argv)
+    for a in it:
+        value = next(it, None) if a in FLAGS_AS_VALUE else None
+        out.append(a if value is None else f"{a}={value}")
+    return out
+
+
 def _setup_logging(args: argparse.Namespace, prog: str) -> None:
     level = logging.ERROR if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format=f"{prog}: %(message)s", stream=sys.stderr)
@@ -113,12 +127,12 @@ def check_destinations(args: argparse.Namespace) -> None:
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
             if name not in getattr(args, "rewrites", ()):
-                inputs.setdefault(_file_id(path), name)
+                inputs.setdefault(file_id(path), name)
     for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked
-        inputs.setdefault(_file_id(getattr(args, name)), name)
+        inputs.setdefault(file_id(getattr(args, name)), name)
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
-        output = _file_id(getattr(args, name))
+        output = file_id(getattr(args, name))
         if output != NOT_A_FILE and output in inputs:
             read = inputs[output]
             flag = getattr(args, "input_flags", {}).get(read, "--" + read.replace("_", "-"))
@@ -128,21 +142,6 @@ def check_destinations(args: argparse.Namespace) -> None:
             )
     if getattr(args, "prints", False):
         check_output("-")
-
-
-NOT_A_FILE = (-1, -1)
-
-
-def _file_id(path: str | os.PathLike[str] | None) -> tuple[int, int]:
-    """The regular file a path names, as (device, inode) through symlinks; (-1, -1) for stdin or stdout, a file
-    not there yet, a FIFO or a device (written in place, and read as a stream)."""
-    if path is None or os.fspath(path) == "-":
-        return NOT_A_FILE
-    try:
-        st = os.stat(path)
-    except OSError:
-        return NOT_A_FILE
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else NOT_A_FILE
 
 
 def say(text: str) -> None:
@@ -180,7 +179,8 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     shown = io.StringIO()  # what --help and --version print: argparse would drop a write error on the floor
     try:
         with contextlib.redirect_stdout(shown):
-            args = parser.parse_args(single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser)))
+            given = single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser))
+            args = parser.parse_args(attached_values(given))
         finish_settings(args.subparser, args)
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())

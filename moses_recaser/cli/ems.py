@@ -53,9 +53,9 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     p.set_defaults(
         reads=("input", "source", "trace", "headline"),
         # read when they are there: the output may not replace them either
-        reads_if_there=("alignment", "model", "decoder_alignment"),
+        reads_if_there=("alignment", "model", "decoder_alignment", "moses"),
         decoder_alignment=None,
-        input_flags={"decoder_alignment": "-alignment-output-file of --decoder-settings"},
+        input_flags={"decoder_alignment": "--decoder-settings -alignment-output-file"},
         writes=("output",),
         rewrites=("input",),
     )
@@ -66,10 +66,10 @@ class _DecoderSettings(argparse.Action):
     reads."""
 
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
-        from moses_recaser.moses.trace import decoder_flags
+        from moses_recaser.moses.trace import decoder_alignment_file
 
         setattr(namespace, self.dest, values)
-        namespace.decoder_alignment = decoder_flags(values).get("alignment-output-file")
+        namespace.decoder_alignment = decoder_alignment_file(values)
 
 
 def cmd_recase(args: argparse.Namespace) -> int:

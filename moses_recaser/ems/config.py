@@ -202,10 +202,9 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
         raise RecaserError(
             "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
         )
-    chart = _chart_decoding(cfg)
-    if chart:
-        where = cfg.get("TRAINING", "hierarchical-rule-set") or cfg.get("GENERAL", "hierarchical-rule-set")
-        raise RecaserError(chart, line=where.start + 1 if where else 0)
+    chart, where = _chart_decoding(cfg), _chart_param(cfg)
+    if chart and where is not None:
+        raise RecaserError(chart, line=where.start + 1)
     layout = LAYOUTS["lowercase"] if lowercase else layout_of(cfg)
     if layout is None:
         raise RecaserError(
@@ -238,10 +237,20 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
     return Merged(merged, notes + check(read_config(merged)))
 
 
+def _chart_param(cfg: Config) -> Param | None:
+    """[TRAINING] hierarchical-rule-set where it makes experiment.perl decode with moses_chart: read as its
+    ``get`` reads it (that section alone, not IGNOREd; the first word, ``$variables`` resolved), true in Perl's
+    sense (not "" or "0")."""
+    p, section = cfg.get("TRAINING", "hierarchical-rule-set"), cfg.section("TRAINING")
+    if p is None or section is None or section.ignored:
+        return None
+    words = resolve(cfg, "TRAINING", p.value).split()
+    return p if words and words[0] != "0" else None
+
+
 def _chart_decoding(cfg: Config) -> str | None:
-    """Why the recaser cannot read this config's decoder output, if it decodes with moses_chart (experiment.perl
-    does so when [TRAINING] hierarchical-rule-set is true in Perl's sense: set, not "" or "0")."""
-    if cfg.lookup("TRAINING", "hierarchical-rule-set") in (None, "", "0"):
+    """Why the recaser cannot read this config's decoder output, if it decodes with moses_chart."""
+    if _chart_param(cfg) is None:
         return None
     return (
         "[TRAINING] hierarchical-rule-set: EMS decodes this config with moses_chart, whose output has no -t "

@@ -5,6 +5,7 @@ English lowercase list.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from moses_recaser import casing
@@ -68,6 +69,30 @@ def headline_flags(sgm: str) -> list[bool]:
     return flags
 
 
+def check_headline_count(flags: list[bool], lines: int, sgm: str) -> None:
+    """A headline file has one ``<seg`` line per input line: with more or fewer it is another set's."""
+    if len(flags) != lines:
+        from moses_recaser.errors import RecaserError
+
+        raise RecaserError(f"the headline file has {len(flags)} <seg> lines, -in has {lines}", sgm)
+
+
+def moses_ini_files(ini: str) -> list[str]:
+    """The files a Moses config names in its [feature] lines (``path=``), as given and as seen from the config's
+    directory: what the decoder reads beside the config."""
+    out, section = [], ""
+    for line in read_lines(ini):
+        text = line.strip()
+        if text.startswith("["):
+            section = text
+        elif section == "[feature]":
+            for word in text.split():
+                if word.startswith("path="):
+                    path = word[len("path=") :]
+                    out += [path, os.path.join(os.path.dirname(ini), path)]
+    return out
+
+
 def title_case(tokens: list[str], lang: str, upper: Callable[[str], str] | None = None) -> list[str]:
     """A headline's words capitalized (``upper``; by default a word in lowercase gets its first letter capital
     and a word with a capital keeps the recaser's form: "NATO", "iPhone", where recase.perl's ucfirst would give
@@ -114,6 +139,8 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
         if k < len(flags) and flags[k]:
             words = title_case(words, lang, _ucfirst)
         out.append(" ".join(words))
+    if headline:
+        check_headline_count(flags, len(out), headline)
     return out
 
 

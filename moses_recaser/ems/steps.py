@@ -15,13 +15,26 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser import casing
-from moses_recaser.ems.recase_perl import headline_flags, is_moses_ini, recase_with_moses, title_case
+from moses_recaser.ems.recase_perl import (
+    check_headline_count,
+    headline_flags,
+    is_moses_ini,
+    moses_ini_files,
+    recase_with_moses,
+    title_case,
+)
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.bitext import read_monolingual
-from moses_recaser.moses.trace import TraceOptions, decoder_flags, decoder_options, parse_trace_line, read_trace
-from moses_recaser.outputs import atomic_output, write_error
+from moses_recaser.moses.trace import (
+    TraceOptions,
+    decoder_alignment_file,
+    decoder_options,
+    parse_trace_line,
+    read_trace,
+)
+from moses_recaser.outputs import NOT_A_FILE, atomic_output, file_id, write_error
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple
 
@@ -81,12 +94,12 @@ def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
     for k, (_, tokens) in enumerate(zip_recased(triples, recaser)):
         if flags is not None:
             if k >= len(flags):
-                raise RecaserError(f"the headline file has only {len(flags)} <seg> lines", step.headline)
+                raise RecaserError(f"the headline file has {len(flags)} <seg> lines, -in has more", step.headline)
             if flags[k]:
                 tokens = title_case(tokens, step.lang)
         lines.append(" ".join(tokens))
-    if flags is not None and len(flags) > len(lines):
-        raise RecaserError(f"the headline file has {len(flags)} <seg> lines, -in only {len(lines)}", step.headline)
+    if flags is not None and step.headline:
+        check_headline_count(flags, len(lines), step.headline)
     return lines
 
 
@@ -101,6 +114,14 @@ def _stock_model(step: RecaseStep) -> list[str]:
             step.model,
         )
     log.warning("%s is a Moses recasing model: recasing as recase.perl does (no source, no trace)", step.model)
+    out = file_id(step.output)
+    for path in moses_ini_files(step.model) if out != NOT_A_FILE else ():
+        if file_id(path) == out:
+            raise RecaserError(
+                f"this output is also {path}, a file of the -model moses.ini, which the step only reads: give "
+                "another output",
+                step.output,
+            )
     return recase_with_moses(step.moses, step.model, step.infile, step.lang, step.headline)
 
 
@@ -110,7 +131,7 @@ def word_alignment(alignment: str | None, decoder_settings: str) -> str | None:
     device is there as a file is."""
     if alignment is not None and _there(alignment):
         return alignment
-    given = decoder_flags(decoder_settings).get("alignment-output-file")
+    given = decoder_alignment_file(decoder_settings)
     if given is not None and _there(given):
         return given
     if alignment is not None or given is not None:

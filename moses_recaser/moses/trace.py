@@ -8,8 +8,10 @@ Each pattern below names the Moses function that prints (or reads) what it match
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import shlex
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.pharaoh import parse_links
@@ -48,46 +50,62 @@ class TraceOptions:
     xml_input: bool = False  # the input had XML markup (-xml-input inclusive/exclusive/ignore)
 
 
-# Parameter.cpp's short names of the decoder flags read below
-_SHORT = {"mu": "mark-unknown", "xi": "xml-input", "t": "report-segmentation"}
+# Parameter.cpp's short names of the decoder parameters read below
+_SHORT = {"mark-unknown": "mu", "xml-input": "xi", "report-segmentation": "t", "factor-delimiter": "fd"}
 _XML_STRIPPED = ("inclusive", "exclusive", "ignore", "constraint")
 
 
-def decoder_flags(settings: str) -> dict[str, str | None]:
-    """The decoder's command-line settings (EMS's ``decoder-settings``) as Moses' Parameter reads them: each
-    ``-name`` or ``--name`` (short names as their long ones), with the word after it unless that is another
-    flag (None: a bare switch)."""
-    words = settings.split()
-    out: dict[str, str | None] = {}
-    for k, w in enumerate(words):
-        if len(w) > 1 and w[0] == "-" and not _is_number(w):
-            name = w.lstrip("-")
-            value = words[k + 1] if k + 1 < len(words) else None
-            out[_SHORT.get(name, name)] = (
-                None if value is None or (value[0] == "-" and not _is_number(value)) else value
-            )
-    return out
-
-
-def _is_number(word: str) -> bool:
+def decoder_words(settings: str) -> list[str]:
+    """The decoder's settings (EMS's ``decoder-settings``) as the shell splits them on the decoder's command line
+    (quotes removed), or at whitespace where the shell would refuse them (an unclosed quote)."""
     try:
-        float(word)
+        return shlex.split(settings)
     except ValueError:
-        return False
-    return True
+        return settings.split()
+
+
+def _is_switch(word: str) -> bool:
+    """Parameter::isOption: a dash, then anything but a digit ("-1" is a value)."""
+    return len(word) > 1 and word[0] == "-" and not word[1].isdigit()
+
+
+def decoder_setting(words: Sequence[str], name: str) -> list[str] | None:
+    """The values of the Moses parameter ``name`` in the decoder's command-line ``words``, as
+    Parameter::LoadParam reads them: the words after the first ``-name`` up to the next switch, then those after
+    the first short-name switch (``-mu``) written over them one by one; None: not given."""
+    values: list[str] | None = None
+    for switch in ("-" + name, "-" + _SHORT[name]) if name in _SHORT else ("-" + name,):
+        if switch not in words:
+            continue
+        given = list(takewhile(lambda w: not _is_switch(w), words[words.index(switch) + 1 :]))
+        values = given if values is None else given + values[len(given) :]
+    return values
+
+
+def decoder_alignment_file(settings: str) -> str | None:
+    """The ``-alignment-output-file`` the decoder's settings name (None: none)."""
+    values = decoder_setting(decoder_words(settings), "alignment-output-file")
+    return values[0] if values else None
 
 
 def decoder_options(settings: str) -> TraceOptions:
     """What the decoder's settings say of its output's format: ``-mark-unknown`` (with ``-unknown-word-prefix``,
-    default "UNK", and ``-unknown-word-suffix``), ``-output-factor-delimiter`` and ``-xml-input``
-    (OOVHandlingOptions.cpp, ReportingOptions.cpp, InputOptions.cpp)."""
-    flags = decoder_flags(settings)
-    marked = "mark-unknown" in flags and flags["mark-unknown"] not in ("false", "0", "no")
+    default "UNK", and ``-unknown-word-suffix``), ``-output-factor-delimiter`` (default ``-factor-delimiter``'s)
+    and ``-xml-input``, read as Moses reads them (OOVHandlingOptions.cpp, ReportingOptions.cpp,
+    InputOptions.cpp; a switch alone is true, one value is yes/y/true/1 in any case, more leave it off)."""
+    words = decoder_words(settings)
+
+    def first(name: str, default: str) -> str:
+        values = decoder_setting(words, name)
+        return values[0] if values else default
+
+    mark = decoder_setting(words, "mark-unknown")
+    marked = mark is not None and (mark == [] or (len(mark) == 1 and mark[0].lower() in ("yes", "y", "true", "1")))
     return TraceOptions(
-        unknown_prefix=(flags.get("unknown-word-prefix") or "UNK") if marked else None,
-        unknown_suffix=flags.get("unknown-word-suffix") or "",
-        factor_delimiter=flags.get("output-factor-delimiter") or "|",
-        xml_input=flags.get("xml-input") in _XML_STRIPPED,
+        unknown_prefix=first("unknown-word-prefix", "UNK") if marked else None,
+        unknown_suffix=first("unknown-word-suffix", ""),
+        factor_delimiter=first("output-factor-delimiter", first("factor-delimiter", "|")),
+        xml_input=first("xml-input", "pass-through") in _XML_STRIPPED,
     )
 
 
