@@ -202,9 +202,9 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
         raise RecaserError(
             "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
         )
-    chart, where = _chart_decoding(cfg), _chart_param(cfg)
-    if chart and where is not None:
-        raise RecaserError(chart, line=where.start + 1)
+    chart = _chart_param(cfg)
+    if chart is not None:
+        raise RecaserError(CHART_DECODING, line=chart.start + 1)
     layout = LAYOUTS["lowercase"] if lowercase else layout_of(cfg)
     if layout is None:
         raise RecaserError(
@@ -248,15 +248,11 @@ def _chart_param(cfg: Config) -> Param | None:
     return p if words and words[0] != "0" else None
 
 
-def _chart_decoding(cfg: Config) -> str | None:
-    """Why the recaser cannot read this config's decoder output, if it decodes with moses_chart."""
-    if _chart_param(cfg) is None:
-        return None
-    return (
-        "[TRAINING] hierarchical-rule-set: EMS decodes this config with moses_chart, whose output has no -t "
-        "phrase markers and whose word alignment counts <s> and </s>; moses-recaser reads phrase-based "
-        "decoder output only: keep detruecase.perl for this config"
-    )
+CHART_DECODING = (
+    "[TRAINING] hierarchical-rule-set: EMS decodes this config with moses_chart, whose output has no -t phrase "
+    "markers and whose word alignment counts <s> and </s>; moses-recaser reads phrase-based decoder output only: "
+    "keep detruecase.perl for this config"
+)
 
 
 # what makes EMS's decode step write the -t markers and the word links (.wa) the recaser reads
@@ -434,9 +430,8 @@ def check(cfg: Config) -> list[str]:
         ]
     else:
         problems = [f"note: {layout.name} layout: the patched meta runs the recaser as {layout.step}"]
-    chart = _chart_decoding(cfg)
-    if chart:
-        problems.append(f"problem: {chart}")
+    if _chart_param(cfg) is not None:
+        problems.append(f"problem: {CHART_DECODING}")
     recasing = cfg.section("RECASING")
     if recasing is None or recasing.ignored:
         problems.append("problem: [RECASING] is missing or IGNORE: EMS trains no recaser")
