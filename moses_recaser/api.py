@@ -6,9 +6,11 @@ Both console commands are built on these calls: ``moses-recaser train`` and ``mo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +96,7 @@ def train(
         if dev_trace is not None
         else None
     )
-    with work_dir("moses-recaser", work) as scratch:
+    with _as_recaser_errors(), work_dir("moses-recaser", work) as scratch:
         report = fit(
             os.fspath(model),
             train=training,
@@ -114,6 +116,19 @@ def train(
         ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
     )
     return Path(model)
+
+
+@contextlib.contextmanager
+def _as_recaser_errors() -> Iterator[None]:
+    """A fault of the system met on the way (a full disk, an unreadable file) as a ``RecaserError``, as the command
+    line reports it: the library raises one kind of error for what is not a bug."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        where = None if exc.filename is None else os.fspath(exc.filename)
+        raise RecaserError(exc.strerror or str(exc), where) from None
 
 
 def _check_paths(**paths: object) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from moses_recaser.errors import RecaserError
+
 
 @dataclass(frozen=True)
 class Stored:
@@ -80,7 +82,14 @@ class Sink:
         block = np.ascontiguousarray(block, dtype=self.dtype)
         self.count += len(block)
         if self._fh is not None:
-            block.tofile(self._fh)
+            try:
+                block.tofile(self._fh)
+            except OSError as exc:  # numpy's "N requested and M written" (no errno): a full scratch disk
+                reason = exc.strerror or "no space left on the device (it took part of a block)"
+                raise RecaserError(
+                    f"cannot write scratch data: {reason}; give TMPDIR a directory with more room",
+                    self.path,
+                ) from None
         else:
             self._parts.append(block)
 

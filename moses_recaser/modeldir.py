@@ -46,7 +46,7 @@ import yaml
 
 from moses_recaser.diskarrays import Stored, blocks_of
 from moses_recaser.errors import RecaserError
-from moses_recaser.outputs import atomic_directory, put_back
+from moses_recaser.outputs import DISK_FAULTS, atomic_directory, put_back, write_error
 from moses_recaser.textio import sha256
 
 FORMAT_VERSION = 6
@@ -279,7 +279,12 @@ def write_model(
         for write in writers:
             write(tmp)
         for name, src in (copy_files or {}).items():
-            shutil.copyfile(src, tmp / name)
+            try:
+                shutil.copyfile(src, tmp / name)
+            except OSError as exc:  # a full disk is the model's (copyfile names the file it read)
+                if exc.errno in DISK_FAULTS:
+                    raise write_error(exc, str(target)) from None
+                raise
         written = [p for p in sorted(tmp.iterdir()) if p.is_file()]
         manifest = Manifest(
             settings=dict(settings),

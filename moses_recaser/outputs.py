@@ -12,7 +12,9 @@ The rules, as a shell's ``>`` and a careful tool keep them:
 
 Temporary names carry ``moses-recaser``, the host and the process id (``.NAME.moses-recaser-HOST-PID-XXXX.tmp``), so
 the next run that writes beside them removes what a killed run (SIGKILL) left, and puts back a model that a crash
-between the two renames of a replacement left aside (``.old``).
+between the two renames of a replacement left aside (``.old``). A run holds a lock (flock) on each of its temporary
+files and directories while it lives: a run of another PID namespace (a container with the host's name, a cloned
+machine on NFS), whose process id means nothing here, is not taken for dead.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import io
 import logging
 import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,6 +49,8 @@ MANIFEST = "manifest.yaml"  # modeldir.MANIFEST; modeldir imports this module, n
 HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 # what a temporary name of ours looks like: the target's name, then who made it
 _OURS = re.compile(rf"^\.(?P<name>.+)\.{TAG}-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-[0-9a-f]+\.(?P<kind>tmp|old|work)$")
+# errors of writing, whoever raised them: a full disk or quota, a file too large, a read-only or failing disk
+DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
 
 
 def write_error(exc: OSError, path: str) -> RecaserError:
@@ -53,6 +60,88 @@ def write_error(exc: OSError, path: str) -> RecaserError:
 
 def _temp_name(name: str, kind: str) -> str:
     return f".{name}.{TAG}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}.{kind}"
+
+
+# what a temporary name adds to the output's own (``_temp_name``), at most: the longest process id and kind
+_TEMP_EXTRA = len(_temp_name("", "work")) - len(str(os.getpid())) + len(str(2**22))
+
+
+def _check_name_length(real: Path, shown: str) -> None:
+    """An output name too long for its temporary name beside it (the file system's limit, NAME_MAX) is refused
+    now, not after the work."""
+    try:
+        limit = os.pathconf(real.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if len(os.fsencode(real.name)) + _TEMP_EXTRA > limit:
+        raise RecaserError(
+            f"the name is too long: it is written under a temporary name beside it, which may have at most {limit} "
+            f"bytes; give a name of at most {limit - _TEMP_EXTRA} bytes",
+            shown,
+        )
+
+
+def _hold(fd: int) -> None:
+    """Lock an open temporary file or directory of this run (``_held`` tells others it is in use)."""
+    with contextlib.suppress(OSError):  # a file system without locks: the process id alone tells
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _held(path: str) -> bool:
+    """A run, in any PID namespace of this kernel (or an NFS client), holds ``path`` locked (``_hold``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except PermissionError:  # another user's (mode 0600): its run may live in another namespace
+        return True
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+@contextlib.contextmanager
+def _holding(path: Path) -> Iterator[None]:
+    """Hold ``path`` (a temporary directory of this run) locked for the block."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        yield
+        return
+    try:
+        _hold(fd)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove a directory tree of this tool's (a replaced model, a scratch directory), its read-only directories
+    (a model kept at mode 555) made writable first; errors are ignored (the next run removes what is left)."""
+    top = os.fspath(path)
+    if os.path.islink(top) or not os.path.isdir(top):
+        with contextlib.suppress(OSError):
+            os.unlink(top)
+        return
+    _owner_writable(top)
+    for root, dirs, _ in os.walk(top):
+        for d in dirs:  # (before the walk lists them; a link to a directory is removed, never followed)
+            if not os.path.islink(os.path.join(root, d)):
+                _owner_writable(os.path.join(root, d))
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def _owner_writable(directory: str) -> None:
+    with contextlib.suppress(OSError):
+        mode = stat.S_IMODE(os.lstat(directory).st_mode)
+        if mode & stat.S_IRWXU != stat.S_IRWXU:
+            os.chmod(directory, mode | stat.S_IRWXU)
 
 
 def _alive(pid: int) -> bool:
@@ -73,7 +162,13 @@ def _stale(directory: Path, name: str | None) -> Iterator[tuple[os.DirEntry[str]
         return
     for entry in entries:
         m = _OURS.match(entry.name)
-        if m and m["host"] == HOST and (name is None or m["name"] == name) and not _alive(int(m["pid"])):
+        if (
+            m
+            and m["host"] == HOST
+            and (name is None or m["name"] == name)
+            and not _alive(int(m["pid"]))
+            and not _held(entry.path)
+        ):
             yield entry, m
 
 
@@ -95,10 +190,41 @@ def clean_stale(directory: Path, name: str | None = None) -> None:
     for entry, _ in _stale(directory, name):
         with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                remove_tree(entry.path)
             else:
                 os.unlink(entry.path)
             log.debug("removed %s, left by a killed run", entry.path)
+
+
+@contextlib.contextmanager
+def made_dirs(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """The directory ``path``, made with its missing parents (the umask's mode); if the block fails, those it made
+    are removed again, when empty: a failed run leaves no trace of its own."""
+    made: list[Path] = []
+    p = Path(path)
+    while not os.path.lexists(p) and p != p.parent:
+        made.append(p)
+        p = p.parent
+    if not p.is_dir():
+        raise RecaserError("is a file, not a directory", str(p))
+    for d in reversed(made):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            if not d.is_dir():
+                raise RecaserError("is a file, not a directory", str(d)) from None
+        except OSError as exc:
+            for m in made[made.index(d) + 1 :]:
+                with contextlib.suppress(OSError):
+                    os.rmdir(m)
+            raise write_error(exc, str(d)) from None
+    try:
+        yield Path(path)
+    except BaseException:
+        for d in made:  # deepest first; rmdir removes only an empty directory
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+        raise
 
 
 @contextlib.contextmanager
@@ -113,9 +239,14 @@ def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Itera
     except OSError as exc:
         raise write_error(exc, str(base)) from None
     try:
-        yield str(path)
+        with _holding(path):
+            yield str(path)
+    except OSError as exc:
+        if exc.errno in DISK_FAULTS and exc.filename is None:  # a writer of scratch data that did not say which
+            raise RecaserError(f"cannot write scratch data: {exc.strerror}", str(base)) from None
+        raise
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
 
 
 class _Guarded(io.FileIO):
@@ -155,6 +286,7 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
     """Where writing ``path`` lands: symlinks followed to their target (which may not exist yet), and what is
     there now (None: nothing). Refuses what is not writable as a file, before any work."""
     shown = os.fspath(path)
+    _refuse_planted_link(shown)
     real = Path(os.path.realpath(shown))
     try:
         st: os.stat_result | None = os.stat(real)
@@ -168,6 +300,7 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
         parent = real.parent
         if not parent.is_dir():
             raise RecaserError("the output's directory does not exist", shown)
+        _check_name_length(real, shown)
         if is_model_dir(parent):  # a file put there would fail the model's next load, or be lost at its next write
             raise RecaserError(f"is inside the model directory {parent}; give an output outside it", shown)
         if not os.access(parent, os.W_OK | os.X_OK):
@@ -179,6 +312,26 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
     elif not os.access(real, os.W_OK):
         raise RecaserError("cannot write: permission denied", shown)
     return real, st
+
+
+def _refuse_planted_link(shown: str) -> None:
+    """A symlink in a sticky, world-writable directory (/tmp) made by someone other than this user or the
+    directory's owner is not followed, as the kernel's protected_symlinks would not follow it for ``>``: this tool
+    resolves the path itself, which that guard never sees."""
+    try:
+        link = os.lstat(shown)
+        if not stat.S_ISLNK(link.st_mode):
+            return
+        where = os.stat(os.path.dirname(os.path.abspath(shown)))
+    except OSError:
+        return
+    sticky = where.st_mode & stat.S_ISVTX and where.st_mode & stat.S_IWOTH
+    if sticky and link.st_uid not in (os.geteuid(), where.st_uid):
+        raise RecaserError(
+            "is a symlink another user made in a sticky, world-writable directory (such as /tmp); not followed "
+            "(as the kernel's protected_symlinks does not): give another path",
+            shown,
+        )
 
 
 def _read_only(directory: Path) -> bool:
@@ -235,11 +388,12 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
     try:
         # O_CREAT's mode goes through the umask, as open() does; a replaced file keeps its own mode
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-        if st is not None:
-            os.fchmod(fd, stat.S_IMODE(st.st_mode))
     except OSError as exc:
         raise write_error(exc, shown) from None
+    lock = os.dup(fd)  # the lock lasts until the rename, after the file is closed
     try:
+        _hold(lock)
+        in_place = st is not None and not _same_owner(fd, st, shown)
         fh = _wrap(_Guarded(fd, shown), binary)
         try:
             yield fh
@@ -247,14 +401,75 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
         finally:
             with contextlib.suppress(OSError, RecaserError):
                 fh.close()
-        try:
-            os.replace(tmp, real)
-        except OSError as exc:
-            raise write_error(exc, shown) from None
+        if in_place:
+            _copy_into(tmp, real, shown)
+            os.unlink(tmp)
+        else:
+            try:
+                os.replace(tmp, real)
+            except OSError as exc:
+                raise write_error(exc, shown) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(lock)
+
+
+def _same_owner(fd: int, st: os.stat_result, shown: str) -> bool:
+    """Give the new file (``fd``) the mode, owner and group of the file it replaces (``st``); False where it cannot
+    have them (another user's file, a group this user is not in): that file is then written in place, as the
+    shell's ``>`` writes it, once the new content is complete (a rename would hand it to this user, and in a
+    sticky directory such as /tmp would be refused)."""
+    try:
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            os.fchown(fd, st.st_uid, st.st_gid)
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))  # (chown clears set-id bits)
+    except PermissionError:
+        return False
+    except OSError as exc:
+        raise write_error(exc, shown) from None
+    return True
+
+
+def _copy_into(tmp: Path, real: Path, shown: str) -> None:
+    """The complete file ``tmp`` copied over ``real`` in place (its inode, owner and mode kept): only when the file
+    system has room for it beside ``tmp``, with Ctrl-C and SIGTERM held off until it is done; a copy that fails
+    midway leaves ``tmp``, the whole new content, and says where."""
+    try:
+        fd = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))  # (a write-only file is writable so)
+    except OSError as exc:
+        raise write_error(exc, shown) from None
+    try:
+        size, old = os.path.getsize(tmp), os.fstat(fd).st_size
+        vfs = os.fstatvfs(fd)
+        if size > old + vfs.f_bavail * vfs.f_frsize:
+            raise RecaserError("cannot write: no room on its file system to write it in place", shown)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            with open(tmp, "rb") as src:
+                os.ftruncate(fd, 0)
+                while block := src.read(1 << 20):
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:  # the file is cut short: its new content is kept, under a name of its own
+            kept = real.with_name(f"{real.name}.new-{secrets.token_hex(2)}")
+            os.rename(tmp, kept)
+            raise RecaserError(
+                f"cannot write: {exc.strerror or exc}; it is cut short, and its whole new content is in {kept}", shown
+            ) from None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    except RecaserError:
+        raise
+    except OSError as exc:
+        raise write_error(exc, shown) from None
+    finally:
+        os.close(fd)
 
 
 def _to_stdout(binary: bool) -> Iterator[IO]:
@@ -292,9 +507,6 @@ def _in_place(real: Path, shown: str, binary: bool) -> Iterator[IO]:
         with contextlib.suppress(OSError, RecaserError):
             fh.close()
 
-
-# errors of writing, whoever raised them: a full disk or quota, a file too large, a read-only or failing disk
-_DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
 
 # Linux's renameat2 flags: swap two names in one step, or rename only if the new name is free
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
@@ -343,55 +555,98 @@ def foreign_entries(directory: Path) -> list[str]:
     return sorted(e for e in entries if e != MANIFEST and e not in names)
 
 
-def model_target(path: str | os.PathLike[str]) -> Path:
-    """Where a model written to ``path`` lands (a symlink followed), checked before any work: nothing there, or a
-    model of this tool's (replaced when the new one is complete); never another directory or a file."""
+@dataclass(frozen=True)
+class DirKind:
+    """A kind of directory this tool writes whole, and replaces only when it is one of its own: how to tell one
+    (``ours``), and what in it the tool did not write (``foreign``: a user's notes, say)."""
+
+    noun: str  # "model"
+    mark: str  # what tells one: "manifest.yaml of ours"
+    unnamed: str  # what the foreign entries are: "which its manifest does not name"
+    ours: Callable[[Path], bool]
+    foreign: Callable[[Path], list[str]]
+
+
+MODEL = DirKind("model", "manifest.yaml of ours", "which its manifest does not name", is_model_dir, foreign_entries)
+
+
+def model_target(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Path:
+    """Where a directory of ``kind`` written to ``path`` lands (a symlink followed), checked before any work:
+    nothing there, or one of this tool's that holds nothing else (replaced when the new one is complete); never
+    another directory or a file."""
     shown = os.fspath(path)
+    _refuse_planted_link(shown)
     real = Path(os.path.realpath(shown))
+    noun = kind.noun
     if real == real.parent:
-        raise RecaserError("cannot write a model to the root directory", shown)
+        raise RecaserError(f"cannot write a {noun} to the root directory", shown)
     cwd = Path.cwd().resolve()
     if real == cwd or real in cwd.parents:
-        raise RecaserError("is the current directory (or holds it); give the model a directory of its own", shown)
+        raise RecaserError(f"is the current directory (or holds it); give the {noun} a directory of its own", shown)
+    parent = real.parent
     if os.path.lexists(real):
         if not real.is_dir():
             raise RecaserError(
-                "exists and is not a directory; give the model a new path, or remove the file yourself", shown
+                f"exists and is not a directory; give the {noun} a new path, or remove the file yourself", shown
             )
-        if not is_model_dir(real):
+        if not kind.ours(real):
             raise RecaserError(
-                "exists and is not a moses-recaser model (it has no manifest.yaml of ours); give "
-                "the model a new path, or remove the directory yourself",
+                f"exists and is not a moses-recaser {noun} (it has no {kind.mark}); give "
+                f"the {noun} a new path, or remove the directory yourself",
                 shown,
             )
-        others = foreign_entries(real)
-        if others:
+        _refuse_foreign(kind, real, shown)
+        if _someone_elses(real):
             raise RecaserError(
-                f"is a model, but also holds {others[0]!r}{f' and {len(others) - 1} more' if len(others) > 1 else ''}"
-                ", which its manifest does not name; move them out of it, or give the model a new path",
-                shown,
+                f"is another user's {noun}, which only they (or root) may replace; give the {noun} a new path", shown
             )
-    parent = real.parent
     if not parent.is_dir():
-        raise RecaserError(f"the model's parent directory {parent} does not exist", shown)
+        raise RecaserError(f"the {noun}'s parent directory {parent} does not exist", shown)
+    _check_name_length(real, shown)
     if not os.access(parent, os.W_OK | os.X_OK):
         reason = "read-only file system" if _read_only(parent) else "permission denied"
         raise RecaserError(f"cannot write: {reason} (directory {parent})", shown)
     return real
 
 
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Build a model directory under a temporary name beside ``path``, then move it into place.
+def _refuse_foreign(kind: DirKind, real: Path, shown: str, during: bool = False) -> None:
+    others = kind.foreign(real)
+    if others:
+        raise _foreign_error(kind, others, shown, during)
 
-    An existing model at ``path`` is swapped for the new one in a single rename (Linux's RENAME_EXCHANGE) and only
+
+def _foreign_error(kind: DirKind, others: list[str], shown: str, during: bool) -> RecaserError:
+    more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+    return RecaserError(
+        f"is a {kind.noun}, but {'during the run came to hold' if during else 'also holds'} {others[0]!r}{more}, "
+        f"{kind.unnamed}; move them out of it, or give the {kind.noun} a new path"
+        + (f"; the new {kind.noun} was not written" if during else ""),
+        shown,
+    )
+
+
+def _someone_elses(real: Path) -> bool:
+    """``real`` belongs to another user, and this one is not root: replacing it would hand it over (and where they
+    may not remove its files, leave the old one hidden beside it); in a sticky directory the rename would fail."""
+    try:
+        me = os.geteuid()
+        return me != 0 and os.lstat(real).st_uid != me
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Iterator[Path]:
+    """Build a directory of ``kind`` (a model) under a temporary name beside ``path``, then move it into place.
+
+    An existing one at ``path`` is swapped for the new one in a single rename (Linux's RENAME_EXCHANGE) and only
     then removed; where the swap is not available, it is set aside, the new one renamed in, and the old removed
     (a crash between the two leaves it set aside, and the next run puts it back). Anything at ``path`` that is not
-    a model of this tool's, or a model that holds other files too, is refused (``model_target``). A new directory
-    takes the umask's mode; a replaced one keeps its own.
+    one of this tool's, or one that holds other files too (then or at the swap), is refused (``model_target``). A
+    new directory takes the umask's mode; a replaced one keeps its own, and (for root) its owner.
     """
     shown = os.fspath(path)
-    real = model_target(shown)
+    real = model_target(shown, kind)
     clean_stale(real.parent)  # every dead run's leftovers here, whatever output they were for
     tmp = real.parent / _temp_name(real.name, "tmp")
     try:
@@ -399,16 +654,23 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     except OSError as exc:
         raise write_error(exc, shown) from None
     try:
-        try:
-            yield tmp
-        except OSError as exc:
-            if exc.filename is None and exc.errno in _DISK_FAULTS:  # a writer that did not say which file
-                raise write_error(exc, shown) from None
-            raise
-        _sync_tree(tmp, shown)
-        _swap_in(tmp, real, shown)
+        with _holding(tmp):
+            try:
+                yield tmp
+            except OSError as exc:
+                # a writer that did not say which file, or named one of the hidden directory: the output is
+                if exc.errno in DISK_FAULTS and (exc.filename is None or str(exc.filename).startswith(str(tmp))):
+                    raise write_error(exc, shown) from None
+                raise
+            except RecaserError as exc:  # a file of the hidden directory named as the user will find it
+                if exc.path is not None and exc.path.startswith(str(tmp) + os.sep):
+                    inside = exc.path[len(str(tmp)) + 1 :]
+                    raise RecaserError(exc.reason, os.path.join(shown, inside), exc.line) from None
+                raise
+            _sync_tree(tmp, shown)
+            _swap_in(tmp, real, shown, kind)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
         raise
 
 
@@ -426,26 +688,45 @@ def _sync_tree(directory: Path, shown: str) -> None:
         raise write_error(exc, shown) from None
 
 
-def _swap_in(tmp: Path, real: Path, shown: str) -> None:
-    """Put the complete directory ``tmp`` at ``real``; an old model there is removed once it is out of the way."""
+def _swap_in(tmp: Path, real: Path, shown: str, kind: DirKind) -> None:
+    """Put the complete directory ``tmp`` at ``real``; an old one there is removed once it is out of the way, and
+    only if it still holds nothing but what it was made with (a file added during the run is kept, the new
+    directory not written)."""
     try:
         if not os.path.lexists(real):
             if not _renameat2(tmp, real, _RENAME_NOREPLACE):
                 os.rename(tmp, real)  # refuses a non-empty directory that appeared meanwhile
             return
-        if not is_model_dir(real):  # something else took the model's place during the run
+        if not kind.ours(real):  # something else took its place during the run
             raise RecaserError(
-                "was replaced during the run by something that is not a moses-recaser model; "
-                "the new model was not written",
+                f"was replaced during the run by something that is not a moses-recaser {kind.noun}; the new "
+                f"{kind.noun} was not written",
                 shown,
             )
-        os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))  # a replaced model keeps its directory's mode
-        if _renameat2(tmp, real, _RENAME_EXCHANGE):
-            shutil.rmtree(tmp, ignore_errors=True)  # tmp now names the old model
+        _refuse_foreign(kind, real, shown, during=True)
+        _like(tmp, os.stat(real))
+        if _renameat2(tmp, real, _RENAME_EXCHANGE):  # tmp now names the old one
+            others = kind.foreign(tmp)
+            if others:  # (added between the check and the swap: swapped back)
+                _renameat2(tmp, real, _RENAME_EXCHANGE)
+                raise _foreign_error(kind, others, shown, during=True)
+            remove_tree(tmp)
             return
         aside = real.parent / _temp_name(real.name, "old")
-        os.rename(real, aside)
-        os.rename(tmp, real)
-        shutil.rmtree(aside, ignore_errors=True)
+        with _holding(real):
+            os.rename(real, aside)
+            os.rename(tmp, real)
+            remove_tree(aside)
     except OSError as exc:
         raise write_error(exc, shown) from None
+
+
+def _like(tmp: Path, old: os.stat_result) -> None:
+    """The new directory given the old one's mode, and for root its owner and group, down its tree (root's
+    replacement of a user's model stays the user's)."""
+    if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+        for root, dirs, files in os.walk(tmp):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), old.st_uid, old.st_gid, follow_symlinks=False)
+        os.chown(tmp, old.st_uid, old.st_gid)
+    os.chmod(tmp, stat.S_IMODE(old.st_mode))

@@ -905,8 +905,26 @@ def test_ems_train_with_a_file_as_its_dir_is_one_line(tmp_path):
     c = tmp_path / "c"
     c.write_text("x\n")
     args = ["train", "-corpus", str(c), "-source-corpus", str(c), "-alignment", str(c), "-config", "ini"]
-    for d, said in ((c, "is a file: -dir names the step's working directory"), (c / "sub", "cannot write:")):
+    for d, shown, said in (
+        (c, c, "is a file: -dir names the step's working directory"),
+        (c / "sub", c, "is a file, not a directory"),
+    ):
         proc = subprocess.run([EMS, *args, "-dir", str(d)], capture_output=True, text=True, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stdout == ""
-        assert proc.stderr.startswith(f"moses-recaser-ems: error: {d}: {said}") and proc.stderr.count("\n") == 1
+        assert proc.stderr == f"moses-recaser-ems: error: {shown}: {said}\n"
     assert c.read_text() == "x\n" and sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+def test_ems_train_with_its_pointer_at_the_model_path_is_refused_before_work(tmp_path):
+    """-config DIR/model would be the model's own path: said before training, and nothing is written."""
+    c = tmp_path / "c"
+    c.write_text("x\n")
+    (tmp_path / "step").mkdir()
+    args = ["train", "-corpus", str(c), "-source-corpus", str(c), "-alignment", str(c), "-dir", "step"]
+    proc = subprocess.run([EMS, *args, "-config", "step/model"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "moses-recaser-ems: error: step/model: -config names the model directory step/model (or a file in it): "
+        "give it another path\n"
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "step"]

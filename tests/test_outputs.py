@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -395,6 +396,11 @@ def _as_nobody(path: Path) -> str:
     """What ``output_target`` says of ``path`` in a process of an unprivileged user (root may write any file)."""
     from moses_recaser.outputs import output_target
 
+    return _as_nobody_do(lambda: output_target(path))
+
+
+def _as_nobody_do(work) -> str:  # type: ignore[no-untyped-def]
+    """``work()`` in a child process of an unprivileged user (nobody, when we are root): "ok", or its error."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
@@ -403,7 +409,7 @@ def _as_nobody(path: Path) -> str:
             if ROOT:
                 os.setgid(65534)
                 os.setuid(65534)
-            output_target(path)
+            work()
             said = "ok"
         except RecaserError as exc:
             said = str(exc)
@@ -418,15 +424,20 @@ def _as_nobody(path: Path) -> str:
     return said
 
 
+def _open_to_others(tmp_path: Path) -> None:
+    """tmp_path writable by anyone, and the way to it open (for a child that runs as another user)."""
+    tmp_path.chmod(0o777)
+    os.chmod(tmp_path.parent, tmp_path.parent.stat().st_mode | 0o011)
+    os.chmod(tmp_path.parent.parent, tmp_path.parent.parent.stat().st_mode | 0o011)
+
+
 def test_a_read_only_output_is_refused_before_work(tmp_path):
     """The rename beside a file could replace one its user may not write (mode 0444, someone else's), which the
     shell's ``>`` refuses; so is it refused, in a directory the user may write."""
     shared = tmp_path / "shared"
     shared.mkdir()
-    for d in (tmp_path, shared):
-        d.chmod(0o777)
-    os.chmod(tmp_path.parent, tmp_path.parent.stat().st_mode | 0o011)  # the way in, for the other user
-    os.chmod(tmp_path.parent.parent, tmp_path.parent.parent.stat().st_mode | 0o011)
+    shared.chmod(0o777)
+    _open_to_others(tmp_path)
     kept = shared / "kept.txt"
     kept.write_text("the user's\n")
     kept.chmod(0o444)
@@ -435,3 +446,309 @@ def test_a_read_only_output_is_refused_before_work(tmp_path):
     kept.chmod(0o666)
     assert _as_nobody(kept) == "ok"
     assert kept.read_text() == "the user's\n"
+
+
+def test_a_run_of_another_pid_namespace_is_not_taken_for_dead(tmp_path):
+    """A temporary file whose process id is not alive here may belong to a run in another PID namespace (a
+    container with the host's name): while that run holds its lock on it, no run removes it."""
+    import fcntl
+
+    busy = tmp_path / f".out.txt.{TAG}-{HOST}-{_dead_pid()}-00000001.tmp"
+    busy.write_text("half, and being written")
+    fd = os.open(busy, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with atomic_output(tmp_path / "out.txt") as out:
+            out.write("done\n")
+        clean_stale(tmp_path)
+        assert busy.read_text() == "half, and being written"
+    finally:
+        os.close(fd)
+    clean_stale(tmp_path)  # its run is gone now
+    assert not busy.exists() and (tmp_path / "out.txt").read_text() == "done\n"
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_a_file_added_to_a_model_during_the_run_stops_its_replacement(tmp_path, monkeypatch, exchange):
+    """A model is replaced only if it still holds nothing but its own files when the new one is ready: a file a
+    user put into it meanwhile is kept, with the old model, and the new one is not written."""
+    from moses_recaser import outputs
+
+    if not exchange:
+        monkeypatch.setattr(outputs, "_renameat2", lambda src, dst, flags: False)
+    model = tmp_path / "m"
+    with atomic_directory(model) as d:
+        (d / "manifest.yaml").write_text("format_version: 6\nfiles: {old: x}\n")
+        (d / "old").write_text("1")
+    with pytest.raises(RecaserError, match="during the run came to hold 'NOTES.txt'.*the new model was not written"):
+        with atomic_directory(model) as d:
+            (d / "manifest.yaml").write_text("format_version: 6\nfiles: {new: x}\n")
+            (d / "new").write_text("2")
+            (model / "NOTES.txt").write_text("the user's")
+    assert sorted(p.name for p in model.iterdir()) == ["NOTES.txt", "manifest.yaml", "old"]
+    assert [p.name for p in tmp_path.iterdir()] == ["m"]
+
+
+def test_a_read_only_model_is_replaced_without_leaving_the_old_one(tmp_path):
+    """A model kept at mode 555 is replaced (it keeps the mode), and the old one is removed, not left hidden
+    beside it, by a user whom the mode binds (nobody, when we are root)."""
+    _open_to_others(tmp_path)
+    model = tmp_path / "m"
+
+    def replace_three_times() -> None:
+        for k in range(3):
+            with atomic_directory(model) as d:
+                (d / "manifest.yaml").write_text(f"format_version: 6\nfiles: {{f{k}: x}}\n")
+                (d / f"f{k}").write_text(str(k))
+            model.chmod(0o555)
+
+    assert _as_nobody_do(replace_three_times) == "ok"
+    assert [p.name for p in tmp_path.iterdir()] == ["m"]
+    assert sorted(p.name for p in model.iterdir()) == ["f2", "manifest.yaml"]
+    assert stat.S_IMODE(model.stat().st_mode) == 0o555
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a file of another user's to replace")
+def test_a_replaced_file_keeps_its_owner(tmp_path):
+    """Root's output over a user's file leaves it the user's (mode 0600: else its owner could no longer read it)."""
+    mine = tmp_path / "theirs.txt"
+    mine.write_text("old\n")
+    os.chown(mine, 65534, 65534)
+    mine.chmod(0o600)
+    with atomic_output(mine) as out:
+        out.write("new\n")
+    st = mine.stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (65534, 65534, 0o600)
+    assert mine.read_text() == "new\n"
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a file of another user's to write")
+def test_another_users_file_in_a_sticky_directory_is_written_in_place(tmp_path):
+    """In a sticky directory (as /tmp) a rename over another user's file fails, where the shell's ``>`` writes it:
+    such a file, which the user may write, is written in place once the new content is complete, and stays its
+    owner's."""
+    _open_to_others(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    theirs = shared / "log.txt"
+    theirs.write_text("old\n")
+    theirs.chmod(0o666)  # root's, writable by anyone
+
+    def write() -> None:
+        with atomic_output(theirs) as out:
+            out.write("new\n")
+
+    assert _as_nobody_do(write) == "ok"
+    assert theirs.read_text() == "new\n" and theirs.stat().st_uid == 0
+    assert sorted(p.name for p in shared.iterdir()) == ["log.txt"]
+
+
+def test_a_name_too_long_for_its_temporary_name_is_refused_before_work(tmp_path):
+    long = tmp_path / ("m" * 230)
+    with pytest.raises(RecaserError, match="the name is too long"):
+        with atomic_output(long):
+            raise AssertionError("refused before the block")
+    with pytest.raises(RecaserError, match="the name is too long"):
+        with atomic_directory(long):
+            raise AssertionError("refused before the block")
+    with atomic_output(tmp_path / ("m" * 200)) as out:
+        out.write("fits\n")
+
+
+def test_an_experiment_run_replaces_only_a_run_of_its_own(tmp_path):
+    """``experiment -o DIR`` replaces DIR whole, and only when it is new, empty or an earlier run holding nothing
+    a run does not write (a user's results.md in a directory of theirs, a learning_curve.tmp.png)."""
+    from moses_recaser.harness.experiment import RUN
+
+    mine = tmp_path / "mydocs"
+    mine.mkdir()
+    (mine / "results.md").write_text("my notes")
+    with pytest.raises(RecaserError, match="is not a moses-recaser run directory"):
+        with atomic_directory(mine, RUN):
+            raise AssertionError("refused before the block")
+    assert (mine / "results.md").read_text() == "my notes"
+    run = tmp_path / "run"
+    run.mkdir()  # empty: taken
+    with atomic_directory(run, RUN) as d:
+        cfg = {"target": "en", "systems": ["crf"], "wmt21": "de-en"}
+        (d / "results.json").write_text(json.dumps({"name": "x", "version": "0", "model": "m", "config": cfg}))
+        (d / "test.crf.en").write_text("a\n")
+        (d / "wmt21").mkdir()
+        (d / "wmt21" / "de-en.Online-A.crf.en").write_text("b\n")
+    (run / "learning_curve.tmp.png").write_text("the user's")
+    with pytest.raises(RecaserError, match="also holds 'learning_curve.tmp.png'"):
+        with atomic_directory(run, RUN):
+            raise AssertionError("refused before the block")
+    (run / "learning_curve.tmp.png").unlink()
+    with atomic_directory(run, RUN) as d:
+        (d / "results.json").write_text(json.dumps({"name": "x", "version": "1", "model": "m", "config": cfg}))
+    assert sorted(p.name for p in run.iterdir()) == ["results.json"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_the_learning_curve_plot_is_written_as_an_output(tmp_path):
+    """The plot is written as every output is: a file of the user's named like a temporary one, or a symlink
+    there pointing elsewhere, is left alone."""
+    pytest.importorskip("matplotlib")
+    from moses_recaser.harness.report import plot_curve
+
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep")
+    (tmp_path / "learning_curve.tmp.png").symlink_to(elsewhere)
+    plot_curve([{"words": 1000, "crf": 0.9, "trigram": 0.8}], tmp_path / "learning_curve.png", "t")
+    assert (tmp_path / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert elsewhere.read_text() == "keep"
+
+
+def test_directories_made_for_a_run_that_fails_are_removed(tmp_path):
+    """``made_dirs``: the missing directories of a path are made, and removed again (only they, only if empty)
+    when the run fails; a run that succeeds keeps them."""
+    from moses_recaser.outputs import made_dirs
+
+    (tmp_path / "a").mkdir()
+    with pytest.raises(RuntimeError), made_dirs(tmp_path / "a" / "b" / "c") as d:
+        assert d.is_dir()
+        raise RuntimeError("the step failed")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a"]
+    with made_dirs(tmp_path / "a" / "b" / "c") as d:
+        (d / "model").write_text("x")
+    assert (tmp_path / "a" / "b" / "c" / "model").is_file()
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(RecaserError, match="is a file, not a directory"), made_dirs(tmp_path / "f" / "x"):
+        pass
+
+
+def _in_place(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Outputs over existing files take the in-place way (as for another user's file this user may write)."""
+    from moses_recaser import outputs
+
+    monkeypatch.setattr(outputs, "_same_owner", lambda fd, st, shown: False)
+
+
+def test_a_file_written_in_place_is_kept_whole_when_there_is_no_room(tmp_path, monkeypatch):
+    """In place, the old content is given up only when the file system has room for the new one: else the old
+    file is kept as it was, and nothing is left beside it."""
+    import collections
+
+    _in_place(monkeypatch)
+    out = tmp_path / "shared.txt"
+    out.write_text("old\n")
+    vfs = collections.namedtuple("vfs", "f_bavail f_frsize")
+    monkeypatch.setattr(os, "fstatvfs", lambda fd: vfs(0, 4096))
+    with pytest.raises(RecaserError, match="no room on its file system to write it in place"):
+        with atomic_output(out) as fh:
+            fh.write("new, and longer than the old\n")
+    assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["shared.txt"]
+
+
+def test_a_file_cut_short_in_place_keeps_its_new_content_beside_it(tmp_path, monkeypatch):
+    """A write that fails midway in place (a quota, an I/O error) leaves the whole new content in a file of its
+    own, which the error names; nothing the run wrote is lost."""
+    _in_place(monkeypatch)
+    out = tmp_path / "shared.txt"
+    out.write_text("old\n")
+    real_write = os.write
+
+    def failing(fd: int, data) -> int:  # type: ignore[no-untyped-def]
+        if os.fstat(fd).st_ino == out.stat().st_ino:
+            raise OSError(122, "Disk quota exceeded")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", failing)
+    with pytest.raises(RecaserError, match=r"Disk quota exceeded; it is cut short, and its whole new content is in"):
+        with atomic_output(out) as fh:
+            fh.write("new\n")
+    monkeypatch.setattr(os, "write", real_write)
+    (kept,) = [p for p in tmp_path.iterdir() if p.name.startswith("shared.txt.new-")]
+    assert kept.read_text() == "new\n"
+
+
+def test_a_write_only_file_is_written_in_place(tmp_path, monkeypatch):
+    _in_place(monkeypatch)
+    out = tmp_path / "dropbox.txt"
+    out.write_text("old\n")
+    out.chmod(0o222)
+    with atomic_output(out) as fh:
+        fh.write("new\n")
+    out.chmod(0o644)
+    assert out.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == ["dropbox.txt"]
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a file of another user's that they cannot read")
+def test_another_users_temporary_file_that_cannot_be_read_is_not_taken_for_dead(tmp_path):
+    """A temporary file of another user (mode 0600, made under umask 077) cannot be opened to test its lock: its
+    run may be alive in another namespace, so it is kept."""
+    _open_to_others(tmp_path)
+    busy = tmp_path / f".out.txt.{TAG}-{HOST}-{_dead_pid()}-00000001.tmp"
+    busy.write_text("half")
+    busy.chmod(0o600)
+    assert _as_nobody_do(lambda: clean_stale(tmp_path)) == "ok"
+    assert busy.read_text() == "half"
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a model of another user's")
+def test_another_users_model_is_not_taken_over(tmp_path):
+    """Replacing someone else's model directory would hand it over (and leave the old one hidden where its files
+    may not be removed): refused before the work, for any user but root."""
+    _open_to_others(tmp_path)
+    model = tmp_path / "m"
+    with atomic_directory(model) as d:
+        (d / "manifest.yaml").write_text("format_version: 6\nfiles: {}\n")
+
+    def replace() -> None:
+        with atomic_directory(model) as d:
+            (d / "manifest.yaml").write_text("format_version: 6\nfiles: {}\n")
+
+    assert _as_nobody_do(replace).endswith(
+        "is another user's model, which only they (or root) may replace; give the model a new path"
+    )
+    assert model.stat().st_uid == 0 and [p.name for p in tmp_path.iterdir()] == ["m"]
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a symlink of another user's")
+def test_a_symlink_another_user_planted_in_a_sticky_directory_is_not_followed(tmp_path):
+    """As the kernel's protected_symlinks keeps ``>`` from following it: the file it points at is left alone."""
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    thesis = tmp_path / "thesis.txt"
+    thesis.write_text("years of work")
+    link = sticky / "report.txt"
+    link.symlink_to(thesis)
+    os.lchown(link, 5001, 5001)
+    with pytest.raises(RecaserError, match="is a symlink another user made in a sticky, world-writable directory"):
+        with atomic_output(link):
+            raise AssertionError("refused before the block")
+    assert thesis.read_text() == "years of work"
+    os.lchown(link, 0, 0)  # one's own link is followed
+    with atomic_output(link) as fh:
+        fh.write("report\n")
+    assert thesis.read_text() == "report\n"
+
+
+def test_a_run_directory_is_known_by_the_names_its_config_gives(tmp_path):
+    """A run directory holds what its results.json's config makes: a test file of another name (the user's
+    test.gold.en), a FIFO named results.json, or a results.json of the user's make it no run directory."""
+    from moses_recaser.harness.experiment import RUN
+
+    run = tmp_path / "run"
+    with atomic_directory(run, RUN) as d:
+        cfg = {"target": "en", "systems": ["crf"], "learning_curve": [3000], "wmt21": "de-en"}
+        (d / "results.json").write_text(json.dumps({"name": "x", "version": "0", "model": "m", "config": cfg}))
+        for name in ("test.crf.en", "test.w3000.crf.en", "test.w3000.trigram.en"):
+            (d / name).write_text("a\n")
+        (d / "wmt21").mkdir()
+        (d / "wmt21" / "de-en.Online-A.native-crf.en").write_text("b\n")
+    assert RUN.foreign(run) == []
+    (run / "test.gold.en").write_text("the user's reference")
+    (run / "wmt21" / "my-notes.draft.txt").write_text("notes")
+    assert RUN.foreign(run) == ["test.gold.en", "wmt21/my-notes.draft.txt"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "results.json").write_text('{"name": "mine", "version": "2"}')
+    assert not RUN.ours(mine)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "results.json")
+    assert not RUN.ours(fifo)  # (without blocking on the FIFO)

@@ -148,7 +148,12 @@ def say(text: str) -> None:
     """A result line on stdout (a signature, a score); an error if stdout cannot take it."""
     if sys.stdout is None:
         raise RecaserError("standard output is closed", STDOUT)
-    print(text)
+    try:
+        print(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # (unbuffered stdout, PYTHONUNBUFFERED, fails here rather than at the flush)
+        raise write_error(exc, STDOUT) from None
 
 
 def _flush_stdout() -> None:

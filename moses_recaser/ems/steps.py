@@ -6,7 +6,6 @@ alignment, and recasing the decoder's output with its source and trace.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from moses_recaser.moses.trace import (
     parse_trace_line,
     read_trace,
 )
-from moses_recaser.outputs import NOT_A_FILE, atomic_output, file_id, write_error
+from moses_recaser.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
 from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple
 
@@ -181,8 +180,9 @@ class TrainStep:
 
 def train_step(step: TrainStep) -> None:
     """Train on the corpus but its last ``dev_size`` sentence pairs (at most 10%), which train the CRF weights;
-    the corpus is read where it is, line by line, its statistics counted in ``jobs`` processes. Then write
-    ``config``: the pointer to the model that later steps receive as -model."""
+    the corpus is read where it is, line by line, its statistics counted in ``jobs`` processes. ``config``, the
+    pointer to the model that later steps receive as -model, is written before the work and renamed into place
+    after it; a failed run leaves neither, nor the directories it made."""
     from moses_recaser.api import train
 
     if step.source_corpus is None or step.alignment is None:
@@ -194,21 +194,16 @@ def train_step(step: TrainStep) -> None:
         )
     given = {k: v for k, v in step.settings.items() if v is not None}
     out_dir = Path(step.dir)
-    made = not out_dir.exists()
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise RecaserError("is a file: -dir names the step's working directory", step.dir) from None
-    except OSError as exc:
-        raise write_error(exc, step.dir) from None
+    if os.path.lexists(out_dir) and not out_dir.is_dir():
+        raise RecaserError("is a file: -dir names the step's working directory", step.dir)
     model = out_dir / "model"
-    try:
+    pointer, made = Path(os.path.realpath(step.config)), Path(os.path.realpath(model))
+    if pointer == made or made in pointer.parents:
+        raise RecaserError(
+            f"-config names the model directory {model} (or a file in it): give it another path", step.config
+        )
+    with made_dirs(out_dir), atomic_output(step.config) as out:
+        out.write(POINTER_HEADER)
+        out.write(f"model: {model.resolve()}\n")
+        out.flush()  # on disk before the work: a full disk fails here, not after the model replaced the old one
         train(step.source_corpus, step.corpus, model, alignment=step.alignment, work=out_dir, **given)
-        with atomic_output(step.config) as out:
-            out.write(POINTER_HEADER)
-            out.write(f"model: {model.resolve()}\n")
-    except BaseException:
-        if made:  # a failed run leaves no trace; rmdir removes only an empty directory
-            with contextlib.suppress(OSError):
-                out_dir.rmdir()
-        raise

@@ -41,8 +41,14 @@ def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     return root
 
 
+def cache_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The cache directory: ``explicit``, else $MOSES_RECASER_CACHE, else runs/cache of the project."""
+    return _choose(explicit, ENV_CACHE, PROJECT / "runs" / "cache")
+
+
 def cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    d = _choose(explicit, ENV_CACHE, PROJECT / "runs" / "cache")
+    """``cache_path``, made if missing."""
+    d = cache_path(explicit)
     d.mkdir(parents=True, exist_ok=True)
     return d
 

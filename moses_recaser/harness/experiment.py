@@ -16,22 +16,24 @@ lines, confusion table, paired bootstrap CRF vs trigram; all recased files and s
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import stat
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from moses_recaser import __version__
+from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import ExperimentConfig
-from moses_recaser.harness.datasets import cache_dir, data_root
+from moses_recaser.harness.datasets import cache_dir, cache_path, data_root
 from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
 from moses_recaser.harness.report import plot_curve, results_markdown, split_curve
 from moses_recaser.harness.stages import Aligned, Prepared, mono_subset, prepare_data, subset, train_model, words_in
 from moses_recaser.harness.systems import Trained
 from moses_recaser.harness.systems import build as build_systems
 from moses_recaser.moses.bitext import read_aligned_bitext
-from moses_recaser.outputs import atomic_output
+from moses_recaser.outputs import DirKind, atomic_directory, atomic_output, made_dirs, model_target
 from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.triples import lowered
@@ -123,30 +125,96 @@ def evaluate(
 def run_experiment(
     cfg: ExperimentConfig, out: Path, root: str | None = None, cache: str | None = None
 ) -> dict[str, Any]:
-    """Run the experiment of ``cfg`` into ``out`` (results.json, results.md, recased files, plots); returns
-    results.json's contents. A run that fails leaves no results directory it made."""
+    """Run the experiment of ``cfg`` into the directory ``out`` (results.json, results.md, recased files, plots);
+    returns results.json's contents. ``out`` is new, empty or an earlier run's (``RUN``), checked before the work;
+    the run is built beside it and takes its place whole at the end, so a failed run leaves it as it was."""
     base = data_root(root or cfg.data_root)
-    cdir = cache_dir(cache)
-    data = prepare_data(cfg, base, cdir)
-    model = train_model(cfg, data.sets["train"], data.sets["dev"], cdir, "full", data.mono)
-    results = Results(cfg.name, asdict(cfg), str(model), __version__)
-    made = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)  # only now: a config that fails on its data leaves no results directory
-    try:
-        results.full = evaluate(cfg, model, data.sets["test"], data.target_text, out)
-        curve_models = _learning_curve(cfg, data, results, cdir, out)
-        if cfg.wmt21:
-            _wmt21(cfg, data, model, curve_models, results, base, out)
-        doc = results.to_json()
-        with atomic_output(out / "results.json") as fh:
-            json.dump(doc, fh, indent=1)
-        with atomic_output(out / "results.md") as fh:
-            fh.write(results_markdown(doc))
-    except BaseException:
-        if made:  # a results directory this run made holds nothing of the user's: a failed run leaves none
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+    with made_dirs(out.parent):
+        real, cpath = model_target(out, RUN), Path(os.path.realpath(cache_path(cache)))
+        if cpath == real or real in cpath.parents:
+            raise RecaserError("the cache is inside the run directory, which a run replaces whole", str(cpath))
+        cdir = cache_dir(cache)
+        data = prepare_data(cfg, base, cdir)
+        model = train_model(cfg, data.sets["train"], data.sets["dev"], cdir, "full", data.mono)
+        results = Results(cfg.name, asdict(cfg), str(model), __version__)
+        with atomic_directory(out, RUN) as run:
+            results.full = evaluate(cfg, model, data.sets["test"], data.target_text, run)
+            curve_models = _learning_curve(cfg, data, results, cdir, run)
+            if cfg.wmt21:
+                _wmt21(cfg, data, model, curve_models, results, base, run)
+            doc = results.to_json()
+            with atomic_output(run / "results.json") as fh:
+                json.dump(doc, fh, indent=1)
+            with atomic_output(run / "results.md") as fh:
+                fh.write(results_markdown(doc))
     return doc
+
+
+def _is_run(path: Path) -> bool:
+    """An experiment's run directory (a regular results.json that ``run_experiment`` wrote), or an empty one."""
+    try:
+        if not os.listdir(path):
+            return True
+    except OSError:
+        return False
+    return _run_names(path) is not None
+
+
+def _run_names(path: Path) -> tuple[set[str], set[str]] | None:
+    """The names a run writes at the top of its directory and in its wmt21/, by the config its results.json
+    records (None: no such results.json)."""
+    results = path / "results.json"
+    try:
+        if not stat.S_ISREG(os.lstat(results).st_mode):  # (a FIFO would block the open)
+            return None
+        with open(results, "rb") as fh:
+            doc = json.loads(fh.read(1 << 26))
+        cfg = doc["config"]
+        target, tags = str(cfg["target"]), [f".w{w}" for w in cfg.get("learning_curve") or []]
+        systems = [str(s) for s in cfg["systems"]]
+        if not {"name", "version", "model"} <= set(doc):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    caps = systems + [f"{n}{t}" for t in tags for n in ("trigram", "crf")]
+    top = {"results.json", "results.md", "learning_curve.png", "wmt21_gap_curve.png"}
+    top |= {f"test.{n}.{target}" for n in systems} | {f"test{t}.{n}.{target}" for t in tags for n in ("trigram", "crf")}
+    pair = cfg.get("wmt21")
+    wmt21 = {f".{n}.{str(pair).split('-')[-1]}" for n in [*caps, "native-crf"]} if pair else set()
+    if wmt21:
+        top.add("wmt21")
+    return top, {f"{pair}.|{end}" for end in wmt21}
+
+
+def _run_foreign(path: Path) -> list[str]:
+    """What a run directory holds that its run did not write (every entry, if it cannot be read): names its
+    config does not give, anything but regular files, and in wmt21/ files of other pairs or systems."""
+    names = _run_names(path)
+    try:
+        entries = list(os.scandir(path))
+        if names is None:
+            return sorted(e.name for e in entries)
+        top, wmt21 = names
+        out = [e.name for e in entries if e.name not in top or not e.is_file(follow_symlinks=False)]
+        if "wmt21" in out and (path / "wmt21").is_dir() and not (path / "wmt21").is_symlink():
+            out.remove("wmt21")
+            out += [
+                f"wmt21/{e.name}"
+                for e in os.scandir(path / "wmt21")
+                if not e.is_file(follow_symlinks=False) or not any(_wmt21_file(e.name, w) for w in wmt21)
+            ]
+    except OSError:
+        return ["(unreadable)"]
+    return sorted(out)
+
+
+def _wmt21_file(name: str, pattern: str) -> bool:
+    """``name`` is PAIR.SYSTEM.CAPITALIZER.LANG for ``pattern`` "PAIR.|.CAPITALIZER.LANG" (any system)."""
+    start, end = pattern.split("|")
+    return name.startswith(start) and name.endswith(end) and len(name) > len(start) + len(end)
+
+
+RUN = DirKind("run directory", "results.json of ours", "which no run writes", _is_run, _run_foreign)
 
 
 def _learning_curve(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from moses_recaser.outputs import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,8 @@ def plot_curve(
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_output(path, binary=True) as fh:
+            fig.savefig(fh, format="png", dpi=120)
+    finally:
+        plt.close(fig)
