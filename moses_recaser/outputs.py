@@ -198,30 +198,31 @@ def clean_stale(directory: Path, name: str | None = None) -> None:
 
 @contextlib.contextmanager
 def made_dirs(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """The directory ``path``, made with its missing parents (the umask's mode); if the block fails, those it made
-    are removed again, when empty: a failed run leaves no trace of its own."""
-    made: list[Path] = []
-    p = Path(path)
+    """The directory ``path``, made with its missing parents (the umask's mode); if the block fails, those this
+    call made are removed again, when empty: a failed run leaves no trace of its own. (The path is resolved first:
+    ``new/../old`` names ``old``, which is not made, and so never removed.)"""
+    real = Path(os.path.realpath(path))
+    missing: list[Path] = []
+    p = real
     while not os.path.lexists(p) and p != p.parent:
-        made.append(p)
+        missing.append(p)
         p = p.parent
     if not p.is_dir():
         raise RecaserError("is a file, not a directory", str(p))
-    for d in reversed(made):
-        try:
-            os.mkdir(d)
-        except FileExistsError:
-            if not d.is_dir():
-                raise RecaserError("is a file, not a directory", str(d)) from None
-        except OSError as exc:
-            for m in made[made.index(d) + 1 :]:
-                with contextlib.suppress(OSError):
-                    os.rmdir(m)
-            raise write_error(exc, str(d)) from None
+    made: list[Path] = []
     try:
-        yield Path(path)
+        for d in reversed(missing):
+            try:
+                os.mkdir(d)
+                made.append(d)
+            except FileExistsError:  # (made meanwhile by another run: its own)
+                if not d.is_dir():
+                    raise RecaserError("is a file, not a directory", str(d)) from None
+            except OSError as exc:
+                raise write_error(exc, str(d)) from None
+        yield real
     except BaseException:
-        for d in made:  # deepest first; rmdir removes only an empty directory
+        for d in reversed(made):  # deepest first; rmdir removes only an empty directory
             with contextlib.suppress(OSError):
                 os.rmdir(d)
         raise
@@ -316,22 +317,49 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
 
 def _refuse_planted_link(shown: str) -> None:
     """A symlink in a sticky, world-writable directory (/tmp) made by someone other than this user or the
-    directory's owner is not followed, as the kernel's protected_symlinks would not follow it for ``>``: this tool
-    resolves the path itself, which that guard never sees."""
-    try:
-        link = os.lstat(shown)
+    directory's owner is not followed, anywhere along the path, as the kernel's protected_symlinks would not follow
+    it for ``>``: this tool resolves its paths itself, which that guard never sees."""
+    todo = list(reversed(Path(shown).parts))
+    at = Path("/") if os.path.isabs(shown) else Path.cwd()
+    if todo and os.path.isabs(shown):
+        todo.pop()
+    hops = 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            at = at.parent
+            continue
+        step = at / part
+        try:
+            link = os.lstat(step)
+        except OSError:
+            return  # the rest is not there yet: nothing more to follow
         if not stat.S_ISLNK(link.st_mode):
+            at = step
+            continue
+        try:
+            where, target = os.stat(at), os.readlink(step)
+        except OSError:
             return
-        where = os.stat(os.path.dirname(os.path.abspath(shown)))
-    except OSError:
-        return
-    sticky = where.st_mode & stat.S_ISVTX and where.st_mode & stat.S_IWOTH
-    if sticky and link.st_uid not in (os.geteuid(), where.st_uid):
-        raise RecaserError(
-            "is a symlink another user made in a sticky, world-writable directory (such as /tmp); not followed "
-            "(as the kernel's protected_symlinks does not): give another path",
-            shown,
-        )
+        if (
+            where.st_mode & stat.S_ISVTX
+            and where.st_mode & stat.S_IWOTH
+            and link.st_uid not in (os.geteuid(), where.st_uid)
+        ):
+            raise RecaserError(
+                f"goes through {step}, a symlink another user made in a sticky, world-writable directory (such as "
+                "/tmp); not followed (as the kernel's protected_symlinks does not): give another path",
+                shown,
+            )
+        hops += 1
+        if hops > 40:  # a loop: the open will say so
+            return
+        todo.extend(reversed(Path(target).parts))
+        if os.path.isabs(target):
+            at = Path("/")
+            todo.pop()
 
 
 def _read_only(directory: Path) -> bool:
@@ -434,20 +462,26 @@ def _same_owner(fd: int, st: os.stat_result, shown: str) -> bool:
     return True
 
 
+# held off while a file is written in place: whatever would end the run between the truncate and the last byte
+_IN_PLACE_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE}
+
+
 def _copy_into(tmp: Path, real: Path, shown: str) -> None:
-    """The complete file ``tmp`` copied over ``real`` in place (its inode, owner and mode kept): only when the file
-    system has room for it beside ``tmp``, with Ctrl-C and SIGTERM held off until it is done; a copy that fails
-    midway leaves ``tmp``, the whole new content, and says where."""
+    """The complete file ``tmp`` copied over ``real`` in place (its inode, owner and mode kept), only when the file
+    system has room for it: first the new content gets a lasting name beside it (``FILE.new-XXXX``, which no run
+    removes), so that a run killed midway (SIGKILL) leaves it whole; signals that would end the run are held off
+    during the copy; a copy that fails midway says where the new content is. The lasting name goes when done."""
     try:
         fd = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))  # (a write-only file is writable so)
     except OSError as exc:
         raise write_error(exc, shown) from None
     try:
-        size, old = os.path.getsize(tmp), os.fstat(fd).st_size
-        vfs = os.fstatvfs(fd)
-        if size > old + vfs.f_bavail * vfs.f_frsize:
+        st, vfs = os.fstat(fd), os.fstatvfs(fd)
+        freed = min(st.st_size, st.st_blocks * 512)  # (what truncating gives back: a sparse file's holes take none)
+        if os.path.getsize(tmp) > freed + vfs.f_bavail * vfs.f_frsize:
             raise RecaserError("cannot write: no room on its file system to write it in place", shown)
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        kept = _lasting_link(tmp, real, shown)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _IN_PLACE_HELD)
         try:
             with open(tmp, "rb") as src:
                 os.ftruncate(fd, 0)
@@ -456,12 +490,13 @@ def _copy_into(tmp: Path, real: Path, shown: str) -> None:
                     while view:
                         view = view[os.write(fd, view) :]
             os.fsync(fd)
-        except OSError as exc:  # the file is cut short: its new content is kept, under a name of its own
-            kept = real.with_name(f"{real.name}.new-{secrets.token_hex(2)}")
-            os.rename(tmp, kept)
+        except OSError as exc:
             raise RecaserError(
                 f"cannot write: {exc.strerror or exc}; it is cut short, and its whole new content is in {kept}", shown
             ) from None
+        else:
+            with contextlib.suppress(OSError):  # (before a held signal ends the run)
+                os.unlink(kept)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
     except RecaserError:
@@ -470,6 +505,24 @@ def _copy_into(tmp: Path, real: Path, shown: str) -> None:
         raise write_error(exc, shown) from None
     finally:
         os.close(fd)
+
+
+def _lasting_link(tmp: Path, real: Path, shown: str) -> Path:
+    """A second name for ``tmp`` beside ``real`` that is nobody's yet (a link never replaces a name) and that no
+    run takes for a leftover: ``FILE.new-XXXX``."""
+    for _ in range(16):
+        kept = real.with_name(f"{real.name}.new-{secrets.token_hex(4)}")
+        try:
+            os.link(tmp, kept)
+            return kept
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise RecaserError(
+                f"cannot write it in place: no copy of the new content can be kept beside it first ({exc.strerror})",
+                shown,
+            ) from None
+    raise RecaserError("cannot write it in place: no free name beside it to keep the new content under", shown)
 
 
 def _to_stdout(binary: bool) -> Iterator[IO]:
@@ -596,6 +649,10 @@ def model_target(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Path:
                 shown,
             )
         _refuse_foreign(kind, real, shown)
+        if os.path.ismount(real):
+            raise RecaserError(
+                f"is a mount point, which a rename cannot replace; give the {noun} a path inside it", shown
+            )
         if _someone_elses(real):
             raise RecaserError(
                 f"is another user's {noun}, which only they (or root) may replace; give the {noun} a new path", shown

@@ -717,7 +717,7 @@ def test_a_symlink_another_user_planted_in_a_sticky_directory_is_not_followed(tm
     link = sticky / "report.txt"
     link.symlink_to(thesis)
     os.lchown(link, 5001, 5001)
-    with pytest.raises(RecaserError, match="is a symlink another user made in a sticky, world-writable directory"):
+    with pytest.raises(RecaserError, match="a symlink another user made in a sticky, world-writable directory"):
         with atomic_output(link):
             raise AssertionError("refused before the block")
     assert thesis.read_text() == "years of work"
@@ -752,3 +752,93 @@ def test_a_run_directory_is_known_by_the_names_its_config_gives(tmp_path):
     fifo.mkdir()
     os.mkfifo(fifo / "results.json")
     assert not RUN.ours(fifo)  # (without blocking on the FIFO)
+
+
+def test_a_run_killed_while_writing_in_place_leaves_the_new_content_whole(tmp_path, monkeypatch):
+    """Before the old content is given up, the new one gets a lasting name beside it, which no later run removes
+    as a leftover: a run that dies in the middle of the copy (SIGKILL, here an exception that nothing handles)
+    loses neither."""
+    _in_place(monkeypatch)
+    out = tmp_path / "shared.txt"
+    out.write_text("old\n")
+
+    class Killed(BaseException):
+        pass
+
+    def killed(fd: int, data) -> int:  # type: ignore[no-untyped-def]
+        raise Killed
+
+    with pytest.raises(Killed), atomic_output(out) as fh:
+        fh.write("new\n")
+        fh.flush()
+        monkeypatch.setattr(os, "write", killed)
+    monkeypatch.undo()
+    clean_stale(tmp_path)  # the next run's clean-up
+    (kept,) = [p for p in tmp_path.iterdir() if p.name.startswith("shared.txt.new-")]
+    assert kept.read_text() == "new\n"
+
+
+def test_a_sparse_file_is_not_taken_for_room_to_write_in_place(tmp_path, monkeypatch):
+    """Truncating a file gives back the blocks it holds, not its length: a sparse file's holes are no room."""
+    import collections
+
+    _in_place(monkeypatch)
+    out = tmp_path / "sparse.txt"
+    with open(out, "wb") as fh:
+        fh.write(b"data\n")
+        fh.truncate(20 << 20)
+    vfs = collections.namedtuple("vfs", "f_bavail f_frsize")
+    monkeypatch.setattr(os, "fstatvfs", lambda fd: vfs(1, 4096))
+    with pytest.raises(RecaserError, match="no room on its file system"), atomic_output(out) as fh:
+        fh.write("x" * 100_000)
+    assert out.stat().st_size == 20 << 20
+
+
+def test_made_dirs_never_removes_a_directory_it_did_not_make(tmp_path):
+    """``new/../old`` names ``old``, which exists: a failed run removes neither it nor anything else."""
+    from moses_recaser.outputs import made_dirs
+
+    (tmp_path / "results").mkdir()
+    with pytest.raises(RuntimeError), made_dirs(tmp_path / "new1" / ".." / "results") as d:
+        assert d == (tmp_path / "results").resolve()
+        raise RuntimeError("the run failed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a symlink of another user's")
+def test_a_planted_symlink_anywhere_along_the_path_is_not_followed(tmp_path):
+    """A link as a directory of the path, a trailing slash, and one's own link to a planted one: each is refused,
+    as protected_symlinks refuses them."""
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "b.txt").write_text("keep")
+    (sticky / "work").symlink_to(home)
+    (sticky / "evil").symlink_to(home / "b.txt")
+    (sticky / "mine").symlink_to(sticky / "evil")
+    for link in ("work", "evil"):
+        os.lchown(sticky / link, 5001, 5001)
+    for path in (sticky / "work" / "b.txt", f"{sticky}/evil/", sticky / "mine"):
+        with pytest.raises(RecaserError, match="a symlink another user made in a sticky"):
+            with atomic_output(path):
+                raise AssertionError("refused before the block")
+    assert (home / "b.txt").read_text() == "keep"
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can mount a file system")
+def test_a_mount_point_is_refused_before_work(tmp_path):
+    """A rename cannot replace a mount point (a container's -v volume): said before the work, not after it."""
+    from moses_recaser.harness.experiment import RUN
+
+    point = tmp_path / "out"
+    point.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)]).returncode:
+        pytest.skip("mount is not permitted here")
+    try:
+        with pytest.raises(RecaserError, match="is a mount point, which a rename cannot replace"):
+            with atomic_directory(point, RUN):
+                raise AssertionError("refused before the block")
+    finally:
+        subprocess.run(["umount", str(point)], check=True)

@@ -133,11 +133,12 @@ def run_experiment(
         real, cpath = model_target(out, RUN), Path(os.path.realpath(cache_path(cache)))
         if cpath == real or real in cpath.parents:
             raise RecaserError("the cache is inside the run directory, which a run replaces whole", str(cpath))
-        cdir = cache_dir(cache)
-        data = prepare_data(cfg, base, cdir)
-        model = train_model(cfg, data.sets["train"], data.sets["dev"], cdir, "full", data.mono)
-        results = Results(cfg.name, asdict(cfg), str(model), __version__)
+        # (made now, the run's hidden directory keeps a parent made for it from being removed by another run)
         with atomic_directory(out, RUN) as run:
+            cdir = cache_dir(cache)
+            data = prepare_data(cfg, base, cdir)
+            model = train_model(cfg, data.sets["train"], data.sets["dev"], cdir, "full", data.mono)
+            results = Results(cfg.name, asdict(cfg), str(model), __version__)
             results.full = evaluate(cfg, model, data.sets["test"], data.target_text, run)
             curve_models = _learning_curve(cfg, data, results, cdir, run)
             if cfg.wmt21:
@@ -160,9 +161,24 @@ def _is_run(path: Path) -> bool:
     return _run_names(path) is not None
 
 
-def _run_names(path: Path) -> tuple[set[str], set[str]] | None:
-    """The names a run writes at the top of its directory and in its wmt21/, by the config its results.json
-    records (None: no such results.json)."""
+@dataclass(frozen=True)
+class RunNames:
+    """What a run writes, by the config its results.json records: the names at the top of its directory, and its
+    wmt21/ files, PAIR.SYSTEM.CAPITALIZER.LANG (any system of the pair)."""
+
+    top: frozenset[str]
+    pair: str | None
+    endings: tuple[str, ...]  # ".CAPITALIZER.LANG"
+
+    def wmt21_file(self, name: str) -> bool:
+        start = f"{self.pair}."
+        return name.startswith(start) and any(
+            name.endswith(e) and len(name) > len(start) + len(e) for e in self.endings
+        )
+
+
+def _run_names(path: Path) -> RunNames | None:
+    """``RunNames`` of the run directory ``path`` (None: no results.json of a run there)."""
     results = path / "results.json"
     try:
         if not stat.S_ISREG(os.lstat(results).st_mode):  # (a FIFO would block the open)
@@ -172,46 +188,41 @@ def _run_names(path: Path) -> tuple[set[str], set[str]] | None:
         cfg = doc["config"]
         target, tags = str(cfg["target"]), [f".w{w}" for w in cfg.get("learning_curve") or []]
         systems = [str(s) for s in cfg["systems"]]
+        pair = cfg.get("wmt21")
         if not {"name", "version", "model"} <= set(doc):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    caps = systems + [f"{n}{t}" for t in tags for n in ("trigram", "crf")]
+    curve = [f"{t}.{n}" for t in tags for n in ("trigram", "crf")]
     top = {"results.json", "results.md", "learning_curve.png", "wmt21_gap_curve.png"}
-    top |= {f"test.{n}.{target}" for n in systems} | {f"test{t}.{n}.{target}" for t in tags for n in ("trigram", "crf")}
-    pair = cfg.get("wmt21")
-    wmt21 = {f".{n}.{str(pair).split('-')[-1]}" for n in [*caps, "native-crf"]} if pair else set()
-    if wmt21:
-        top.add("wmt21")
-    return top, {f"{pair}.|{end}" for end in wmt21}
+    top |= {f"test.{n}.{target}" for n in systems} | {f"test{c}.{target}" for c in curve}
+    if not pair:
+        return RunNames(frozenset(top), None, ())
+    lang = str(pair).split("-")[-1]
+    caps = [*systems, *(f"{n}{t}" for t in tags for n in ("trigram", "crf")), "native-crf"]
+    return RunNames(frozenset(top | {"wmt21"}), str(pair), tuple(f".{c}.{lang}" for c in caps))
 
 
 def _run_foreign(path: Path) -> list[str]:
     """What a run directory holds that its run did not write (every entry, if it cannot be read): names its
-    config does not give, anything but regular files, and in wmt21/ files of other pairs or systems."""
+    config does not give, anything but regular files (wmt21/ itself aside), and in wmt21/ other files."""
     names = _run_names(path)
     try:
         entries = list(os.scandir(path))
         if names is None:
             return sorted(e.name for e in entries)
-        top, wmt21 = names
-        out = [e.name for e in entries if e.name not in top or not e.is_file(follow_symlinks=False)]
-        if "wmt21" in out and (path / "wmt21").is_dir() and not (path / "wmt21").is_symlink():
+        out = [e.name for e in entries if e.name not in names.top or not e.is_file(follow_symlinks=False)]
+        wmt21 = path / "wmt21"
+        if names.pair and "wmt21" in out and wmt21.is_dir() and not wmt21.is_symlink():
             out.remove("wmt21")
             out += [
                 f"wmt21/{e.name}"
-                for e in os.scandir(path / "wmt21")
-                if not e.is_file(follow_symlinks=False) or not any(_wmt21_file(e.name, w) for w in wmt21)
+                for e in os.scandir(wmt21)
+                if not e.is_file(follow_symlinks=False) or not names.wmt21_file(e.name)
             ]
     except OSError:
         return ["(unreadable)"]
     return sorted(out)
-
-
-def _wmt21_file(name: str, pattern: str) -> bool:
-    """``name`` is PAIR.SYSTEM.CAPITALIZER.LANG for ``pattern`` "PAIR.|.CAPITALIZER.LANG" (any system)."""
-    start, end = pattern.split("|")
-    return name.startswith(start) and name.endswith(end) and len(name) > len(start) + len(end)
 
 
 RUN = DirKind("run directory", "results.json of ours", "which no run writes", _is_run, _run_foreign)
