@@ -34,6 +34,7 @@ import socket
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,15 @@ HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 _OURS = re.compile(rf"^\.(?P<name>.+)\.{TAG}-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)-[0-9a-f]+\.(?P<kind>tmp|old|work)$")
 # errors of writing, whoever raised them: a full disk or quota, a file too large, a read-only or failing disk
 DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+# the outputs this process has put in place (what an interrupt that comes after them must not deny)
+_WRITTEN: list[str] = []
+
+
+def written() -> list[str]:
+    """The outputs this process has put in place, in order."""
+    return list(_WRITTEN)
 
 
 def write_error(exc: OSError, path: str) -> RecaserError:
@@ -334,8 +344,9 @@ def _refuse_planted_link(shown: str) -> None:
         step = at / part
         try:
             link = os.lstat(step)
-        except OSError:
-            return  # the rest is not there yet: nothing more to follow
+        except OSError:  # not there (yet): walked past by name, as realpath walks it ('nosuch/..')
+            at = step
+            continue
         if not stat.S_ISLNK(link.st_mode):
             at = step
             continue
@@ -354,8 +365,8 @@ def _refuse_planted_link(shown: str) -> None:
                 shown,
             )
         hops += 1
-        if hops > 40:  # a loop: the open will say so
-            return
+        if hops > 40:
+            raise RecaserError("cannot write: too many levels of symbolic links", shown)
         todo.extend(reversed(Path(target).parts))
         if os.path.isabs(target):
             at = Path("/")
@@ -407,6 +418,10 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
         yield from _to_stdout(binary)
         return
     shown = os.fspath(path)
+    own = _own_descriptor(shown)
+    if own is not None:
+        yield from _to_descriptor(own, shown, binary)
+        return
     real, st = output_target(shown)
     if st is not None and not stat.S_ISREG(st.st_mode):
         yield from _in_place(real, shown, binary)
@@ -421,7 +436,8 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
     lock = os.dup(fd)  # the lock lasts until the rename, after the file is closed
     try:
         _hold(lock)
-        in_place = st is not None and not _same_owner(fd, st, shown)
+        # a file another user owns, or a bind-mounted one (no rename can replace it), is written in place
+        in_place = st is not None and (not _same_owner(fd, st, shown) or is_mount_point(real))
         fh = _wrap(_Guarded(fd, shown), binary)
         try:
             yield fh
@@ -433,10 +449,12 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
             _copy_into(tmp, real, shown)
             os.unlink(tmp)
         else:
-            try:
-                os.replace(tmp, real)
-            except OSError as exc:
-                raise write_error(exc, shown) from None
+            with _signals_held():
+                try:
+                    os.replace(tmp, real)
+                except OSError as exc:
+                    raise write_error(exc, shown) from None
+                _WRITTEN.append(shown)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -462,8 +480,31 @@ def _same_owner(fd: int, st: os.stat_result, shown: str) -> bool:
     return True
 
 
-# held off while a file is written in place: whatever would end the run between the truncate and the last byte
-_IN_PLACE_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE}
+# held off while an output is put in place: whatever would end the run between its first change and its last
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE}
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """The block runs whole as far as those signals go: they are noted, and raised again after it (in the main
+    thread by handlers of the whole process, which no other thread of it, a BLAS pool's, can take; elsewhere by
+    this thread's signal mask)."""
+    if threading.current_thread() is not threading.main_thread():
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        return
+    came: list[int] = []
+    before = {sig: signal.signal(sig, lambda signum, frame: came.append(signum)) for sig in _HELD}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(came):
+            signal.raise_signal(signum)
 
 
 def _copy_into(tmp: Path, real: Path, shown: str) -> None:
@@ -480,25 +521,24 @@ def _copy_into(tmp: Path, real: Path, shown: str) -> None:
         freed = min(st.st_size, st.st_blocks * 512)  # (what truncating gives back: a sparse file's holes take none)
         if os.path.getsize(tmp) > freed + vfs.f_bavail * vfs.f_frsize:
             raise RecaserError("cannot write: no room on its file system to write it in place", shown)
-        kept = _lasting_link(tmp, real, shown)
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _IN_PLACE_HELD)
-        try:
-            with open(tmp, "rb") as src:
-                os.ftruncate(fd, 0)
-                while block := src.read(1 << 20):
-                    view = memoryview(block)
-                    while view:
-                        view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except OSError as exc:
-            raise RecaserError(
-                f"cannot write: {exc.strerror or exc}; it is cut short, and its whole new content is in {kept}", shown
-            ) from None
-        else:
-            with contextlib.suppress(OSError):  # (before a held signal ends the run)
+        with _signals_held():
+            kept = _lasting_link(tmp, real, shown)
+            try:
+                with open(tmp, "rb") as src:
+                    os.ftruncate(fd, 0)
+                    while block := src.read(1 << 20):
+                        view = memoryview(block)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError as exc:
+                raise RecaserError(
+                    f"cannot write: {exc.strerror or exc}; it is cut short, and its whole new content is in {kept}",
+                    shown,
+                ) from None
+            _WRITTEN.append(shown)
+            with contextlib.suppress(OSError):
                 os.unlink(kept)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     except RecaserError:
         raise
     except OSError as exc:
@@ -523,6 +563,44 @@ def _lasting_link(tmp: Path, real: Path, shown: str) -> Path:
                 shown,
             ) from None
     raise RecaserError("cannot write it in place: no free name beside it to keep the new content under", shown)
+
+
+_DESCRIPTOR = re.compile(r"/proc/(?:self|thread-self|(?P<pid>\d+))(?:/task/\d+)?/fd/(?P<fd>\d+)")
+
+
+def _own_descriptor(shown: str) -> int | None:
+    """The descriptor of this process that ``shown`` names (/dev/stdout, /dev/fd/N, /proc/self/fd/N, or a link to
+    one), else None. Such a path is the open file itself (``>> log`` appends to it): writing it means writing
+    that descriptor, as bash does, never replacing the file it was opened on."""
+    p = os.path.abspath(shown)
+    for _ in range(40):
+        where = os.path.realpath(os.path.dirname(p))
+        m = _DESCRIPTOR.fullmatch(os.path.join(where, os.path.basename(p)))
+        if m and (m["pid"] is None or int(m["pid"]) == os.getpid()):
+            return int(m["fd"])
+        if not os.path.islink(p):
+            return None
+        target = os.readlink(p)
+        p = os.path.normpath(os.path.join(os.path.dirname(p), target))
+    return None
+
+
+def _to_descriptor(fd: int, shown: str, binary: bool) -> Iterator[IO]:
+    """One of this process's open files (``_own_descriptor``), written where it stands, left open."""
+    if fd == 1:
+        yield from _to_stdout(binary)
+        return
+    try:
+        dup = os.dup(fd)
+    except OSError as exc:
+        raise write_error(exc, shown) from None
+    fh = _wrap(_Guarded(dup, shown), binary)
+    try:
+        yield fh
+        _finish(fh, shown, sync=False)
+    finally:
+        with contextlib.suppress(OSError, RecaserError):
+            fh.close()
 
 
 def _to_stdout(binary: bool) -> Iterator[IO]:
@@ -649,7 +727,7 @@ def model_target(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Path:
                 shown,
             )
         _refuse_foreign(kind, real, shown)
-        if os.path.ismount(real):
+        if is_mount_point(real):
             raise RecaserError(
                 f"is a mount point, which a rename cannot replace; give the {noun} a path inside it", shown
             )
@@ -680,6 +758,29 @@ def _foreign_error(kind: DirKind, others: list[str], shown: str, during: bool) -
         + (f"; the new {kind.noun} was not written" if during else ""),
         shown,
     )
+
+
+def is_mount_point(path: Path) -> bool:
+    """``path`` is a mount point, a bind mount of the same file system included (which ``os.path.ismount`` misses):
+    a rename can neither replace nor remove it."""
+    if os.path.ismount(path):
+        return True
+    try:
+        with open("/proc/self/mountinfo", "rb") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return False
+    target = os.fsencode(path)
+    for line in lines:
+        fields = line.split(b" ")
+        if len(fields) > 4 and _unescape(fields[4]) == target:
+            return True
+    return False
+
+
+def _unescape(field: bytes) -> bytes:
+    """A path of /proc/self/mountinfo: space, tab, newline and backslash are written as octal escapes there."""
+    return re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), field)
 
 
 def _someone_elses(real: Path) -> bool:
@@ -751,8 +852,10 @@ def _swap_in(tmp: Path, real: Path, shown: str, kind: DirKind) -> None:
     directory not written)."""
     try:
         if not os.path.lexists(real):
-            if not _renameat2(tmp, real, _RENAME_NOREPLACE):
-                os.rename(tmp, real)  # refuses a non-empty directory that appeared meanwhile
+            with _signals_held():
+                if not _renameat2(tmp, real, _RENAME_NOREPLACE):
+                    os.rename(tmp, real)  # refuses a non-empty directory that appeared meanwhile
+                _WRITTEN.append(shown)
             return
         if not kind.ours(real):  # something else took its place during the run
             raise RecaserError(
@@ -762,17 +865,23 @@ def _swap_in(tmp: Path, real: Path, shown: str, kind: DirKind) -> None:
             )
         _refuse_foreign(kind, real, shown, during=True)
         _like(tmp, os.stat(real))
-        if _renameat2(tmp, real, _RENAME_EXCHANGE):  # tmp now names the old one
-            others = kind.foreign(tmp)
+        with _signals_held():
+            swapped = _renameat2(tmp, real, _RENAME_EXCHANGE)  # then tmp names the old one
+            others = kind.foreign(tmp) if swapped else []
             if others:  # (added between the check and the swap: swapped back)
                 _renameat2(tmp, real, _RENAME_EXCHANGE)
                 raise _foreign_error(kind, others, shown, during=True)
+            if swapped:
+                _WRITTEN.append(shown)
+        if swapped:
             remove_tree(tmp)
             return
         aside = real.parent / _temp_name(real.name, "old")
         with _holding(real):
-            os.rename(real, aside)
-            os.rename(tmp, real)
+            with _signals_held():
+                os.rename(real, aside)
+                os.rename(tmp, real)
+                _WRITTEN.append(shown)
             remove_tree(aside)
     except OSError as exc:
         raise write_error(exc, shown) from None

@@ -842,3 +842,82 @@ def test_a_mount_point_is_refused_before_work(tmp_path):
                 raise AssertionError("refused before the block")
     finally:
         subprocess.run(["umount", str(point)], check=True)
+
+
+def test_an_interrupt_while_an_output_is_put_in_place_comes_after_it(tmp_path, monkeypatch, capsys):
+    """Ctrl-C (here SIGINT sent by the rename itself) is held off while the output is put in place, then taken:
+    exit 130, and the message says which output was already written whole rather than that none was."""
+    import signal
+
+    from moses_recaser import outputs
+
+    src = tmp_path / "in.en"
+    src.write_text("Hello, world!\n")
+    out = tmp_path / "out.tok"
+    out.write_text("old\n")
+    real_replace = os.replace
+
+    def interrupted_replace(a, b):  # type: ignore[no-untyped-def]
+        os.kill(os.getpid(), signal.SIGINT)
+        real_replace(a, b)
+
+    monkeypatch.setattr(outputs.os, "replace", interrupted_replace)
+    assert main(["tokenize", "-l", "en", "-i", str(src), "-o", str(out)]) == 130
+    assert capsys.readouterr().err == f"moses-recaser: interrupted; {out} already written whole, nothing else\n"
+    assert out.read_text() == "Hello , world !\n"
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1"])
+def test_dev_stdout_is_the_open_descriptor_not_the_file_behind_it(tmp_path, name):
+    """``-o /dev/stdout`` with stdout appended to a log writes where stdout stands, as bash does: the log keeps
+    what it held and what comes after (resolving the path to the log file and replacing it lost both)."""
+    src = tmp_path / "in.en"
+    src.write_text("Hello, world!\n")
+    log = tmp_path / "log.txt"
+    log.write_text("old line\n")
+    mr = Path(sys.executable).parent / "moses-recaser"
+    script = f'{{ echo header; "{mr}" -q tokenize -l en -i "{src}" -o {name}; echo footer; }} >> "{log}"'
+    assert subprocess.run(["bash", "-c", script]).returncode == 0
+    assert log.read_text() == "old line\nheader\nHello , world !\nfooter\n"
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can make a symlink of another user's")
+def test_a_planted_symlink_behind_a_missing_directory_and_dotdot_is_not_followed(tmp_path):
+    """``S/nosuch/../out.txt`` is walked by name, as realpath walks it, so the planted ``S/out.txt`` is seen; a chain
+    of more than 40 links is an error, not a path resolved past the check."""
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    victim = tmp_path / "a.txt"
+    victim.write_text("keep")
+    (sticky / "out.txt").symlink_to(victim)
+    os.lchown(sticky / "out.txt", 5001, 5001)
+    with pytest.raises(RecaserError, match="a symlink another user made"):
+        with atomic_output(f"{sticky}/nosuch/../out.txt"):
+            raise AssertionError("refused before the block")
+    chain = tmp_path / "links"
+    chain.mkdir()
+    for k in range(42):
+        (chain / f"l{k}").symlink_to(chain / f"l{k + 1}")
+    (chain / "l42").symlink_to(sticky / "out.txt")
+    with pytest.raises(RecaserError, match="too many levels of symbolic links"):
+        with atomic_output(chain / "l0"):
+            raise AssertionError("refused before the block")
+    assert victim.read_text() == "keep"
+
+
+@pytest.mark.skipif(not ROOT, reason="only root can bind-mount a file")
+def test_a_bind_mounted_file_is_written_in_place(tmp_path):
+    """No rename can replace a mount point: a bind-mounted output file is written in place (as ``>`` writes it)."""
+    store, out = tmp_path / "store.txt", tmp_path / "out.txt"
+    store.write_text("old\n")
+    out.write_text("")
+    if subprocess.run(["mount", "--bind", str(store), str(out)]).returncode:
+        pytest.skip("mount is not permitted here")
+    try:
+        with atomic_output(out) as fh:
+            fh.write("new\n")
+        assert out.read_text() == "new\n" and store.read_text() == "new\n"
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "store.txt"]

@@ -17,7 +17,7 @@ from moses_recaser import __version__
 from moses_recaser.cli.options import add, finish_settings
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.trace import TraceOptions
-from moses_recaser.outputs import NOT_A_FILE, STDOUT, check_output, file_id, write_error
+from moses_recaser.outputs import NOT_A_FILE, STDOUT, check_output, file_id, write_error, written
 from moses_recaser.textio import check_input
 from moses_recaser.workers import single_threaded_blas
 
@@ -192,6 +192,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     _setup_logging(args, prog)
     # SIGTERM behaves like Ctrl-C, so atomic outputs are cleaned up the same way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    already = len(written())  # (outputs of earlier runs in this process: ``main`` called from Python)
     try:
         check_destinations(args)
         with warnings.catch_warnings():
@@ -205,7 +206,9 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         return 2
     except KeyboardInterrupt:
         if sys.stderr is not None:
-            print(f"{prog}: interrupted; no output was written", file=sys.stderr)
+            whole = written()[already:]  # (an interrupt held off while an output was put in place comes after it)
+            said = f"{', '.join(whole)} already written whole, nothing else" if whole else "no output was written"
+            print(f"{prog}: interrupted; {said}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # the reader went away (e.g. `| head`); not an error of ours
