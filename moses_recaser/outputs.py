@@ -402,7 +402,8 @@ def check_output(path: str | os.PathLike[str] | None) -> None:
         if sys.stdout is None:
             raise RecaserError("standard output is closed; give an output file with -o", STDOUT)
         return
-    output_target(path)
+    if _own_descriptor(os.fspath(path)) is None:  # (/dev/stdout is written where it stands, wherever that is)
+        output_target(path)
 
 
 @contextlib.contextmanager
@@ -578,10 +579,12 @@ def _own_descriptor(shown: str) -> int | None:
         m = _DESCRIPTOR.fullmatch(os.path.join(where, os.path.basename(p)))
         if m and (m["pid"] is None or int(m["pid"]) == os.getpid()):
             return int(m["fd"])
-        if not os.path.islink(p):
+        try:
+            if not os.path.islink(p):
+                return None
+            p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+        except OSError:
             return None
-        target = os.readlink(p)
-        p = os.path.normpath(os.path.join(os.path.dirname(p), target))
     return None
 
 
