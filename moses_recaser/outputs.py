@@ -439,13 +439,7 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
         _hold(lock)
         # a file another user owns, or a bind-mounted one (no rename can replace it), is written in place
         in_place = st is not None and (not _same_owner(fd, st, shown) or is_mount_point(real))
-        fh = _wrap(_Guarded(fd, shown), binary)
-        try:
-            yield fh
-            _finish(fh, shown, sync=True)
-        finally:
-            with contextlib.suppress(OSError, RecaserError):
-                fh.close()
+        yield from _through(fd, shown, binary, sync=True)
         if in_place:
             _copy_into(tmp, real, shown)
             os.unlink(tmp)
@@ -597,10 +591,15 @@ def _to_descriptor(fd: int, shown: str, binary: bool) -> Iterator[IO]:
         dup = os.dup(fd)
     except OSError as exc:
         raise write_error(exc, shown) from None
-    fh = _wrap(_Guarded(dup, shown), binary)
+    yield from _through(dup, shown, binary)
+
+
+def _through(fd: int, shown: str, binary: bool, *, sync: bool = False) -> Iterator[IO]:
+    """A descriptor opened for this output, written (and with ``sync`` on disk), then closed."""
+    fh = _wrap(_Guarded(fd, shown), binary)
     try:
         yield fh
-        _finish(fh, shown, sync=False)
+        _finish(fh, shown, sync=sync)
     finally:
         with contextlib.suppress(OSError, RecaserError):
             fh.close()
@@ -633,13 +632,7 @@ def _in_place(real: Path, shown: str, binary: bool) -> Iterator[IO]:
         fd = os.open(real, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise write_error(exc, shown) from None
-    fh = _wrap(_Guarded(fd, shown), binary)
-    try:
-        yield fh
-        _finish(fh, shown, sync=False)
-    finally:
-        with contextlib.suppress(OSError, RecaserError):
-            fh.close()
+    yield from _through(fd, shown, binary)
 
 
 # Linux's renameat2 flags: swap two names in one step, or rename only if the new name is free
