@@ -139,7 +139,10 @@ def remove_tree(path: str | os.PathLike[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(top)
         return
-    _owner_writable(top)
+    shutil.rmtree(top, ignore_errors=True)
+    if not os.path.lexists(top):
+        return
+    _owner_writable(top)  # what a read-only directory kept: made writable, then removed again
     for root, dirs, _ in os.walk(top):
         for d in dirs:  # (before the walk lists them; a link to a directory is removed, never followed)
             if not os.path.islink(os.path.join(root, d)):
@@ -437,8 +440,12 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
     lock = os.dup(fd)  # the lock lasts until the rename, after the file is closed
     try:
         _hold(lock)
-        # a file another user owns, or a bind-mounted one (no rename can replace it), is written in place
-        in_place = st is not None and (not _same_owner(fd, st, shown) or is_mount_point(real))
+        try:
+            # a file another user owns, or a bind-mounted one (no rename can replace it), is written in place
+            in_place = st is not None and (not _same_owner(fd, st, shown) or is_mount_point(real))
+        except BaseException:
+            os.close(fd)  # (``_through`` closes it from here on)
+            raise
         yield from _through(fd, shown, binary, sync=True)
         if in_place:
             _copy_into(tmp, real, shown)
