@@ -69,6 +69,20 @@ def test_a_word_passed_through_makes_no_run_with_its_neighbour():
     assert source_spans(src[3:], tgt[3:], unseen=[True, True]) == [-1, -1]
 
 
+def test_the_parts_of_a_hyphenated_word_are_one_word_of_a_run():
+    # de-en Moses output (tokenizer.perl -a): German capitalizes every part of a compound noun, so
+    # "Super-Tunnel" copied as "super @-@ tunnel" is no name of two words
+    src, tgt = ["einen", "Super", "@-@", "Tunnel", "zum"], ["a", "super", "@-@", "tunnel", "for"]
+    assert source_spans(src, tgt) == [-1, -1, -1, -1, -1]
+    # with a word beside it, the run has two words again
+    src, tgt = ["von", "Jean", "@-@", "Marc", "Ayrault", "."], ["of", "jean", "@-@", "marc", "ayrault", "."]
+    assert source_spans(src, tgt) == [-1, 1, 2, 3, 4, 5]
+    # a part after the hyphen belongs to the word before it, whether that word is in the run or not
+    src = ["Online", "-", "Server", "Trackern"]
+    assert source_spans(src, ["offline", "@-@", "server", "trackern"]) == [-1, -1, -1, -1]
+    assert source_spans(src, ["offline", "-", "server", "trackern"]) == [-1, 1, 2, 3]  # a dash joins nothing
+
+
 def test_headline_lines():
     lines = [
         ["Spectaculaire", "saut", "au-dessus", "de", "Bogota"],

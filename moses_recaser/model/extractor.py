@@ -46,6 +46,7 @@ from moses_recaser.triples import Triple
 from moses_recaser.truecaser import detruecased, sentence_starts
 from moses_recaser.vocab import Vocab
 
+HYPHEN = "@-@"  # the hyphen inside a word, as Moses' tokenizer -a splits it off
 REGISTRY_CHUNK = 1 << 16  # training types described between two compactions of the registry (save_registry)
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
 # targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
@@ -611,7 +612,7 @@ def source_spans(source: Sequence[str], target: Sequence[str], unseen: Sequence[
             n = 0
             while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
                 n += 1
-            if n < 2 or sum(_evidence(tgt[i + d], source[k + d], unseen, i + d) for d in range(n)) < 2:
+            if n < 2 or sum(_evidence(tgt, i + d, source[k + d], unseen) for d in range(n)) < 2:
                 continue
             for d in range(n):
                 if n > best[i + d]:
@@ -619,9 +620,13 @@ def source_spans(source: Sequence[str], target: Sequence[str], unseen: Sequence[
     return out
 
 
-def _evidence(word: str, source_word: str, unseen: Sequence[bool] | None, i: int) -> bool:
-    """A word of a run that counts toward a copied name or title (``source_spans``)."""
-    return casing.has_letter(word) and not (unseen is not None and unseen[i] and source_word == source_word.lower())
+def _evidence(tgt: Sequence[str], j: int, source_word: str, unseen: Sequence[bool] | None) -> bool:
+    """Target word ``j`` of a run counts toward a copied name or title (``source_spans``). A part joined to the
+    word before by Moses' hyphen ("Super @-@ Tunnel") is one word with it: German capitalizes every part of a
+    compound noun, not only of a name."""
+    if not casing.has_letter(tgt[j]) or (j and tgt[j - 1] == HYPHEN):
+        return False
+    return not (unseen is not None and unseen[j] and source_word == source_word.lower())
 
 
 def capital_runs(words: Sequence[str], at_start: Sequence[bool]) -> list[bool]:

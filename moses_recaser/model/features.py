@@ -327,7 +327,8 @@ FEATURES: tuple[Feature, ...] = (
         "src_span",
         "E_i lies in a run of two or more words with a letter that the source repeats verbatim up "
         "to case (not counting a word lowercase in the source that training's target never had: a "
-        "decoder's pass-through), and the candidate is the source's form (copied titles and names)",
+        "decoder's pass-through, nor a part after Moses' hyphen '@-@': a compound is one word), and the candidate "
+        "is the source's form (copied titles and names)",
         lambda x: x.b.spans[x.G] == x.ids if x.b.spans is not None else np.zeros(len(x.ids), dtype=bool),
         reads=SOURCE,
     ),
