@@ -106,7 +106,7 @@ def _decoder_settings(name: str) -> str:
     """What the recase step passes of the decoder's settings: from RELEASE-4.0 on ($?name), nothing before."""
     if not name.startswith(("RELEASE-4", "master")):
         return ""
-    return " -decoder-settings '-search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000 -threads 4'"
+    return " -decoder-settings -- -search-algorithm 1 -cube-pruning-pop-limit 5000 -s 5000 -threads 4"
 
 
 def _command(work: Path, step: str) -> str:
@@ -185,6 +185,35 @@ def test_truecase_layout_the_recaser_runs_in_detruecase_outputs_place(moses, tmp
         f"{w}/recasing/corpus.0.fr -alignment {w}/model/aligned.0.grow-diag-final-and -mono  "
         f"-config {w}/recasing/moses.ini.0 -dev-size 2000 -cores 4 -input-case cased"
     )  # config.toy's LM corpus is its bitext's English side: no -mono text (see the test below)
+
+
+@pytest.mark.parametrize("name", [m for m in METAS if _decoder_settings(m)])
+def test_quoted_decoder_settings_reach_the_recaser_as_the_decoder_gets_them(moses, tmp_path, name):
+    """A user's decoder-settings with quotes in them (-weight-overwrite 'LM0= 0.5'): the step script passes them
+    unquoted, as the decode step does, and the recaser reads the words the decoder gets (they once broke the
+    step: wrapped in single quotes, the shell split them apart)."""
+    from moses_recaser.cli.common import attached_values, long_options, single_dash_long
+    from moses_recaser.cli.ems import build_parser
+    from moses_recaser.moses.trace import decoder_words
+
+    work, _, config, meta = _prepare(moses, tmp_path, name)
+    text = config.read_text(encoding="utf-8")
+    quoted = "-s 5000 -threads $cores -weight-overwrite 'LM0= 0.5' -mark-unknown"
+    text, n = re.subn(
+        r"(?m)^(decoder-settings = \"-search-algorithm 1 .*)-s 5000 -threads \$cores\"$", rf'\1{quoted}"', text
+    )
+    assert n == 1
+    config.write_text(text, encoding="utf-8")
+    _ran(_dry_run(moses, config, meta, work), name)
+    decode = shlex.split(_command(work, "EVALUATION_test_decode"))
+    settings = decode[1 : decode.index("-alignment-output-file")]
+    assert settings[-3:] == ["-weight-overwrite", "LM0= 0.5", "-mark-unknown"]
+    recase = shlex.split(_command(work, "EVALUATION_test_recase-truecased-output"))
+    assert recase[-2] == ">"
+    parser = build_parser()
+    args = parser.parse_args(attached_values(single_dash_long(recase[1:-2], long_options(parser))))
+    assert decoder_words(args.decoder_settings) == settings
+    assert args.input == f"{work}/evaluation/test.cleaned.0"
 
 
 @pytest.mark.parametrize("name", METAS)

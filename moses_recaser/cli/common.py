@@ -7,6 +7,7 @@ import contextlib
 import io
 import logging
 import os
+import shlex
 import signal
 import sys
 import warnings
@@ -101,11 +102,16 @@ FLAGS_AS_VALUE = ("--decoder-settings", "--lmplz-options")
 
 
 def attached_values(argv: Sequence[str]) -> list[str]:
-    """``argv`` with the value after each of FLAGS_AS_VALUE attached to it by ``=``."""
+    """``argv`` with the value after each of FLAGS_AS_VALUE attached to it by ``=``. After ``FLAG --`` the rest of
+    the line is the value, word by word as the shell split it (quoted again, ``shlex.join``): EMS's step script
+    passes its decoder-settings so, unquoted, as it passes them to the decoder, whatever quotes they hold
+    (``-weight-overwrite 'LM0= 0.5'``)."""
     out: list[str] = []
     it = iter(argv)
     for a in it:
         value = next(it, None) if a in FLAGS_AS_VALUE else None
+        if value == "--":
+            value = shlex.join(it)
         out.append(a if value is None else f"{a}={value}")
     return out
 

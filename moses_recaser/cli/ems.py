@@ -45,7 +45,8 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         "decoder-settings",
         dest="decoder_settings",
         action=_DecoderSettings,
-        help="the decoder's settings (EMS: decoder-settings): an -alignment-output-file there is read when the "
+        help="the decoder's settings (EMS: decoder-settings), one quoted value, or '-- SETTINGS...' to the end of "
+        "the line, as the decoder's own command line has them: an -alignment-output-file there is read when the "
         "-alignment file does not exist; -mark-unknown (with -unknown-word-prefix/-suffix), "
         "-output-factor-delimiter and -xml-input say how to read the trace",
     )

@@ -139,7 +139,8 @@ def _recase_output(base: Step | None, ours: Step | None, meta: Meta) -> dict[str
     attrs = dict(ours.attrs)
     attrs["in"] = " ".join([base.names("in")[0]] + ours.names("in")[1:])
     if meta.uses_optional_variables():
-        attrs["template"] = attrs["template"].replace(" > OUT", " -decoder-settings '$?decoder-settings' > OUT")
+        # unquoted, the rest of the line, as experiment.perl gives them to the decoder: quotes in them stay whole
+        attrs["template"] = attrs["template"].replace(" > OUT", " -decoder-settings -- $?decoder-settings > OUT")
     return attrs
 
 
