@@ -928,3 +928,14 @@ def test_ems_train_with_its_pointer_at_the_model_path_is_refused_before_work(tmp
         "give it another path\n"
     )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "step"]
+
+
+def test_ems_train_names_cores_as_ems_spells_it(tmp_path):
+    """-cores is the library's jobs: a bad value is refused by the name the step script gives it."""
+    c = tmp_path / "c"
+    c.write_text("x\n")
+    args = ["train", "-corpus", str(c), "-source-corpus", str(c), "-alignment", str(c), "-dir", "d", "-config", "i"]
+    proc = subprocess.run([EMS, *args, "-cores", "0"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "moses-recaser-ems: error: -cores must be between 1 and 256 (processes), not 0\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]

@@ -137,7 +137,9 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.ems import steps
+    from moses_recaser.workers import check_workers
 
+    check_workers(args.jobs, "-cores")  # as EMS spells it; the library names it --jobs
     steps.train_step(
         steps.TrainStep(
             dir=args.dir,
