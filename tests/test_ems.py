@@ -375,7 +375,21 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == f"moses-recaser-ems: error: {longer}: the headline file has 4 <seg> lines, -in has 3\n"
+    at = next(k for k, x in enumerate(longer.read_text(encoding="utf-8").splitlines(), 1) if 'id="4"' in x)
+    assert proc.stderr == f"moses-recaser-ems: error: {longer}:{at}: <seg> line 4, but -in {inp} has 3 lines\n"
+    # and -in of more lines than the file has segments, at -in's first line without one
+    more = _write(tmp_path / "more.in", [*inp.read_text(encoding="utf-8").splitlines(), "one more line"])
+    proc = subprocess.run(
+        [EMS, "recase", "-in", str(more), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        proc.stderr
+        == f"moses-recaser-ems: error: {more}:4: line 4 of -in, but the headline file {sgm} has 3 <seg> lines\n"
+    )
 
 
 def test_a_headline_keeps_the_capitals_the_recaser_gave():
@@ -470,7 +484,10 @@ def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(
     extra = _write(tmp_path / "more.sgm", sgm.read_text().replace("</doc>", '<seg id="3">c</seg>\n</doc>').splitlines())
     kept = {p: p.read_bytes() for p in (moses, table, out)}
     for flags, message in (
-        (["-headline", str(extra), "-o", str(out)], f"{extra}: the headline file has 3 <seg> lines, -in has 2"),
+        (
+            ["-headline", str(extra), "-o", str(out)],
+            f"{extra}:{_seg_at(extra, 3)}: <seg> line 3, but -in {inp} has 2 lines",
+        ),
         (["-o", str(moses)], f"{moses}: this output is also the --moses input"),
         (["-o", str(table)], f"{table}: this output is also {table}, a file of the -model moses.ini"),
     ):
@@ -939,3 +956,8 @@ def test_ems_train_names_cores_as_ems_spells_it(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == "moses-recaser-ems: error: -cores must be between 1 and 256 (processes), not 0\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+def _seg_at(sgm: Path, n: int) -> int:
+    """The line number of the n-th <seg> line of an SGM file."""
+    return [k for k, x in enumerate(sgm.read_text(encoding="utf-8").splitlines(), 1) if x.startswith("<seg")][n - 1]

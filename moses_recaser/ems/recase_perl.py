@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from itertools import islice
 
 from moses_recaser import casing
 from moses_recaser.textio import read_lines
@@ -69,12 +70,19 @@ def headline_flags(sgm: str) -> list[bool]:
     return flags
 
 
-def check_headline_count(flags: list[bool], lines: int, sgm: str) -> None:
-    """A headline file has one ``<seg`` line per input line: with more or fewer it is another set's."""
-    if len(flags) != lines:
-        from moses_recaser.errors import RecaserError
+def check_headline_count(flags: list[bool], lines: int, sgm: str, infile: str) -> None:
+    """A headline file has one ``<seg`` line per input line: with more or fewer it is another set's. Named at
+    the first line without a partner: -in's (``infile``) or the headline file's ``<seg``."""
+    from moses_recaser.errors import RecaserError
 
-        raise RecaserError(f"the headline file has {len(flags)} <seg> lines, -in has {lines}", sgm)
+    n = len(flags)
+    if lines > n:
+        raise RecaserError(f"line {n + 1} of -in, but the headline file {sgm} has {n} <seg> lines", infile, n + 1)
+    if lines < n:
+        segs = (k for k, line in enumerate(read_lines(sgm), 1) if line.startswith("<seg"))
+        raise RecaserError(
+            f"<seg> line {lines + 1}, but -in {infile} has {lines} lines", sgm, next(islice(segs, lines, None))
+        )
 
 
 def moses_ini_files(ini: str) -> list[str]:
@@ -140,7 +148,7 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
             words = title_case(words, lang, _ucfirst)
         out.append(" ".join(words))
     if headline:
-        check_headline_count(flags, len(out), headline)
+        check_headline_count(flags, len(out), headline, infile)
     return out
 
 

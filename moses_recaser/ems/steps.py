@@ -88,17 +88,18 @@ def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
         triples = _checked_trace(step.infile, step.source, step.trace, alignment, step.options)
     else:
         triples = read_monolingual(step.infile)
-    flags = headline_flags(step.headline) if step.headline else None
+    sgm = step.headline
+    flags = headline_flags(sgm) if sgm else None
     lines = []
     for k, (_, tokens) in enumerate(zip_recased(triples, recaser)):
-        if flags is not None:
+        if flags is not None and sgm:
             if k >= len(flags):
-                raise RecaserError(f"the headline file has {len(flags)} <seg> lines, -in has more", step.headline)
+                check_headline_count(flags, k + 1, sgm, step.infile)
             if flags[k]:
                 tokens = title_case(tokens, step.lang)
         lines.append(" ".join(tokens))
-    if flags is not None and step.headline:
-        check_headline_count(flags, len(lines), step.headline)
+    if flags is not None and sgm:
+        check_headline_count(flags, len(lines), sgm, step.infile)
     return lines
 
 
