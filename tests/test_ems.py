@@ -496,6 +496,36 @@ def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(
         assert all(p.read_bytes() == b for p, b in kept.items())
 
 
+def test_a_stock_moses_ini_keeps_the_lines_and_tokens_of_its_decoder(tmp_path):
+    """The stock decoder's output is split where Moses splits it (at \\n, not at U+2028 or a form feed), one line
+    per -in line, valid UTF-8, and ucfirst that would change a token ('ß' -> 'Ss') leaves it: a wrong decoder
+    output is one line naming -in, nothing written."""
+    ini = _write(tmp_path / "moses.ini", ["[input-factors]", "0"])
+    lines = ["line\u2028sep here .", "form\ffeed .", "next\x85line .", "ß is . ﬁle is ."]
+    inp = tmp_path / "in"
+    inp.write_bytes("".join(x + "\n" for x in lines).encode("utf-8"))
+    out = tmp_path / "out"
+
+    def recase(decoder: str) -> subprocess.CompletedProcess:
+        moses = tmp_path / "moses"
+        moses.write_text(f'#!/bin/sh\nwhile [ "$1" != "-i" ]; do shift; done\n{decoder}\n', encoding="utf-8")
+        moses.chmod(0o755)
+        cmd = [EMS, "-q", "recase", "-in", str(inp), "-model", str(ini), "-moses", str(moses), "-o", str(out)]
+        return subprocess.run(cmd, check=False, capture_output=True)
+
+    assert recase('cat "$2"').returncode == 0
+    want = ["Line\u2028sep here .", "Form\ffeed .", "Next\x85line .", "ß is . ﬁle is ."]
+    assert out.read_bytes() == "".join(x + "\n" for x in want).encode("utf-8")
+    out.unlink()
+    for decoder, message in (
+        ('head -n 2 "$2"', f"{inp}:3: the Moses decoder given with -moses wrote 2 lines for the 4 of -in"),
+        ("printf 'a\\nb\\377\\n'", f"{inp}:2: the Moses decoder given with -moses wrote invalid UTF-8 in its line 2"),
+    ):
+        proc = recase(decoder)
+        assert proc.returncode == 2 and proc.stderr.decode() == f"moses-recaser-ems: error: {message}\n"
+        assert not out.exists()
+
+
 def test_the_recase_step_reads_markers_in_in_and_an_alignment_file_from_decoder_settings(ems_work, tmp_path):
     w = ems_work
     args = [

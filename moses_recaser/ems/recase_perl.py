@@ -139,7 +139,7 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
         raise RecaserError(f"the Moses decoder failed with exit code {proc.returncode} ({' '.join(tail)})", moses)
     flags = headline_flags(headline) if headline else []
     out = []
-    for k, line in enumerate(proc.stdout.decode("utf-8").splitlines()):
+    for k, line in enumerate(_decoded_lines(proc.stdout, moses, infile)):
         words = line.rstrip().split(" ")
         words[0] = _ucfirst(words[0])
         if lang != "cs":
@@ -152,10 +152,40 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
     return out
 
 
+def _decoded_lines(stdout: bytes, moses: str, infile: str) -> list[str]:
+    """The decoder's output lines, split at ``\n`` only, as recase.perl reads them (U+2028 or a form feed inside a
+    line stays in it): one per line of ``infile`` (counted when it is a file; a pipe was read by the decoder)."""
+    from moses_recaser.errors import RecaserError
+
+    try:
+        text = stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = stdout.count(b"\n", 0, exc.start) + 1
+        raise RecaserError(
+            f"the Moses decoder given with -moses wrote invalid UTF-8 in its line {at}", infile, at
+        ) from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if os.path.isfile(infile):
+        with open(infile, "rb") as fh:
+            data = fh.read()
+        given = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+        if len(lines) != given:
+            raise RecaserError(
+                f"the Moses decoder given with -moses wrote {len(lines)} lines for the {given} of -in",
+                infile,
+                min(len(lines), given) + 1,
+            )
+    return lines
+
+
 def _capitalized_if_lower(word: str) -> str:
     return casing.upper_first(word) if word == casing.lower(word) else word
 
 
 def _ucfirst(word: str) -> str:
-    """Perl's ucfirst: the first character in title case (the rest untouched)."""
-    return word[:1].title() + word[1:]
+    """Perl's ucfirst: the first character in title case (the rest untouched), but where that takes more than one
+    character ("ß" -> "Ss", "ﬁ" -> "Fi"): such a word stays as it is, since recasing changes case only."""
+    first = word[:1].title()
+    return first + word[1:] if len(first) == 1 else word
