@@ -458,7 +458,14 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
     A model that a replacement left aside when it died between its two renames is put back first, at either."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):  # "" would be the current directory
         raise RecaserError(f"a model is a directory name, not {path!r}")
-    p = _put_back(Path(path))
+    try:
+        return _resolved(Path(path))
+    except OSError as exc:  # a name too long, a file that cannot be read (/proc/self/mem)
+        raise RecaserError(f"cannot read the model: {exc.strerror or exc}", os.fspath(path)) from None
+
+
+def _resolved(path: Path) -> Path:
+    p = _put_back(path)
     if p.is_dir():
         return p
     if not os.path.lexists(p):

@@ -157,6 +157,13 @@ def test_load_refuses_what_is_not_a_model(tmp_path):
         Recaser.load(tmp_path)
     with pytest.raises(RecaserError, match="alignment_mode"):
         Recaser.load(tmp_path, alignment_mode="words")
+    # what the system refuses to open or read is one RecaserError naming the path (it was a bare OSError)
+    long_name = str(tmp_path / ("y" * 300))
+    with pytest.raises(RecaserError, match="cannot read the model: File name too long") as caught:
+        Recaser.load(long_name)
+    assert caught.value.path == long_name
+    with pytest.raises(RecaserError, match="^/proc/self/mem: cannot read the model: Input/output error"):
+        Recaser.load("/proc/self/mem")
 
 
 def test_public_names_are_listed_and_documented():
