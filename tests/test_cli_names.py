@@ -198,6 +198,10 @@ def test_eval_error_names_file_line_and_cause(tico, tmp_path, capsys):
     hyp.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     err = _error(["eval", "--hyp", str(hyp), "--ref", str(tico / "test.en")], capsys)
     assert f"{hyp}:4: output and reference differ in more than case" in err and "detokenized" in err
+    # files of different lengths: named at the first line one of them lacks
+    hyp.write_text("".join(x + "\n" for x in lines[:5]), encoding="utf-8")
+    err = _error(["eval", "--hyp", str(hyp), "--ref", str(tico / "test.en")], capsys)
+    assert f"{tico / 'test.en'}:6: line-count mismatch: {hyp} has only 5 lines" in err
 
 
 def test_python_dash_m():

@@ -15,7 +15,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import TAG_NAMES, Tag
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import read_lines, split_tokens
+from moses_recaser.textio import LineReader, split_tokens, zip_readers
 
 
 def _has_upper(token: str) -> bool:
@@ -128,11 +128,9 @@ def evaluate_files(hyp: str, ref: str, *, bleu: bool = True) -> Evaluation:
     as multi-bleu.perl scores them) of a recased file against its cased reference."""
     from moses_recaser.signature import signature
 
-    hyp_lines, ref_lines = list(read_lines(hyp)), list(read_lines(ref))
-    if len(hyp_lines) != len(ref_lines):
-        raise RecaserError(
-            f"line-count mismatch: {len(hyp_lines)} output lines, {len(ref_lines)} reference lines ({ref})", hyp
-        )
+    # a file that ends early is named at the first line the other has more
+    pairs = list(zip_readers(LineReader(hyp), LineReader(ref)))
+    hyp_lines, ref_lines = [h for h, _ in pairs], [r for _, r in pairs]
     scores = case_scores(map(split_tokens, hyp_lines), map(split_tokens, ref_lines), where=hyp)
     if not bleu:
         return Evaluation(scores, None, None, signature(("eval", "precision+f1")))
