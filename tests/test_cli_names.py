@@ -261,3 +261,21 @@ def test_ems_check_names_the_problems_even_when_quiet(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "problem(s) keep this config from running the recaser: " in err
     assert "recaser-train is not set" in err
+
+
+@pytest.mark.parametrize(
+    ("run", "args", "message"),
+    [
+        (main, ["recase", "-m", "M", "--input", "a", "--input", "b"], "--input a and --input b: a file is given once"),
+        (main, ["recase", "-m", "M", "-i", "a", "-o", "x", "--output", "y"], "-o x and --output y: a file is given"),
+        (main, ["eval", "--hyp", "a", "--hyp", "b", "--ref", "r"], "--hyp a and --hyp b: a file is given once"),
+        (ems_cli.main, ["recase", "-model", "M", "-in", "a", "-in", "b"], "--in a and --in b: a file is given once"),
+    ],
+)
+def test_a_file_option_given_twice_is_refused(run, args, message, capsys, tmp_path, monkeypatch):
+    """argparse keeps the last of a repeated option: the first file would be silently unused, or not written."""
+    monkeypatch.chdir(tmp_path)
+    assert run(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []

@@ -74,7 +74,33 @@ def command_parser(
         add_flags(p)
         _verbosity(p, argparse.SUPPRESS)  # after the subcommand too, without undoing one given before it
         p.set_defaults(func=func, subparser=p)
+        _files_once(p)
     return parser
+
+
+class _StoreOnce(argparse._StoreAction):
+    """A file option given a second time is an error: argparse would keep the last, the first file silently
+    unused (or not written). Counted by destination, so an old spelling beside today's counts too."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        given = namespace.__dict__.setdefault(GIVEN, {})
+        if self.dest in given:
+            first = f"{given[self.dest]} {getattr(namespace, self.dest)}"
+            parser.error(f"{first} and {option_string} {values}: a file is given once (the first would go unused)")
+        given[self.dest] = option_string
+        super().__call__(parser, namespace, values, option_string)
+
+
+GIVEN = "_files_given"  # the namespace's record of _StoreOnce options met, removed after parsing
+
+
+def _files_once(p: argparse.ArgumentParser) -> None:
+    """Every plain single-value option among the command's files (its ``reads``, ``reads_if_there`` and
+    ``writes`` defaults) taken at most once (``_StoreOnce``)."""
+    files = {name for key in ("reads", "reads_if_there", "writes") for name in p.get_default(key) or ()}
+    for action in p._actions:  # argparse keeps no public list of them
+        if type(action) is argparse._StoreAction and action.dest in files:
+            action.__class__ = _StoreOnce
 
 
 def long_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -192,6 +218,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         with contextlib.redirect_stdout(shown):
             given = single_dash_long(sys.argv[1:] if argv is None else argv, long_options(parser))
             args = parser.parse_args(attached_values(given))
+            vars(args).pop(GIVEN, None)
         finish_settings(args.subparser, args)
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())
