@@ -22,14 +22,16 @@ if TYPE_CHECKING:
     from moses_recaser.api import Recaser, train
     from moses_recaser.model.settings import TrainSettings
     from moses_recaser.moses.trace import TraceOptions
+    from moses_recaser.textio import read_lines
 
-__all__ = ["Recaser", "RecaserError", "TraceOptions", "TrainSettings", "Triple", "__version__", "train"]
+__all__ = ["Recaser", "RecaserError", "TraceOptions", "TrainSettings", "Triple", "__version__", "read_lines", "train"]
 
 _LAZY = {
     "Recaser": "moses_recaser.api",
     "train": "moses_recaser.api",
     "TrainSettings": "moses_recaser.model.settings",
     "TraceOptions": "moses_recaser.moses.trace",
+    "read_lines": "moses_recaser.textio",
 }
 
 

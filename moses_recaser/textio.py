@@ -171,7 +171,9 @@ def sha256(path: str | os.PathLike[str]) -> str:
 
 
 def read_lines(path: str | os.PathLike[str], *, require_newline: bool = False) -> Iterator[str]:
-    """Shorthand for iterating a :class:`LineReader`."""
+    """The lines of a text file as the command line reads them, lazily: UTF-8, each without its line end (\\n or
+    \\r\\n) and the first without a byte-order mark; ``-`` is stdin, ``.gz`` and ``.xz`` are read as such.
+    Invalid UTF-8 or a NUL byte is a ``RecaserError`` naming the file and line."""
     return iter(LineReader(path, require_newline=require_newline))
 
 

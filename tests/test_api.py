@@ -275,3 +275,31 @@ def test_a_byte_order_mark_is_dropped_as_the_command_line_drops_it(tico, tmp_pat
     with open(path, encoding="utf-8") as fh:
         assert list(Recaser.load(tico / "model").recase_lines(fh)) == cli
     assert not cli[0].startswith("\ufeff")
+
+
+def test_read_lines_gives_the_lines_the_command_line_reads(tico, tmp_path):
+    """Carriage returns (a lone one inside a line, \\r\\n line ends) and a byte-order mark: recase_lines over
+    read_lines gives the command line's output, line for line (a lone \\r was refused as a line break, and a
+    file from open() splits there: one line more)."""
+    path = tmp_path / "cr.en"
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()[:20]
+    lines[3] = lines[3].replace(" ", "\r", 1)
+    path.write_bytes(("\ufeff" + "".join(x + "\r\n" for x in lines)).encode("utf-8"))
+    assert (
+        main(["-q", "recase", "--model", str(tico / "model"), "--input", str(path), "-o", str(tmp_path / "cli")]) == 0
+    )
+    cli = (tmp_path / "cli").read_bytes().decode("utf-8").split("\n")[:-1]
+    r = Recaser.load(tico / "model")
+    assert list(r.recase_lines(moses_recaser.read_lines(path))) == cli and len(cli) == 20 and "\r" in cli[3]
+    with open(path, encoding="utf-8") as fh:
+        assert len(list(r.recase_lines(fh))) == 21  # Python's universal newlines
+
+
+def test_a_stream_that_cannot_be_decoded_is_a_recaser_error(tico, tmp_path):
+    path = tmp_path / "bad.en"
+    path.write_bytes(b"the cat .\nthe \xff dog .\n")
+    r = Recaser.load(tico / "model")
+    with open(path, encoding="utf-8") as fh, pytest.raises(RecaserError, match="^sources: cannot be decoded after"):
+        list(r.recase_lines(["a .", "b ."], fh))
+    with pytest.raises(RecaserError, match=f"^{path}:2: invalid UTF-8 at byte 4"):
+        list(r.recase_lines(moses_recaser.read_lines(path)))

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, zip_longest
 from pathlib import Path
-from typing import Union, cast
+from typing import Any, Union, cast
 
 import numpy as np
 
@@ -287,7 +287,12 @@ class Recaser:
         def records() -> Iterator[Record]:
             ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
             streams = [x for x in (sources, alignments) if x is not None]  # alignments only with sources
-            rows = zip_longest(hyps, sources or (), alignments or (), fillvalue=ended)
+            rows = zip_longest(
+                _decoded(hyps, "hyps"),
+                _decoded(sources or (), "sources"),
+                _decoded(alignments or (), "alignments"),
+                fillvalue=ended,
+            )
             for k, (hyp, src, links) in enumerate(rows):
                 given = [("hyps", hyp), ("sources", src), ("alignments", links)][: 1 + len(streams)]
                 short = [n for n, v in given if v is ended]
@@ -451,16 +456,35 @@ def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
         yield t
 
 
+def _decoded(stream: Iterable[Any], name: str) -> Iterator[Any]:
+    """The stream's lines; a file object that fails to decode its bytes (invalid UTF-8) is a RecaserError naming
+    the stream. It decodes ahead in blocks, so the line is known only roughly: ``read_lines`` tells it."""
+    k = 0
+    it = iter(stream)
+    while True:
+        try:
+            line = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise RecaserError(
+                f"cannot be decoded after its line {k} ({exc.encoding}: {exc.reason}); read_lines(PATH) names the line",
+                name,
+            ) from None
+        k += 1
+        yield line
+
+
 def _one_line(text: object, stream: str, k: int) -> str:
     """A line as given, less one trailing newline, and on a stream's first line a UTF-8 byte-order mark (a file
-    opened with ``open()`` keeps it, where the command line drops it); a line break inside it is an error (it
-    would change the output's line structure)."""
+    opened with ``open()`` keeps it, where the command line drops it); a newline inside it is an error (it
+    would change the output's line structure). A carriage return inside it stays, as the command line keeps it."""
     if not isinstance(text, str):
         raise RecaserError(f"a line must be a str, got {type(text).__name__}", stream, k + 1)
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
     if k == 0 and text.startswith("\ufeff"):
         text = text[1:]
-    if "\n" in text or "\r" in text:
+    if "\n" in text:
         raise RecaserError("a line break inside the line", stream, k + 1)
     if "\0" in text:  # as the command line refuses it in a file: not text
         raise RecaserError(f"a NUL at character {text.index(chr(0))} of the line: not text", stream, k + 1)
