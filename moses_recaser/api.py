@@ -16,7 +16,7 @@ from typing import Any
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
-from moses_recaser.model.settings import DEV_SIZE, TrainSettings
+from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
 
 log = logging.getLogger("moses_recaser")
@@ -72,6 +72,10 @@ def train(
     from moses_recaser.workers import check_workers
 
     check_workers(jobs, "--jobs")
+    if isinstance(dev_size, bool) or not isinstance(dev_size, int):
+        raise RecaserError(f"--dev-size must be a whole number of sentence pairs, not {dev_size!r}")
+    if dev_trace_options is not None and not isinstance(dev_trace_options, TraceOptions):
+        raise RecaserError(f"dev_trace_options must be a TraceOptions, not {type(dev_trace_options).__name__}")
     _check_paths(
         model=model,
         source=source,
@@ -155,6 +159,13 @@ def _settings(settings: TrainSettings | None, values: dict[str, Any]) -> TrainSe
     if settings is not None and not isinstance(settings, TrainSettings):
         raise RecaserError(f"settings must be a TrainSettings, not {type(settings).__name__}")
     chosen = dataclasses.replace(settings or TrainSettings(), **values)
+    default = TrainSettings()
+    for name in DERIVED:
+        if getattr(chosen, name) != getattr(default, name):
+            raise RecaserError(
+                f"setting {name} is train's to set from its inputs (alignment files or none, lmplz, dev_trace, "
+                "the monolingual text), not yours"
+            )
     chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
     chosen.monolingual = [str(Path(m).resolve()) for m in chosen.monolingual]
     return chosen

@@ -174,6 +174,8 @@ def read_lines(path: str | os.PathLike[str], *, require_newline: bool = False) -
     """The lines of a text file as the command line reads them, lazily: UTF-8, each without its line end (\\n or
     \\r\\n) and the first without a byte-order mark; ``-`` is stdin, ``.gz`` and ``.xz`` are read as such.
     Invalid UTF-8 or a NUL byte is a ``RecaserError`` naming the file and line."""
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise RecaserError(f"read_lines takes a file name, not {path!r}"[:200])
     return iter(LineReader(path, require_newline=require_newline))
 
 

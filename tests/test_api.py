@@ -130,10 +130,23 @@ def test_case_only_and_signature(tico):
         (lambda r: list(r.recase_lines(["a"], jobs=0)), "--jobs must be between 1 and"),
         (lambda r: train(None, None, "m", stats="s", jobs=2.0), "--jobs must be a whole number"),  # type: ignore[arg-type]
         # settings refused before any work, not a model that load refuses, nor a TypeError midway
-        (lambda r: train(None, None, "m", stats="s", max_candidates=0), "max_candidates must be at least 1"),
-        (lambda r: train(None, None, "m", stats="s", sigma="1"), "setting sigma must be a number, not '1'"),
-        (lambda r: train(None, None, "m", stats="s", monolingual="a.en"), "setting monolingual must be a list"),
+        (lambda r: train(None, None, "m", stats="s", max_candidates=0), "--max-candidates must be at least 1"),
+        (lambda r: train(None, None, "m", stats="s", sigma="1"), "setting --sigma must be a number, not '1'"),
+        (lambda r: train(None, None, "m", stats="s", monolingual="a.en"), "setting --monolingual must be a list"),
         (lambda r: train(None, None, "m", stats="s", memory=1), "--memory of 1 bytes is too small"),
+        (lambda r: train(None, None, "m", stats="s", heldout_sentences=-5), "--heldout-sentences must be at least 0"),
+        (lambda r: train(None, None, "m", stats="s", symmetrization="nope"), "--symmetrization is 'nope'; choose"),
+        (lambda r: train(None, None, "m", stats="s", sigma_grid=["a"]), "setting --sigma-grid holds 'a', not a number"),
+        (lambda r: train(None, None, "m", stats="s", npa_lengths={1: "b"}), "setting npa_lengths holds 'b', not a"),
+        (lambda r: train(None, None, "m", stats="s", dev_size="5"), "--dev-size must be a whole number"),  # type: ignore[arg-type]
+        # what train records from its inputs is not the caller's to set: the signature would say something false
+        (lambda r: train(None, None, "m", stats="s", dev_decoded=True), "setting dev_decoded is train's to set"),
+        (lambda r: train(None, None, "m", stats="s", alignment_source="eflomal"), "alignment_source is train's"),
+        (lambda r: r.recase("a", trace_format=[]), "trace_format is \\[\\]; choose one of"),  # type: ignore[arg-type]
+        (lambda r: r.recase("a", trace_options=5), "trace_options must be a TraceOptions, not int"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_triples(None)), "triples must be an iterable"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_records([1])), "records:1: an item must be a Record, not int"),  # type: ignore[list-item]
+        (lambda r: moses_recaser.read_lines(5), "read_lines takes a file name, not 5"),  # type: ignore[arg-type]
         (lambda r: train(5, "t.en", "m"), "--source must be a file name, not 5"),  # type: ignore[arg-type]
         (lambda r: train(None, None, None, stats="s"), "-o must be a file name, not None"),  # type: ignore[arg-type]
         (lambda r: Recaser.load(""), "a model is a directory name, not ''"),
@@ -303,3 +316,17 @@ def test_a_stream_that_cannot_be_decoded_is_a_recaser_error(tico, tmp_path):
         list(r.recase_lines(["a .", "b ."], fh))
     with pytest.raises(RecaserError, match=f"^{path}:2: invalid UTF-8 at byte 4"):
         list(r.recase_lines(moses_recaser.read_lines(path)))
+
+
+def test_an_exception_of_the_callers_own_iterable_passes_as_it_is(tico):
+    """Only a text file object's failure to decode is told as a RecaserError naming the stream: a UnicodeDecodeError
+    the caller's own generator raises is theirs."""
+    mine = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "from my database")
+
+    def hyps():
+        yield "the cat ."
+        raise mine
+
+    with pytest.raises(UnicodeDecodeError) as caught:
+        list(Recaser.load(tico / "model").recase_lines(hyps()))
+    assert caught.value is mine

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import logging
 import operator
 import os
@@ -270,9 +271,11 @@ class Recaser:
         """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 512 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
         a line is dropped; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
-        fmt = FORMATS.get(trace_format)
+        fmt = FORMATS.get(trace_format) if isinstance(trace_format, str) else None
         if fmt is None or fmt.read_line is None:
             raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
+        if trace_options is not None and not isinstance(trace_options, TraceOptions):
+            raise RecaserError(f"trace_options must be a TraceOptions, not {type(trace_options).__name__}")
         if alignments is not None and sources is None:
             raise RecaserError("an alignment links the hypothesis to its source: give the source too")
         read_line, options = fmt.read_line, trace_options or TraceOptions()
@@ -315,7 +318,9 @@ class Recaser:
 
     def recase_records(self, records: Iterable[Record], *, jobs: int = 1) -> Iterator[str]:
         """The output line of each record (``moses.formats``: what a reader made of its input), in order."""
-        for record, tokens in zip_recased(records, self, jobs, triple_of=lambda r: r.triple):
+        for record, tokens in zip_recased(
+            _items_of(records, Record, "records"), self, jobs, triple_of=lambda r: r.triple
+        ):
             yield record.line(tokens)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
@@ -443,7 +448,7 @@ def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
     """The triples, each checked as it passes as a line of a JSON Lines file is (``triple_from_json``: tokens,
     spans, links, unknown positions): a bad one is a RecaserError at ``triples:N``, not an IndexError deep in the
     lattice or a UnicodeEncodeError at the output."""
-    for k, t in enumerate(triples):
+    for k, t in enumerate(_items_of(triples, object, "triples")):
         try:
             if not isinstance(t, Triple):
                 raise RecaserError(f"an item must be a Triple, not {type(t).__name__}")
@@ -456,9 +461,23 @@ def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
         yield t
 
 
+def _items_of(items: object, kind: type, name: str) -> Iterator[Any]:
+    """The items of an iterable, each a ``kind``: anything else is a RecaserError at ``name:N``."""
+    if isinstance(items, (str, bytes, bytearray)) or not isinstance(items, Iterable):
+        raise RecaserError(f"{name} must be an iterable (a list, a generator), not {type(items).__name__}")
+    for k, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise RecaserError(f"an item must be a {kind.__name__}, not {type(item).__name__}", name, k + 1)
+        yield item
+
+
 def _decoded(stream: Iterable[Any], name: str) -> Iterator[Any]:
-    """The stream's lines; a file object that fails to decode its bytes (invalid UTF-8) is a RecaserError naming
-    the stream. It decodes ahead in blocks, so the line is known only roughly: ``read_lines`` tells it."""
+    """The stream's lines; a text file object that fails to decode its bytes (invalid UTF-8) is a RecaserError
+    naming the stream (it decodes ahead in blocks, so the line is known only roughly: ``read_lines`` tells it).
+    Any other iterable's exceptions are its own, and pass as they are."""
+    if not isinstance(stream, io.TextIOBase):
+        yield from stream
+        return
     k = 0
     it = iter(stream)
     while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,17 @@ PUNCT_MIN_COUNT = 2
 # MT output, whose case is then a feature: weights fitted on dev words cased as a truecaser cases them, or as
 # the decoder did with --dev-trace; lowercased lines are still recased by the "lower" weights)
 INPUT_CASES = ("lower", "cased")
+LM_ESTIMATORS = ("kn", "lmplz")
+ALIGNMENT_SOURCES = ("files", "eflomal", "files+dev:eflomal")
+# set by train from its inputs (the aligner run or not, lmplz given, dev decoder output, the monolingual text's
+# contents), not by the caller: what the signature says of them is then true
+DERIVED = ("alignment_source", "lm_estimator", "dev_decoded", "monolingual_digest")
+
+
+def flag(name: str) -> str:
+    """A setting as the command line spells it (``max_iter`` is ``--max-iter``): errors name it so. Those the
+    command line has no flag for (npa_lengths comes from --lengths-trace) keep their name."""
+    return name if name in ("npa_lengths", *DERIVED) else "--" + name.replace("_", "-")
 
 
 @dataclass
@@ -65,28 +77,41 @@ class TrainSettings:
     input_case: str = "lower"  # INPUT_CASES
 
     def check(self) -> None:
+        from moses_recaser.stats.symal import SYMMETRIZATIONS
+
         self._check_types()
-        if self.feature_set not in FEATURE_SETS:
-            raise RecaserError(f"unknown feature set {self.feature_set!r}; choose one of {', '.join(FEATURE_SETS)}")
-        if self.input_case not in INPUT_CASES:
-            raise RecaserError(f"unknown input case {self.input_case!r}; choose one of {', '.join(INPUT_CASES)}")
-        if self.alignment_mode not in ("phrase", "links"):
-            raise RecaserError(f"unknown alignment mode {self.alignment_mode!r}; choose phrase or links")
+        for name, allowed in (
+            ("feature_set", FEATURE_SETS),
+            ("input_case", INPUT_CASES),
+            ("alignment_mode", ("phrase", "links")),
+            ("symmetrization", SYMMETRIZATIONS),
+            ("lm_estimator", LM_ESTIMATORS),
+            ("alignment_source", ALIGNMENT_SOURCES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise RecaserError(f"{flag(name)} is {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
         for sigma in (self.sigma, *self.sigma_grid):
             if not (math.isfinite(sigma) and sigma > 0):  # NaN would pass 'sigma <= 0' and leave weights unfitted
-                raise RecaserError(f"sigma must be a positive number, got {sigma}")
-        if self.heldout_folds < 2:
+                raise RecaserError(f"--sigma must be a positive number, got {sigma}")
+        for name, least, what in (
+            ("heldout_folds", 2, "statistics from the other folds"),
+            ("heldout_sentences", 0, "0: none held out"),
+            ("punct_min_count", 1, "times a punctuation token comes before a word"),
+            ("max_candidates", 1, "GEN's forms of a word"),
+            ("max_iter", 0, "L-BFGS iterations"),
+            ("lm_prune", 0, "0: no pruning"),
+            ("npa_seed", 0, "the naive phrase aligner's seed"),
+        ):
+            if getattr(self, name) < least:
+                raise RecaserError(f"{flag(name)} must be at least {least} ({what}), not {getattr(self, name)}")
+        if self.npa_lengths is not None and not (
+            all(k >= 1 and v >= 0 and math.isfinite(v) for k, v in self.npa_lengths.items())
+            and sum(self.npa_lengths.values()) > 0
+        ):
             raise RecaserError(
-                f"heldout_folds must be at least 2 (statistics from the other folds), not {self.heldout_folds}"
+                f"npa_lengths maps phrase lengths (1 or more) to weights (0 or more, not all 0), not "
+                f"{self.npa_lengths!r}"[:300]
             )
-        if self.punct_min_count < 1:
-            raise RecaserError(f"punct_min_count must be at least 1, got {self.punct_min_count}")
-        if self.max_candidates < 1:
-            raise RecaserError(f"max_candidates must be at least 1 (GEN's forms of a word), not {self.max_candidates}")
-        if self.max_iter < 0:
-            raise RecaserError(f"max_iter must be 0 or more (L-BFGS iterations), not {self.max_iter}")
-        if self.lm_prune < 0:
-            raise RecaserError(f"--lm-prune must be 0 (no pruning) or a count, not {self.lm_prune}")
         from moses_recaser.stats.counter import check_lm_order  # numpy: not at the CLI's start
 
         check_lm_order(self.lm_order)
@@ -102,6 +127,8 @@ class TrainSettings:
             "str": (str,),
             "str | None": (str, type(None)),
             "list[str]": (list, tuple),  # a str would be read a character a file
+            "tuple[float, ...]": (list, tuple),
+            "dict[int, float] | None": (dict, type(None)),
         }
         for f in fields(self):
             want = kinds.get(str(f.type))
@@ -109,11 +136,18 @@ class TrainSettings:
             if want is None or (isinstance(value, want) and not (isinstance(value, bool) and bool not in want)):
                 if str(f.type) in ("int", "float"):  # numpy's numbers as Python's: the manifest is YAML
                     setattr(self, f.name, int(value) if str(f.type) == "int" else float(value))
+                elif isinstance(value, (list, tuple, dict)):
+                    setattr(self, f.name, _items(f.name, value))
                 continue
-            kind = {"int": "a whole number", "float": "a number", "bool": "True or False", "list[str]": "a list"}.get(
-                str(f.type), "a str"
-            )
-            raise RecaserError(f"setting {f.name} must be {kind}, not {value!r}")
+            kind = {
+                "int": "a whole number",
+                "float": "a number",
+                "bool": "True or False",
+                "list[str]": "a list",
+                "tuple[float, ...]": "a list of numbers",
+                "dict[int, float] | None": "a dict of phrase lengths to weights",
+            }.get(str(f.type), "a str")
+            raise RecaserError(f"setting {flag(f.name)} must be {kind}, not {value!r}"[:300])
 
     def signature(self, weights: Any = None) -> str:
         """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""
@@ -143,6 +177,31 @@ class TrainSettings:
         if weights is not None:
             parts.append(("w", weights_digest(weights)))
         return signature(*parts)
+
+
+def _items(name: str, value: list | tuple | dict) -> Any:
+    """A list, tuple or dict setting with each item of its kind: monolingual's file names (a path is taken as its
+    str), sigma_grid's numbers, npa_lengths' lengths and weights."""
+
+    def refuse(item: object, kind: str) -> RecaserError:
+        return RecaserError(f"setting {flag(name)} holds {item!r}, not {kind}"[:300])
+
+    def number(x: object, whole: bool) -> float:
+        if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+            return int(x)
+        if isinstance(x, numbers.Real) and not whole:
+            return float(x)
+        raise refuse(x, "a whole number" if whole else "a number")
+
+    if name == "monolingual":
+        if not all(isinstance(m, (str, os.PathLike)) for m in value):
+            raise refuse(next(m for m in value if not isinstance(m, (str, os.PathLike))), "a file name")
+        return [os.fspath(m) for m in value]
+    if name == "sigma_grid":
+        return tuple(number(x, False) for x in value)
+    if name == "npa_lengths" and isinstance(value, dict):
+        return {int(number(k, True)): number(v, False) for k, v in value.items()}
+    return value
 
 
 def weights_digest(weights: Any) -> str:
