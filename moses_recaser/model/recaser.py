@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import io
 import logging
 import operator
@@ -28,6 +29,7 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
+from moses_recaser.memory import release
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
@@ -185,6 +187,9 @@ class Recaser:
             candidates_file=self._registry,
         )
         self.extractor.compact()  # the tables' and the LM's caches of words looked up
+        # what was forgotten goes back to the system: left to itself, glibc's heap kept it (and grew past it)
+        gc.collect()
+        release()
 
     def _check_signature(self, where: str) -> None:
         """The manifest is not among the files it checksums: its weights and settings are checked against the
