@@ -183,6 +183,7 @@ BAD_LINES = [
     ("das ist |0-1| ein", "target tokens not covered in order"),
     ("|0-1| das ", "has no target words before it"),
     ("das |3-1| ", "end before start"),
+    ("das |0-0,wa=0-x ,total=-1.5,| ", "malformed word links in the -tt marker"),
     ("|lm=(3:-1 das", "cut-short -tt"),
     ("das ||| 0-0 1-x", "malformed alignment pair '1-x'"),
     ("das ||| 0-0 1", "malformed alignment pair '1'"),

@@ -185,6 +185,8 @@ def parse_surface(text: str, opts: TraceOptions, base: int = 0) -> TraceLine:
             extra = m.group("extra")
             if extra is not None:
                 wa = _TT_WA.match(extra)
+                if wa is None and extra.startswith("wa="):  # links of the phrase that would be dropped unsaid
+                    raise RecaserError(f"malformed word links in the -tt marker {m.group('marker')[:60]!r}")
                 if wa is not None:
                     has_tt_wa = True
                     for i, j in parse_links(wa.group(1)):
