@@ -368,26 +368,19 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
     longer = _write(
         tmp_path / "long.sgm", sgm.read_text(encoding="utf-8").replace("</p>", '<seg id="4">w</seg>\n</p>').splitlines()
     )
-    proc = subprocess.run(
-        [EMS, "recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(longer)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and proc.stdout == ""
+
+    def refused(infile: Path, headline: Path) -> str:
+        cmd = [EMS, "recase", "-in", str(infile), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(headline)]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stdout == ""
+        return proc.stderr
+
     at = next(k for k, x in enumerate(longer.read_text(encoding="utf-8").splitlines(), 1) if 'id="4"' in x)
-    assert proc.stderr == f"moses-recaser-ems: error: {longer}:{at}: <seg> line 4, but -in {inp} has 3 lines\n"
+    assert refused(inp, longer) == f"moses-recaser-ems: error: {longer}:{at}: <seg> line 4, but -in {inp} has 3 lines\n"
     # and -in of more lines than the file has segments, at -in's first line without one
     more = _write(tmp_path / "more.in", [*inp.read_text(encoding="utf-8").splitlines(), "one more line"])
-    proc = subprocess.run(
-        [EMS, "recase", "-in", str(more), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and proc.stdout == ""
     assert (
-        proc.stderr
+        refused(more, sgm)
         == f"moses-recaser-ems: error: {more}:4: line 4 of -in, but the headline file {sgm} has 3 <seg> lines\n"
     )
 

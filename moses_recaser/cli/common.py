@@ -78,6 +78,9 @@ def command_parser(
     return parser
 
 
+GIVEN = "_files_given"  # the namespace's record of _StoreOnce options met, removed after parsing
+
+
 class _StoreOnce(argparse._StoreAction):
     """A file option given a second time is an error: argparse would keep the last, the first file silently
     unused (or not written). Counted by destination, so an old spelling beside today's counts too."""
@@ -89,9 +92,6 @@ class _StoreOnce(argparse._StoreAction):
             parser.error(f"{first} and {option_string} {values}: a file is given once (the first would go unused)")
         given[self.dest] = option_string
         super().__call__(parser, namespace, values, option_string)
-
-
-GIVEN = "_files_given"  # the namespace's record of _StoreOnce options met, removed after parsing
 
 
 def _files_once(p: argparse.ArgumentParser) -> None:

@@ -139,7 +139,7 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
         raise RecaserError(f"the Moses decoder failed with exit code {proc.returncode} ({' '.join(tail)})", moses)
     flags = headline_flags(headline) if headline else []
     out = []
-    for k, line in enumerate(_decoded_lines(proc.stdout, moses, infile)):
+    for k, line in enumerate(_decoded_lines(proc.stdout, infile)):
         words = line.rstrip().split(" ")
         words[0] = _ucfirst(words[0])
         if lang != "cs":
@@ -152,10 +152,11 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
     return out
 
 
-def _decoded_lines(stdout: bytes, moses: str, infile: str) -> list[str]:
+def _decoded_lines(stdout: bytes, infile: str) -> list[str]:
     """The decoder's output lines, split at ``\n`` only, as recase.perl reads them (U+2028 or a form feed inside a
     line stays in it): one per line of ``infile`` (counted when it is a file; a pipe was read by the decoder)."""
     from moses_recaser.errors import RecaserError
+    from moses_recaser.stats.pieces import corpus_lines
 
     try:
         text = stdout.decode("utf-8")
@@ -168,9 +169,7 @@ def _decoded_lines(stdout: bytes, moses: str, infile: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     if os.path.isfile(infile):
-        with open(infile, "rb") as fh:
-            data = fh.read()
-        given = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+        given = corpus_lines([infile])
         if len(lines) != given:
             raise RecaserError(
                 f"the Moses decoder given with -moses wrote {len(lines)} lines for the {given} of -in",

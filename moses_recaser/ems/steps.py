@@ -89,16 +89,16 @@ def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
     else:
         triples = read_monolingual(step.infile)
     sgm = step.headline
-    flags = headline_flags(sgm) if sgm else None
+    flags = headline_flags(sgm) if sgm else []
     lines = []
     for k, (_, tokens) in enumerate(zip_recased(triples, recaser)):
-        if flags is not None and sgm:
+        if sgm:
             if k >= len(flags):
                 check_headline_count(flags, k + 1, sgm, step.infile)
             if flags[k]:
                 tokens = title_case(tokens, step.lang)
         lines.append(" ".join(tokens))
-    if flags is not None and sgm:
+    if sgm:
         check_headline_count(flags, len(lines), sgm, step.infile)
     return lines
 

@@ -453,14 +453,13 @@ def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
     """The triples, each checked as it passes as a line of a JSON Lines file is (``triple_from_json``: tokens,
     spans, links, unknown positions): a bad one is a RecaserError at ``triples:N``, not an IndexError deep in the
     lattice or a UnicodeEncodeError at the output."""
-    for k, t in enumerate(_items_of(triples, object, "triples")):
+    for k, t in enumerate(_items_of(triples, Triple, "triples")):
         try:
-            if not isinstance(t, Triple):
-                raise RecaserError(f"an item must be a Triple, not {type(t).__name__}")
-            try:
-                triple_from_json(t.to_json())
-            except (TypeError, ValueError):  # a field of another type (a link "0-1", a phrase 3)
-                raise RecaserError(f"a Triple's fields are lists of str and of int tuples: {t!r}"[:300]) from None
+            triple_from_json(t.to_json())
+        except (TypeError, ValueError):  # a field of another type (a link "0-1", a phrase 3)
+            raise RecaserError(
+                f"a Triple's fields are lists of str and of int tuples: {t!r}"[:300], "triples", k + 1
+            ) from None
         except RecaserError as exc:
             raise exc.at("triples", k + 1) from None
         yield t
