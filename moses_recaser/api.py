@@ -18,6 +18,7 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
+from moses_recaser.stats.pieces import check_rereadable
 
 log = logging.getLogger("moses_recaser")
 PathLike = str | os.PathLike[str]
@@ -167,6 +168,8 @@ def _settings(settings: TrainSettings | None, values: dict[str, Any]) -> TrainSe
                 "the monolingual text), not yours"
             )
     chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
+    for m in chosen.monolingual:
+        check_rereadable(m)  # (read twice: its digest, then its lines)
     chosen.monolingual = [str(Path(m).resolve()) for m in chosen.monolingual]
     return chosen
 

@@ -85,22 +85,26 @@ def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: Mapping[str, np.n
                     out.write(np.ascontiguousarray(chunk).data)
 
 
-def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
+def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None, user_file: bool = False) -> int:
     """A read-only descriptor of ``path`` if it is a regular file. A symlink, FIFO, device, socket or directory is
-    refused without being read or waited on (a FIFO would block, /dev/zero never ends)."""
+    refused without being read or waited on (a FIFO would block, /dev/zero never ends). A ``user_file`` (a file
+    the user names, such as a shard count file, not a file inside a model directory) is reached through symlinks
+    as every input is."""
     shown = os.fspath(path)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    nofollow = 0 if user_file else getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0)
+    where = "it must be a regular file" if user_file else "a model directory holds regular files only"
     try:
         fd = os.open(shown, flags, dir_fd=dir_fd)
     except FileNotFoundError:
-        raise RecaserError("model file is missing", shown) from None
+        raise RecaserError("no such file" if user_file else "model file is missing", shown) from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise RecaserError("is a symlink; a model directory holds regular files only", shown) from None
+        if exc.errno == errno.ELOOP and not user_file:
+            raise RecaserError(f"is a symlink; {where}", shown) from None
         raise RecaserError(f"cannot open: {exc.strerror}", shown) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise RecaserError("is not a regular file; a model directory holds regular files only", shown)
+        raise RecaserError(f"is not a regular file; {where}", shown)
     return fd
 
 
@@ -172,9 +176,9 @@ class MappedArrays(Mapping[str, np.ndarray]):
     the parts of a large model that its input touches. A file that is not such an archive, or an array whose
     header does not fit the file, is a RecaserError naming the file."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, user_file: bool = False) -> None:
         self.path = os.fspath(path)
-        fd = open_regular(self.path)
+        fd = open_regular(self.path, user_file=user_file)
         try:
             size = os.fstat(fd).st_size
             self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""

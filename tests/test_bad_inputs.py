@@ -217,6 +217,31 @@ def test_corpus_whose_sides_differ_in_length(tmp_path, capsys):
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.parametrize("command", ["count", "stats", "train"])
+def test_a_corpus_read_twice_must_be_a_regular_file(tmp_path, capsys, command):
+    """Training counts a corpus's lines, then reads them: a FIFO would wait for ever for a second writer, and
+    standard input would come back empty (a misleading 'has only 0 lines'). Both are refused before a line is
+    read, by a process that cannot hang the suite if they are not."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = str(Path(sys.executable).parent / "moses-recaser")
+    tgt = _write(tmp_path / "e", "the cat\n" * 20)
+    links = _write(tmp_path / "a", "0-0 1-1\n" * 20)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    extra = {"count": ["--shard", "1/1"], "stats": [], "train": ["--dev-size", "5"]}[command]
+    for source, said in ((str(fifo), f"{fifo}: not a regular file (a pipe?)"), ("-", "standard input cannot be")):
+        args = [cli, command, "--source", source, "--target", tgt, "--alignment", links, *extra]
+        args += ["-o", str(tmp_path / "out")]
+        done = subprocess.run(args, input="le chat\n" * 20, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert said in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert not (tmp_path / "out").exists()
+
+
 # --- issue #27: input edges -------------------------------------------------------------------------------------
 
 _OK_TRIPLE = '{"id": 0, "source": ["le", "chat"], "target": ["the", "cat"], "phrases": [], "links": [[0, 0], [1, 1]]}'
@@ -336,11 +361,14 @@ def test_input_without_a_final_newline_is_read_whole(tico, tmp_path):
     assert (tmp_path / "a.ems").read_bytes() == (tmp_path / "b.ems").read_bytes() == a
 
 
+@pytest.mark.parametrize("command", ["lm", "count"])
 @pytest.mark.parametrize("order", ["-1", "0", "7", "99999999999999999999"])
-def test_lm_order_out_of_range_is_one_line(tmp_path, capsys, order):
+def test_lm_order_out_of_range_is_one_line(tmp_path, capsys, order, command):
     corpus = _write(tmp_path / "c", "a b c\n" * 5)
     out = tmp_path / "x.arpa"
-    assert main(["lm", "--lm-order", order, "--input", corpus, "-o", str(out)]) == 2
+    files = ["--input", corpus] if command == "lm" else ["--source", corpus, "--target", corpus, "--shard", "1/1"]
+    files += ["--alignment", _write(tmp_path / "a", "0-0\n" * 5)] if command == "count" else []
+    assert main([command, "--lm-order", order, *files, "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("moses-recaser: error: the LM order must be") and err.count("\n") == 1, err
     assert not out.exists()
@@ -475,3 +503,33 @@ def test_lm_o_with_a_number_is_not_taken_as_a_file_name(tmp_path, capsys, monkey
     assert not (tmp_path / "3").exists()
     assert main(["-q", "lm", "--input", corpus, "-o", "./3", "--lm-order", "2"]) == 0
     assert (tmp_path / "3").read_text().startswith("\n\\data\\") or "\\data\\" in (tmp_path / "3").read_text()
+
+
+def test_stats_refuses_a_given_lm_that_is_not_one(tmp_path, capsys):
+    """stats stores a given --lm as it is: a text file (a corpus given by mistake) or an ARPA file cut short is
+    refused now, not by the train that reads the statistics model later."""
+    src = _write(tmp_path / "f", "le chat\n" * 5)
+    tgt = _write(tmp_path / "e", "the cat\n" * 5)
+    links = _write(tmp_path / "a", "0-0 1-1\n" * 5)
+    cut = _write(tmp_path / "cut.arpa", "\\data\\\nngram 1=3\n\n\\1-grams:\n-1.0\t<s>\t-0.5\n")
+    for lm, said in ((tgt, "neither an ARPA file nor a KenLM binary"), (cut, "ends before its \\end\\ line")):
+        args = ["stats", "--source", src, "--target", tgt, "--alignment", links, "--lm", lm]
+        assert main([*args, "-o", str(tmp_path / "m")]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, err
+        assert not (tmp_path / "m").exists()
+
+
+def test_a_reserved_token_in_the_corpus_is_named_at_its_line(tmp_path, capsys):
+    """<s>, </s> and <unk> are the LM's own: a corpus line holding one is an error at that line, which a large
+    corpus would otherwise hide."""
+    src = _write(tmp_path / "f", "le chat\n" * 5)
+    tgt = _write(tmp_path / "e", "the cat\nthe cat\nthe <unk> cat\nthe cat\nthe cat\n")
+    links = _write(tmp_path / "a", "0-0 1-1\n" * 5)
+    _fails(
+        capsys,
+        ["stats", "--source", src, "--target", tgt, "--alignment", links, "-o", str(tmp_path / "m")],
+        tgt,
+        3,
+        "the corpus contains the reserved token '<unk>'",
+    )

@@ -4,6 +4,7 @@ file silently left unused."""
 from __future__ import annotations
 
 import argparse
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -275,6 +276,24 @@ def test_ems_check_names_the_problems_even_when_quiet(tmp_path, capsys):
 def test_a_file_option_given_twice_is_refused(run, args, message, capsys, tmp_path, monkeypatch):
     """argparse keeps the last of a repeated option: the first file would be silently unused, or not written."""
     monkeypatch.chdir(tmp_path)
+    assert run(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("run", "args", "message"),
+    [
+        (main, ["recase", "-m", "M", "--input", "-", "--source", "-"], "--source and --input both read standard input"),
+        (main, ["eval", "--hyp", "-", "--ref", "-"], "--hyp and --ref both read standard input"),
+    ],
+)
+def test_standard_input_is_read_by_one_option(run, args, message, capsys, tmp_path, monkeypatch):
+    """Two inputs given as '-' would take stdin's lines in turns (half the lines recased, exit 0): refused
+    before anything is read."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("a\nb\n"))
     assert run(args) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

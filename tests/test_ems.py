@@ -855,6 +855,49 @@ def test_config_merge_stock_set_merged_again_stays_one_set():
     assert cfg.get("EVALUATION:test-stock", "stock-recaser").value == "$moses-script-dir/recaser/recase.perl"
 
 
+def test_config_merge_puts_the_recaser_in_a_set_that_names_its_own():
+    """A set's own recaser wins over [EVALUATION]'s (experiment.perl's backoff): EMS would run recase.perl with
+    the recaser's flags. Merge sets ours there too, and check names a set whose recaser is another."""
+    text = TRUECASING + "recaser = $moses-script-dir/recaser/recase.perl\n"
+    merged, cfg = _merged(text)
+    assert cfg.lookup("EVALUATION:test", "recaser") == f"{EMS_BIN} recase"
+    assert any(n.startswith("[EVALUATION:test] recaser: set to moses-recaser-ems recase") for n in merged.notes)
+    assert not [p for p in _problems(merged.text) if "recaser is" in p]
+
+
+def test_config_merge_switching_layout_switches_a_stock_set_added_before():
+    """A config merged with --stock-set, then merged --lowercase alone: the stock set an earlier merge added
+    switches to recase.perl with the layout (its $detruecaser is commented out, which experiment.perl would
+    refuse as an unknown parameter)."""
+    merged, _ = _merged(stock_set=True)
+    lowered, cfg = _merged(merged.text, lowercase=True)
+    assert cfg.get("EVALUATION:test-stock", "stock-recaser").value == "$moses-script-dir/recaser/recase.perl"
+    assert cfg.lookup("GENERAL", "detruecaser") is None
+
+
+def test_config_merge_quotes_an_install_path_with_a_space_and_refuses_a_hash(tmp_path, monkeypatch, capsys):
+    """EMS pastes the recaser's command into a shell script: an install path with a space is quoted there (one
+    word for the shell); experiment.perl ends a config value at '#', so such a path is refused."""
+    from moses_recaser.cli import ems as ems_cli
+
+    src = tmp_path / "config"
+    src.write_text(TRUECASING, encoding="utf-8")
+    for where in ("My Tools", "tools#2"):
+        bin_dir = tmp_path / where / "bin"
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "moses-recaser-ems").write_text("#!/bin/sh\n", encoding="utf-8")
+        monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+        out = tmp_path / f"merged.{where}"
+        code = ems_cli.main(["-q", "config", "--merge", str(src), "-o", str(out)])
+        if "#" in where:
+            assert code == 2 and not out.exists()
+            assert "is installed at a path holding '#'" in capsys.readouterr().err
+        else:
+            assert code == 0
+            quoted = f"'{bin_dir}/moses-recaser-ems' recase"
+            assert f'recaser = "{quoted}"' in out.read_text(encoding="utf-8")
+
+
 def test_config_merge_turns_on_the_trace_in_a_set_that_turns_it_off():
     """A set's own report-segmentation / report-precision-by-coverage = no wins over [EVALUATION]'s yes
     (experiment.perl's backoff): merge sets it to yes there too, and check names a set left without."""
@@ -922,7 +965,15 @@ def test_check_names_what_each_layout_lacks():
     no_recaser = "\n".join(x for x in lower.splitlines() if not x.startswith("recaser ="))
     assert "problem: no evaluation set sets 'recaser': EMS recases nothing" in _problems(no_recaser)
     stock = no_recaser.replace("[EVALUATION]\n", "[EVALUATION]\nrecaser = $moses-script-dir/recaser/recase.perl\n")
-    assert any(p.startswith("note: recaser is '$moses-script-dir/recaser/recase.perl'") for p in _problems(stock))
+    assert any(
+        p.startswith("note: [EVALUATION:test] recaser is '$moses-script-dir/recaser/recase.perl'")
+        for p in _problems(stock)
+    )
+    # no evaluation set: the recaser would be trained and never run
+    no_set = TRUECASING.replace("[EVALUATION:test]\ninput-sgm = /data/test.sgm\n", "")
+    assert "problem: no [EVALUATION:set]: EMS decodes no test set, so the recaser is trained but never run" in (
+        _problems(_merged(no_set)[0].text)
+    )
     # neither layout: the decoder writes cased text
     assert _problems("[GENERAL]\nworking-dir = /x\n")[0].startswith(
         "problem: the config neither truecases (output-truecaser) nor lowercases (output-lowercaser)"

@@ -155,6 +155,41 @@ def test_hand_computed_unigram_model():
     assert sum(p for k, p in probs.items() if k != "<s>") == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(
+    ("cut", "reason"),
+    [
+        (lambda text: text[: len(text) // 2], r"lm.arpa:\d+: the ARPA file ends before its \\end\\ line"),
+        (
+            lambda text: re.sub(r"ngram 2=(\d+)", lambda m: f"ngram 2={int(m.group(1)) + 1}", text),
+            r"lm.arpa: the ARPA file's \\data\\ header counts \d+ 2-grams, but it holds",
+        ),
+        (lambda text: "\n".join(text.splitlines()[1:]), r"lm.arpa:1: not an ARPA file"),
+    ],
+)
+def test_an_arpa_file_cut_short_or_edited_is_refused(corpus, tmp_path, cut, reason):
+    """A given LM (--lm) cut short (a full disk, a copy stopped midway) gave a model without its bigrams and
+    trigrams, with exit 0: the file must hold what its \\data\\ header counts and end with \\end\\, as KenLM
+    requires, whether it is read into query arrays (train) or stored as it is (stats)."""
+    from moses_recaser.stats.arpa_arrays import check_arpa, read_arpa
+
+    text = _our_arpa(corpus, 3)
+    whole = tmp_path / "whole.arpa"
+    whole.write_text(text, encoding="utf-8")
+    check_arpa(str(whole))  # the file as written passes
+    arpa = tmp_path / "lm.arpa"
+    arpa.write_text(cut(text), encoding="utf-8")
+    with pytest.raises(RecaserError, match=reason):
+        check_arpa(str(arpa))
+    if "not an ARPA" not in reason:
+        with pytest.raises(RecaserError, match=reason):
+            read_arpa(arpa, _NoWriter())
+
+
+class _NoWriter:
+    def add(self, *args: object) -> None:
+        pass
+
+
 def test_reserved_tokens_are_refused():
     with pytest.raises(RecaserError, match="reserved token '<s>'"):
         count_text([["a", "<s>"]], 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +101,47 @@ def test_incomplete_shard_set(bitext, tmp_path, capsys):
     assert not (tmp_path / "m").exists()
 
 
+def test_shards_of_different_corpora_are_refused(bitext, tmp_path, capsys):
+    """Shard 1/2 counted when the corpus had fewer lines than when shard 2/2 was: their line ranges leave a gap
+    (or overlap), and merge refuses them by name before any work, as docs/cluster.md promises for a foreign
+    shard."""
+    d = bitext
+    n = len((d / "e").read_text(encoding="utf-8").splitlines())
+    short = tmp_path / "short"
+    short.mkdir()
+    for name in ("f", "e", "a"):
+        lines = (d / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (short / name).write_text("".join(lines[: n - 10]), encoding="utf-8")
+
+    def count(root: Path, shard: str, out: Path) -> None:
+        files = ["--source", str(root / "f"), "--target", str(root / "e"), "--alignment", str(root / "a")]
+        assert main(["-q", "count", *files, "--shard", shard, "-o", str(out)]) == 0
+
+    count(short, "1/2", tmp_path / "s1.npz")
+    count(d, "2/2", tmp_path / "s2.npz")
+    assert main(["merge", str(tmp_path / "s1.npz"), str(tmp_path / "s2.npz"), "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 's1.npz'}: shard 1/2 holds lines 1-{(n - 10) // 2}" in err
+    assert "counted from different corpora" in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_shard_files_are_read_through_symlinks(bitext, tmp_path, capsys):
+    """A shard file is the user's input, not a file of a model directory: reached through a symlink (a farm of
+    links to the counts a cluster returned) it merges; a FIFO is refused at once, not waited on."""
+    d = bitext
+    files = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    links = tmp_path / "links"
+    links.mkdir()
+    for i in (1, 2):
+        assert main(["-q", "count", *files, "--shard", f"{i}/2", "-o", str(tmp_path / f"s{i}.npz")]) == 0
+        (links / f"s{i}.npz").symlink_to(tmp_path / f"s{i}.npz")
+    assert main(["-q", "merge", str(links / "s1.npz"), str(links / "s2.npz"), "-o", str(tmp_path / "m")]) == 0
+    os.mkfifo(tmp_path / "fifo")
+    assert main(["merge", str(tmp_path / "fifo"), str(links / "s2.npz"), "-o", str(tmp_path / "m2")]) == 2
+    assert "fifo: not a shard count file (is not a regular file; it must be a regular file)" in capsys.readouterr().err
+
+
 def test_shard_arithmetic():
     assert [shard_range(10, i, 3) for i in (1, 2, 3)] == [(0, 3), (3, 6), (6, 10)]
     assert parse_shard("2/5") == (2, 5)
@@ -180,6 +222,14 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     dev = ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en")]
     assert main(["train", "--stats", str(tmp_path / "stats"), *args, *dev, "-o", str(tmp_path / "m")]) == 2
     assert "--stats replaces" in capsys.readouterr().err
+    # the LM's settings are the statistics model's: given with --stats they would go unused
+    (tmp_path / "other.arpa").write_bytes((tmp_path / "stats" / "lm.arpa").read_bytes())
+    for extra, named in (
+        (["--lm", str(tmp_path / "other.arpa")], "--lm cannot"),
+        (["--lm-order", "4", "--lm-prune", "1"], "--lm-order, --lm-prune cannot"),
+    ):
+        assert main(["train", "--stats", str(tmp_path / "stats"), *extra, *dev, "-o", str(tmp_path / "m")]) == 2
+        assert f"{named} be combined with --stats" in capsys.readouterr().err
     # a statistics model of an older format
     manifest = tmp_path / "stats" / "manifest.yaml"
     doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))

@@ -154,10 +154,15 @@ def check_destinations(args: argparse.Namespace) -> None:
     (``rewrites``: recasing in place), and stdout is open if the command prints its result there (``prints``).
     An input is named by its flag (``input_flags``: where that is not ``--NAME``)."""
     inputs: dict[tuple[int, int], str] = {}
+    stdin: list[str] = []  # the inputs given as '-': one stream cannot be read as two files
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
+            if os.fspath(path) == "-":
+                stdin.append(getattr(args, "input_flags", {}).get(name, "--" + name.replace("_", "-")))
+                if len(stdin) > 1:
+                    raise RecaserError(f"{' and '.join(stdin)} both read standard input: give one of them a file")
             if name not in getattr(args, "rewrites", ()):
                 inputs.setdefault(file_id(path), name)
     for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked

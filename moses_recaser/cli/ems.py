@@ -24,6 +24,7 @@ from typing import Any
 
 from moses_recaser.cli.common import command_parser, main_of
 from moses_recaser.cli.options import add
+from moses_recaser.errors import RecaserError
 from moses_recaser.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
@@ -200,13 +201,23 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _this_command() -> str:
-    """This console command's absolute path: EMS's step scripts then find it whatever their PATH. The one
-    installed beside the running interpreter comes first: another install earlier on PATH is not this one."""
+    """This console command's absolute path, quoted for a shell: EMS's step scripts then find it whatever their
+    PATH. The one installed beside the running interpreter comes first: another install earlier on PATH is not
+    this one."""
+    import shlex
     import shutil
 
     beside = Path(sys.executable).parent / PROG
     found = str(beside) if beside.is_file() else shutil.which(PROG) or str(beside)
-    return str(Path(found).resolve())
+    path = str(Path(found).resolve())
+    odd = [c for c in ("#", '"', "\n") if c in path]
+    if odd:  # experiment.perl's config reader ends a value at '#' and at the closing '"'
+        raise RecaserError(
+            f"is installed at a path holding {odd[0]!r}, which an EMS config cannot hold: install "
+            "moses-recaser elsewhere",
+            path,
+        )
+    return shlex.quote(path)  # quoted for the step scripts' shell: a path with a space stays one word
 
 
 def _flag(p: argparse.ArgumentParser, name: str, **kw) -> None:  # type: ignore[no-untyped-def]

@@ -230,8 +230,10 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
         "reads them)"
     )
     notes += _trace_in_every_set(cfg, ed)
+    notes += _recaser_in_every_set(cfg, ed, ems_command)
     notes.append(_mono_text(cfg, ed))
-    if stock_set:
+    # a stock set an earlier merge added is kept in step with the layout (its stock recaser switched with it)
+    if stock_set or any(cfg.get(name, "stock-recaser") is not None for name in cfg.sets("EVALUATION")):
         notes += _stock_set(cfg, ed, layout)
     merged = ed.text()
     return Merged(merged, notes + check(read_config(merged)))
@@ -269,6 +271,22 @@ def _trace_in_every_set(cfg: Config, ed: _Editor) -> list[str]:
             if p is not None and p.value != "yes":
                 ed.set(name, key, "yes", "")
                 notes.append(f"[{name}] {key}: set to yes (was {p.value!r}, which overrides [EVALUATION]'s)")
+    return notes
+
+
+def _recaser_in_every_set(cfg: Config, ed: _Editor, ems_command: str) -> list[str]:
+    """``recaser`` set to ours in each evaluation set that sets another itself (a set's own value wins over
+    [EVALUATION]'s): EMS would run that one, recase.perl say, with the recaser's flags. A --stock-set set
+    restores case with its stock-recaser and is left as it is."""
+    notes = []
+    for name in cfg.sets("EVALUATION"):
+        p = cfg.get(name, "recaser")
+        if p is None or "moses-recaser-ems" in p.value or cfg.get(name, "stock-recaser") is not None:
+            continue
+        ed.set(name, "recaser", f'"{ems_command} recase"', "")
+        notes.append(
+            f"[{name}] recaser: set to moses-recaser-ems recase (was {p.value!r}, which overrides [EVALUATION]'s)"
+        )
     return notes
 
 
@@ -440,12 +458,17 @@ def check(cfg: Config) -> list[str]:
         problems.append(f"problem: no evaluation set sets 'recaser': {what}")
     if cfg.lookup("RECASING", "recaser-train") is None:
         problems.append('problem: [RECASING] recaser-train is not set ("moses-recaser-ems train")')
-    recaser = cfg.lookup("EVALUATION", "recaser") or ""
-    if recaser and "moses-recaser-ems" not in recaser:
+    if not cfg.sets("EVALUATION"):
         problems.append(
-            f"note: recaser is {recaser!r}: the patched meta's steps pass it -trace, -source and -alignment, "
-            "which only moses-recaser-ems recase takes (Moses' recase.perl goes in a --stock-set set)"
+            "problem: no [EVALUATION:set]: EMS decodes no test set, so the recaser is trained but never run"
         )
+    for name in cfg.sets("EVALUATION") or ["EVALUATION"]:
+        recaser = cfg.lookup(name, "recaser") or ""
+        if recaser and "moses-recaser-ems" not in recaser and cfg.get(name, "stock-recaser") is None:
+            problems.append(
+                f"note: [{name}] recaser is {recaser!r}: the patched meta's steps pass it -trace, -source and "
+                "-alignment, which only moses-recaser-ems recase takes (Moses' recase.perl goes in a --stock-set set)"
+            )
     problems += _check_settings(cfg, layout)
     if cfg.lookup("TRAINING", "config") is not None and cfg.lookup("TRAINING", "word-alignment") is None:
         problems.append(

@@ -38,7 +38,7 @@ from moses_recaser.model.lattice import Flat
 from moses_recaser.model.modes import BY_NAME, CASE_SUFFIX, CASED_MODES, MODES, Weights, mask_of
 from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
-from moses_recaser.model.settings import TrainSettings
+from moses_recaser.model.settings import TrainSettings, flag
 from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
@@ -237,7 +237,7 @@ def train(
     the weights are fitted on the decoder's output for the dev source instead of the dev reference.
     ``settings`` is not changed: what training decides (the alignment source, a picked sigma) is recorded
     in the model's own copy."""
-    _check_inputs(settings, train, stats_model)
+    _check_inputs(settings, train, stats_model, lmplz)
     model_target(model_dir)  # a destination that cannot take the model fails now, not after the work
     settings = _resolved(settings, lmplz, dev_output)
     report = TrainReport()
@@ -427,11 +427,24 @@ def _timed(report: TrainReport, stage: str) -> Iterator[None]:
     report.seconds[stage] = time.perf_counter() - t0
 
 
-def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: str | None) -> None:
+# what a statistics model fixed when it was made (``moses-recaser stats``/``merge``): train cannot change them
+STATS_SETTINGS = ("lm", "lm_order", "lm_prune", "discount_fallback", "lmplz_options")
+
+
+def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: str | None, lmplz: str | None) -> None:
     """Settings and inputs that cannot go together are refused before any work."""
     settings.check()
     if (train is None) == (stats_model is None):
         raise RecaserError("give the training bitext or a statistics model, not both")
+    if stats_model is not None:
+        default = TrainSettings()
+        fixed = [flag(n) for n in STATS_SETTINGS if getattr(settings, n) != getattr(default, n)]
+        fixed += ["--lmplz"] if lmplz is not None else []
+        if fixed:
+            raise RecaserError(
+                f"{', '.join(fixed)} cannot be combined with --stats: the statistics model's LM is final (set "
+                "them when it is made, with moses-recaser stats or merge)"
+            )
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout-sentences needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:

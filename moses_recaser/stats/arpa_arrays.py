@@ -38,6 +38,7 @@ from moses_recaser.textio import LineReader
 from moses_recaser.vocab import Vocab
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
+_COUNT = re.compile(r"ngram *([0-9]+) *= *([0-9]+)")
 log = logging.getLogger(__name__)
 MAX_VOCAB = 2_000_000  # keys are a * V^2 + b * V + c in int64
 
@@ -194,18 +195,14 @@ def read_arpa(path: str | os.PathLike[str], writer: ArrayLMWriter, block: int = 
             writer.add(order, words, lp, bo, None)
         pending.clear()
 
-    for line in reader:
-        if not line or line.startswith("ngram ") or line in ("\\data\\", "\\end\\"):
-            continue
-        m = _HEADER.fullmatch(line)
-        if m:
+    for section, line in arpa_lines(reader):
+        if line is None:
             flush()
-            order = int(m.group(1))
+            order = section
             max_order = max(max_order, order)
             if order == 2 and "<unk>" not in ids:  # lmplz writes <unk>; other tools may not
                 _add_unk(vocab, ids, writer)
-            continue
-        if 1 <= order <= 3:
+        elif 1 <= order <= 3:
             pending.append(line)
             if len(pending) >= block:
                 flush()
@@ -219,6 +216,49 @@ def read_arpa(path: str | os.PathLike[str], writer: ArrayLMWriter, block: int = 
     if len(vocab) > MAX_VOCAB:
         raise RecaserError(f"vocabulary of {len(vocab)} words is too large for array queries", str(path))
     writer.vocab = vocab
+
+
+def arpa_lines(reader: LineReader) -> Iterator[tuple[int, str | None]]:
+    """An ARPA file's sections: (N, None) at each \\N-grams: header, then (N, line) for each of its n-grams. At
+    the end, the file is checked to hold the n-grams its \\data\\ header counts and to end with \\end\\, as
+    KenLM requires: a file cut short (a full disk, a copy stopped midway) would otherwise give an LM with orders
+    missing."""
+    declared: dict[int, int] = {}  # \data\'s "ngram N=count" lines
+    found: dict[int, int] = {}
+    order = 0
+    for line in reader:
+        if line == "\\end\\":
+            break
+        count = _COUNT.fullmatch(line)
+        if count and not order:
+            declared[int(count.group(1))] = int(count.group(2))
+        elif (m := _HEADER.fullmatch(line)) is not None:
+            order = int(m.group(1))
+            yield order, None
+        elif line and line != "\\data\\":
+            found[order] = found.get(order, 0) + 1
+            yield order, line
+    else:
+        raise RecaserError(
+            "the ARPA file ends before its \\end\\ line: it was cut short", reader.name, reader.lineno + 1
+        )
+    for k in sorted(set(declared) | set(found)):
+        if declared.get(k, 0) != found.get(k, 0):
+            raise RecaserError(
+                f"the ARPA file's \\data\\ header counts {declared.get(k, 0)} {k}-grams, but it holds "
+                f"{found.get(k, 0)}: it was cut short or edited",
+                reader.name,
+            )
+
+
+def check_arpa(path: str) -> None:
+    """An ARPA file whole, as ``arpa_lines`` checks it (a RecaserError naming the file if not)."""
+    with LineReader(path) as reader:
+        if next((line for line in reader if line), None) != "\\data\\":
+            raise RecaserError("not an ARPA file (its first line is not \\data\\)", reader.name, reader.lineno)
+    with LineReader(path) as reader:
+        for _ in arpa_lines(reader):
+            pass
 
 
 def _add_unk(vocab: list[str], ids: dict[str, int], writer: ArrayLMWriter) -> None:

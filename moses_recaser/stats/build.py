@@ -27,7 +27,7 @@ from moses_recaser.modeldir import save_npz
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
 from moses_recaser.signature import signature
-from moses_recaser.stats.arpa_arrays import ArrayLMWriter, write_arrays
+from moses_recaser.stats.arpa_arrays import ArrayLMWriter, check_arpa, write_arrays
 from moses_recaser.stats.counter import check_lm_order
 from moses_recaser.stats.kneser_ney import estimate, log_discounts
 from moses_recaser.stats.merge import Counts
@@ -190,7 +190,12 @@ def _language_model(
     if lm.lm is not None:
         if not Path(lm.lm).is_file():
             raise RecaserError("LM file not found", lm.lm)
-        if not is_arpa(lm.lm) or not with_arrays:
+        if not is_arpa(lm.lm):
+            if not is_kenlm_binary(lm.lm):
+                raise RecaserError("neither an ARPA file nor a KenLM binary (build_binary): not an LM", lm.lm)
+            return Path(lm.lm), None
+        if not with_arrays:
+            check_arpa(lm.lm)  # checked whole now, not when a later train reads it
             return Path(lm.lm), None
         write_arrays(lm.lm, arrays, scratch, memory.working())
         return Path(lm.lm), arrays
@@ -317,6 +322,15 @@ def is_arpa(path: str | os.PathLike[str]) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(64)
     return head.lstrip().startswith(b"\\data\\")
+
+
+KENLM_MAGIC = b"mmap lm http://kheafield.com/code"  # the start of every build_binary file (lm/binary_format.cc)
+
+
+def is_kenlm_binary(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts as KenLM's build_binary writes its files."""
+    with open(path, "rb") as fh:
+        return fh.read(len(KENLM_MAGIC)) == KENLM_MAGIC
 
 
 def lm_from_text(path: str) -> Iterator[list[str]]:

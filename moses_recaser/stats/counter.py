@@ -67,6 +67,14 @@ def check_lm_order(order: int) -> None:
         raise RecaserError(f"the LM order must be between 1 and {MAX_ORDER} (KenLM's limit), not {order}")
 
 
+class ReservedToken(RecaserError):
+    """A corpus word that the LM keeps for itself (<s>, </s>, <unk>); ``count_piece`` names its file and line."""
+
+    def __init__(self, token: str, where: str | None = None, line: int = 0) -> None:
+        super().__init__(f"the corpus contains the reserved token {token!r}", where, line)
+        self.token = token
+
+
 class Counter:
     """Counts of sentences added a chunk at a time (``add``), over its own vocabularies; ``arrays`` gives
     them for a shard file, ``merge`` sums such files."""
@@ -111,7 +119,7 @@ class Counter:
     def _describe_target(self, words: list[str]) -> dict[str, list]:
         for w in words:
             if w in (BOS, EOS, UNK):
-                raise RecaserError(f"the corpus contains the reserved token {w!r}")
+                raise ReservedToken(w)
         return {
             "lower": self.tgt_lower.add_all([casing.lower(w) for w in words]).tolist(),
             "letter": [casing.has_letter(w) for w in words],
@@ -259,7 +267,7 @@ def save_shard(out: str | IO[bytes], shard: Shard, scratch: Scratch, memory: Mem
 def load_shard(path: str) -> Shard:
     """A shard count file's arrays, its key tables read from the file as they are merged (``save_shard``)."""
     try:
-        z = MappedArrays(path)
+        z = MappedArrays(path, user_file=True)  # the user's file: reached through a symlink too
         fmt = int(z["format"]) if "format" in z else -1
     except (RecaserError, zipfile.BadZipFile, ValueError) as exc:
         raise RecaserError(f"not a shard count file ({getattr(exc, 'reason', exc)})", path) from None
@@ -355,11 +363,16 @@ def count_piece(
     for texts in blocks:
         n = len(texts[0])
         first_line = piece.first + done + 1
-        if piece.bitext:
-            src, tgt, align = texts
-            counter.add(_tokens(tgt), _tokens(src), _links(align, piece.files[2], first_line))
-        else:  # empty lines of target-language text are no sentences
-            counter.add([x for x in _tokens(texts[0]) if x and not (exclude and " ".join(x) in exclude)])
+        try:
+            if piece.bitext:
+                src, tgt, align = texts
+                counter.add(_tokens(tgt), _tokens(src), _links(align, piece.files[2], first_line))
+            else:  # empty lines of target-language text are no sentences
+                counter.add([x for x in _tokens(texts[0]) if x and not (exclude and " ".join(x) in exclude)])
+        except ReservedToken as exc:
+            target = texts[1] if piece.bitext else texts[0]
+            at = next(i for i, x in enumerate(_tokens(target)) if exc.token in x)
+            raise ReservedToken(exc.token, piece.files[1 if piece.bitext else 0], first_line + at) from None
         del texts
         done += n
         if memory is not None and scratch is not None and must_spill(counter, memory, base):

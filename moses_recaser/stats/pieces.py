@@ -9,6 +9,8 @@ decoded, with their line numbers for error messages.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -64,8 +66,25 @@ def line_offsets(path: str, wanted: Sequence[int]) -> tuple[int, list[int]]:
     return lines, [found.get(w, offset) for w in wanted]
 
 
+def check_rereadable(path: str) -> None:
+    """A corpus file that training reads more than once (its lines counted, then read): standard input, a pipe or
+    a FIFO would be empty the second time, or wait for ever for a writer, so it is refused before a line is
+    read. (A missing file is left to the open that names it.)"""
+    if path == "-":
+        raise RecaserError("standard input cannot be a training corpus, which is read more than once: give a file")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise RecaserError("not a regular file (a pipe?): a training corpus is read more than once; give a file", path)
+
+
 def corpus_lines(files: Sequence[str]) -> int:
-    """The number of lines of parallel files (an error names the first line one of them lacks)."""
+    """The number of lines of parallel files (an error names the first line one of them lacks); each is a
+    regular file (``check_rereadable``)."""
+    for f in files:
+        check_rereadable(f)
     if not all(_seekable(f) for f in files):
         from moses_recaser.textio import LineReader, zip_readers
 

@@ -24,7 +24,7 @@ from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
 from moses_recaser.memory import Memory
 from moses_recaser.outputs import model_target, work_dir
-from moses_recaser.stats.counter import Counter, count_piece, load_shard, save_shard
+from moses_recaser.stats.counter import Counter, Shard, check_lm_order, count_piece, load_shard, save_shard
 from moses_recaser.stats.merge import merge
 from moses_recaser.stats.pieces import corpus_lines, pieces
 
@@ -56,6 +56,7 @@ def count_shard(
 ) -> None:
     """The counts of shard i of n into a shard file (with its place, for the merge), within ``memory`` (runs in a
     scratch directory of ``work``, default the system's temporary directory)."""
+    check_lm_order(order)  # (a Counter of order 0 counts tables only: merge would refuse it, after the work)
     memory = memory or Memory.of(None)
     files = [src, tgt, alignment]
     start, end = shard_range(corpus_lines(files), i, n)
@@ -66,6 +67,31 @@ def count_shard(
         shard.owned = True
         shard.arrays["shard"] = np.array([i, n, start, end])
         save_shard(out, shard, scratch, memory.working())
+
+
+def _one_split(paths: Sequence[str], shards: list[Shard]) -> list[Shard]:
+    """The shards in the order of their lines, checked to be shards 1..N of one split of one corpus: each holds
+    the lines ``shard_range`` gives it in a corpus of the last one's end (shards counted from a corpus that grew
+    or changed between them would leave lines out, or count them twice)."""
+    for p, z in zip(paths, shards):
+        if "shard" not in z:
+            raise RecaserError("not a file of 'moses-recaser count --shard'", p)
+    placed = sorted(zip(paths, shards), key=lambda pz: int(pz[1]["shard"][0]))
+    ns = {int(z["shard"][1]) for _, z in placed}
+    got = [int(z["shard"][0]) for _, z in placed]
+    if len(ns) != 1 or got != list(range(1, ns.pop() + 1)):
+        raise RecaserError(f"the shard files must be shards 1..N of one split; got {got}")
+    total = int(placed[-1][1]["shard"][3])
+    for p, z in placed:
+        i, n, start, end = (int(v) for v in z["shard"])
+        a, b = shard_range(total, i, n)
+        if (start, end) != (a, b):
+            raise RecaserError(
+                f"shard {i}/{n} holds lines {start + 1}-{end}, but shard {n}/{n} ends at line {total}, in whose "
+                f"split shard {i}/{n} holds lines {a + 1}-{b}: the shards were counted from different corpora",
+                p,
+            )
+    return [z for _, z in placed]
 
 
 def merge_into_model(
@@ -84,14 +110,7 @@ def merge_into_model(
 
     model_target(model)
     memory = memory or Memory.of(None)
-    shards = [load_shard(p) for p in paths]
-    if any("shard" not in z for z in shards):
-        raise RecaserError("not a file of 'moses-recaser count --shard'", paths[0])
-    shards.sort(key=lambda z: int(z["shard"][0]))
-    ns = {int(z["shard"][1]) for z in shards}
-    got = [int(z["shard"][0]) for z in shards]
-    if len(ns) != 1 or got != list(range(1, ns.pop() + 1)):
-        raise RecaserError(f"the shard files must be shards 1..N of one split; got {got}")
+    shards = _one_split(paths, [load_shard(p) for p in paths])
     orders = {int(z["order"]) for z in shards}
     if len(orders) != 1:
         raise RecaserError(f"the shards were counted with different LM orders: {sorted(orders)}")
