@@ -24,9 +24,10 @@ from moses_recaser.errors import RecaserError
 
 DEFAULT_MEMORY = "2G"
 WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after counting (``Memory.working``)
-# the least a run may be given: the interpreter with numpy and the package take about 100 MiB (a smaller setting
-# is surely a slip); the rest is the counters' and the estimate's
-FLOOR = 128 << 20
+# the least a run may be given: the interpreter with numpy and the package take about 100 MiB, and a run's
+# vocabularies and counters about as much again before the estimate gets its share (at 128M, a 13k-sentence
+# corpus was counted whole, then refused); a smaller setting is surely a slip
+FLOOR = 256 << 20
 LIBRARY_FLOOR = 4 << 20  # bytes given as a number: at least this (a budget that spills every chunk)
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgtp%]?)(?:i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}

@@ -270,6 +270,7 @@ def test_ems_check_names_the_problems_even_when_quiet(tmp_path, capsys):
         (main, ["recase", "-m", "M", "--input", "a", "--input", "b"], "--input a and --input b: a file is given once"),
         (main, ["recase", "-m", "M", "-i", "a", "-o", "x", "--output", "y"], "-o x and --output y: a file is given"),
         (main, ["eval", "--hyp", "a", "--hyp", "b", "--ref", "r"], "--hyp a and --hyp b: a file is given once"),
+        (main, ["train", "--stats", "a", "--stats", "b", "-o", "m"], "--stats a and --stats b: a file is given once"),
         (ems_cli.main, ["recase", "-model", "M", "-in", "a", "-in", "b"], "--in a and --in b: a file is given once"),
     ],
 )

@@ -36,7 +36,7 @@ def test_memory_share_of_physical_memory():
     assert parse_memory("50%") == physical_memory() // 2
 
 
-@pytest.mark.parametrize("text", ["lots", "2X", "-1G", "", "10M"])
+@pytest.mark.parametrize("text", ["lots", "2X", "-1G", "", "10M", "200M"])  # 200M: below the floor
 def test_bad_memory_sizes_are_one_line_errors(text):
     with pytest.raises(RecaserError, match="--memory"):
         parse_memory(text)

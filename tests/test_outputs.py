@@ -132,6 +132,14 @@ def test_closed_stdout_is_refused_before_work(tmp_path):
     proc = subprocess.run(f"'{CLI}' tokenize -l en -i '{raw}' >&-", shell=True, stderr=subprocess.PIPE, text=True)
     assert proc.returncode == 2
     assert proc.stderr == "moses-recaser: error: <stdout>: standard output is closed; give an output file with -o\n"
+    # a command that prints its result has no -o to offer (eval)
+    proc = subprocess.run(
+        f"'{CLI}' eval --hyp '{raw}' --ref '{raw}' >&-", shell=True, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "moses-recaser: error: <stdout>: standard output is closed, and this command prints its result there\n"
+    )
 
 
 def test_a_directory_is_not_an_output_file(tmp_path, capsys):

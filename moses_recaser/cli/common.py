@@ -96,8 +96,8 @@ class _StoreOnce(argparse._StoreAction):
 
 def _files_once(p: argparse.ArgumentParser) -> None:
     """Every plain single-value option among the command's files (its ``reads``, ``reads_if_there`` and
-    ``writes`` defaults) taken at most once (``_StoreOnce``)."""
-    files = {name for key in ("reads", "reads_if_there", "writes") for name in p.get_default(key) or ()}
+    ``writes`` defaults, and ``once``: directories it reads) taken at most once (``_StoreOnce``)."""
+    files = {name for key in ("reads", "reads_if_there", "writes", "once") for name in p.get_default(key) or ()}
     for action in p._actions:  # argparse keeps no public list of them
         if type(action) is argparse._StoreAction and action.dest in files:
             action.__class__ = _StoreOnce
@@ -160,7 +160,7 @@ def check_destinations(args: argparse.Namespace) -> None:
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
             if os.fspath(path) == "-":
-                stdin.append(getattr(args, "input_flags", {}).get(name, "--" + name.replace("_", "-")))
+                stdin.append(_input_flag(args, name))
                 if len(stdin) > 1:
                     raise RecaserError(f"{' and '.join(stdin)} both read standard input: give one of them a file")
             if name not in getattr(args, "rewrites", ()):
@@ -171,14 +171,18 @@ def check_destinations(args: argparse.Namespace) -> None:
         check_output(getattr(args, name))
         output = file_id(getattr(args, name))
         if output != NOT_A_FILE and output in inputs:
-            read = inputs[output]
-            flag = getattr(args, "input_flags", {}).get(read, "--" + read.replace("_", "-"))
             raise RecaserError(
-                f"this output is also the {flag} input, which the command only reads: give another output",
+                f"this output is also the {_input_flag(args, inputs[output])} input, which the command only reads: "
+                "give another output",
                 os.fspath(getattr(args, name)),
             )
-    if getattr(args, "prints", False):
-        check_output("-")
+    if getattr(args, "prints", False) and sys.stdout is None:
+        raise RecaserError("standard output is closed, and this command prints its result there", STDOUT)
+
+
+def _input_flag(args: argparse.Namespace, name: str) -> str:
+    """An input argument as the command spells its flag (``input_flags``, where that is not ``--NAME``)."""
+    return getattr(args, "input_flags", {}).get(name, "--" + name.replace("_", "-"))
 
 
 def say(text: str) -> None:

@@ -37,7 +37,13 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     _flag(p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)")
     _flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
     _flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
-    p.add_argument("-b", "--unbuffered", action="store_true", help="flush output (recase.perl -b)")
+    p.add_argument(
+        "-b",
+        "--unbuffered",
+        action="store_true",
+        help="recase.perl's -b, taken for its command line: the output is written whole once complete (a failed "
+        "step leaves nothing), not line by line",
+    )
     add(p, "source", ems=True, help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
     add(p, "trace", ems=True, help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
     add(p, "alignment", ems=True, help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
@@ -85,7 +91,6 @@ def cmd_recase(args: argparse.Namespace) -> int:
             moses=args.moses,
             lang=args.lang,
             headline=args.headline,
-            unbuffered=args.unbuffered,
             source=args.source,
             trace=args.trace,
             alignment=args.alignment,

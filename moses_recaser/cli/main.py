@@ -329,6 +329,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
             "lengths_trace",
             "lengths_source",
         ),  # fmt: skip
+        once=("stats",),
         prints=True,
     )
 

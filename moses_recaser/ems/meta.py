@@ -316,11 +316,13 @@ class Patched:
 def patch_meta(text: str, path: str = "experiment.meta") -> Patched:
     """Moses' meta with the recaser's steps (``PATCHES``); every other line as it was."""
     meta, ours = read_meta(text, path), overlay()
-    missing = [
-        f"[{p.section}] {p.derive_from or p.name}"
-        for p in PATCHES
-        if meta.find(p.section, p.derive_from or p.name) is None and (not p.adds or p.derive_from)
-    ]
+    missing = list(
+        dict.fromkeys(  # several patches derive from one step: named once
+            f"[{p.section}] {p.derive_from or p.name}"
+            for p in PATCHES
+            if meta.find(p.section, p.derive_from or p.name) is None and (not p.adds or p.derive_from)
+        )
+    )
     if missing:
         raise RecaserError(
             f"this meta lacks the steps the recaser patches: {', '.join(missing)}; it does not look "

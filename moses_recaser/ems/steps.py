@@ -43,7 +43,7 @@ POINTER_HEADER = "# moses-recaser model (written by moses-recaser-ems train); pa
 
 @dataclass
 class RecaseStep:
-    """recase.perl's flags (``infile``, ``model``, ``moses``, ``lang``, ``headline``, ``unbuffered``) and the
+    """recase.perl's flags (``infile``, ``model``, ``moses``, ``lang``, ``headline``) and the
     bilingual recaser's (``source``, ``trace``, ``alignment``, and the decoder's ``decoder_settings``, for an
     ``-alignment-output-file`` given there and the trace's format: ``-mark-unknown`` and the rest)."""
 
@@ -53,7 +53,6 @@ class RecaseStep:
     moses: str | None = None
     lang: str = "en"
     headline: str | None = None
-    unbuffered: bool = False
     source: str | None = None
     trace: str | None = None
     alignment: str | None = None
@@ -78,8 +77,6 @@ def recase_step(step: RecaseStep) -> None:
         lines = _recase(step, Recaser(step.model))
     with atomic_output(step.output) as out:
         out.write("".join(x + "\n" for x in lines))
-        if step.unbuffered:
-            out.flush()
 
 
 def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
