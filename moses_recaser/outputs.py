@@ -740,8 +740,10 @@ def model_target(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Path:
             )
     if not parent.is_dir():
         raise RecaserError(f"the {noun}'s parent directory {parent} does not exist", shown)
-    if is_model_dir(parent):  # the outer model could then never be replaced, holding a directory not its own
-        raise RecaserError(f"is inside the model directory {parent}; give the {noun} a path outside it", shown)
+    # the outer model could then never be replaced, holding a directory not its own
+    outer = next((p for p in (parent, *parent.parents) if is_model_dir(p)), None)
+    if outer is not None:
+        raise RecaserError(f"is inside the model directory {outer}; give the {noun} a path outside it", shown)
     _check_name_length(real, shown)
     if not os.access(parent, os.W_OK | os.X_OK):
         reason = "read-only file system" if _read_only(parent) else "permission denied"

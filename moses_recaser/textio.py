@@ -54,7 +54,8 @@ def split_tokens(line: str) -> list[str]:
     return _TOKEN_SEP.split(line) if line else []
 
 
-def _open_binary(path: str) -> BinaryIO:
+def open_binary(path: str) -> BinaryIO:
+    """A file's bytes as the reader takes them: ``-`` is stdin, ``.gz`` and ``.xz`` are decompressed."""
     if path == "-":
         return sys.stdin.buffer
     try:
@@ -146,7 +147,7 @@ class LineReader:
 
     def __iter__(self) -> Iterator[str]:
         if self._fh is None:
-            self._fh = _open_binary(self.path)
+            self._fh = open_binary(self.path)
         try:
             for raw in self._fh:
                 self.lineno += 1

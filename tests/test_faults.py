@@ -34,7 +34,9 @@ class Command:
     """One subcommand's valid invocation: ``argv(inputs, out)`` writes ``out`` (a file, or a model directory);
     ``stdout``: its result goes to stdout instead (then ``out`` is not written); ``stdin``: it reads its main
     input from stdin; ``held``: the input file that a FIFO replaces for SIGTERM (either way, a run can be held
-    in the middle of its input)."""
+    in the middle of its input); ``busy``: a training corpus, which must be a regular file (it is read twice):
+    SIGTERM comes once the run's scratch directory is there, in a TMPDIR of the test's own, which it must leave
+    empty."""
 
     name: str
     argv: Callable[[Path, Path], list[str]]
@@ -43,6 +45,7 @@ class Command:
     stdin: bool = False
     writes: bool = True
     held: str = ""
+    busy: bool = False
 
     def meets(self, fault: str) -> bool:
         """Whether ``fault`` is where this command writes: a command that only reads (``check``) meets none, one
@@ -124,7 +127,7 @@ COMMANDS = [
             str(o),
         ),
         model=True,
-        held="s.en",
+        busy=True,
     ),
     Command("recase", lambda i, o: _mr("recase", "--model", f"{i}/model", "--input", "-", "-o", str(o)), stdin=True),
     Command("eval", lambda i, o: _mr("eval", "--hyp", f"{i}/s.en", "--ref", f"{i}/s.en"), stdout=True),
@@ -153,7 +156,7 @@ COMMANDS = [
             "-config",
             str(o),
         ),
-        held="e.en",
+        busy=True,
     ),
     Command("ems meta", lambda i, o: _ems("meta", "--moses-meta", f"{i}/experiment.meta", "-o", str(o))),
     Command("ems config", lambda i, o: _ems("config", "--merge", f"{i}/config.toy", "-o", str(o))),
@@ -300,7 +303,7 @@ def _run(cmd: Command, inputs: Path, target: Path, fault: str, out: Path, tmp: P
         if not cmd.stdout:  # the result goes to stdout: '-'
             argv = [("-" if a == str(target) else a) for a in argv]
     if fault == "sigterm":
-        return _interrupted(argv, stdin_text, inputs, tmp, cmd)
+        return _interrupted(argv, stdin_text, inputs, tmp, cmd, out)
     return subprocess.run(
         argv, input=stdin_text, stdout=stdout, stderr=subprocess.PIPE, text=True, preexec_fn=preexec, timeout=300
     )
@@ -335,11 +338,13 @@ def _full_device(tmp: Path):  # type: ignore[no-untyped-def]
 
 
 def _interrupted(
-    argv: list[str], stdin_text: str | None, inputs: Path, tmp: Path, cmd: Command
+    argv: list[str], stdin_text: str | None, inputs: Path, tmp: Path, cmd: Command, out: Path
 ) -> subprocess.CompletedProcess:
     """SIGTERM in the middle of the input, on any machine however fast: the first half of the main input (stdin,
     or a FIFO in place of ``cmd.held``) is written to a pipe held open, and the signal is sent once the command
     has read it all, so it is waiting for the rest."""
+    if cmd.busy:
+        return _interrupted_when_busy(argv, tmp, out)
     if cmd.held:
         fifo = tmp / cmd.held
         os.mkfifo(fifo)
@@ -369,6 +374,34 @@ def _interrupted(
     _, err = proc.communicate(timeout=120)
     if cmd.held:
         os.close(pipe)
+    return subprocess.CompletedProcess(argv, proc.returncode, None, err)
+
+
+def _interrupted_when_busy(argv: list[str], tmp: Path, out: Path) -> subprocess.CompletedProcess:
+    """SIGTERM once the run has made its scratch directory (``outputs.work_dir``: in a TMPDIR of its own, or
+    beside its output, as the EMS step keeps it): it is then past its checks and in the middle of its work,
+    which takes seconds. The scratch directory must go with it."""
+    scratch = tmp / "scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+
+    def working() -> list[Path]:
+        return [*scratch.glob(".moses-recaser.*.work"), *out.glob("**/.moses-recaser.*.work")]
+
+    deadline = time.monotonic() + 120
+    while not working() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it made its scratch directory"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert working() == [], "the scratch directory was left behind"
     return subprocess.CompletedProcess(argv, proc.returncode, None, err)
 
 
@@ -402,7 +435,7 @@ CASES = [
     for c in COMMANDS
     for f in FAULTS
     # SIGTERM where a run can be held in the middle of its input
-    if f != "sigterm" or c.stdin or c.held
+    if f != "sigterm" or c.stdin or c.held or c.busy
 ]
 
 

@@ -161,9 +161,10 @@ def test_hand_computed_unigram_model():
         (lambda text: text[: len(text) // 2], r"lm.arpa:\d+: the ARPA file ends before its \\end\\ line"),
         (
             lambda text: re.sub(r"ngram 2=(\d+)", lambda m: f"ngram 2={int(m.group(1)) + 1}", text),
-            r"lm.arpa: the ARPA file's \\data\\ header counts \d+ 2-grams, but it holds",
+            r"lm.arpa:\d+: the ARPA file's \\data\\ header counts \d+ 2-grams, but it holds",
         ),
         (lambda text: "\n".join(text.splitlines()[1:]), r"lm.arpa:1: not an ARPA file"),
+        (lambda text: "\\data\\\n\n\\end\\\n", r"lm.arpa: the ARPA file has no unigrams"),
     ],
 )
 def test_an_arpa_file_cut_short_or_edited_is_refused(corpus, tmp_path, cut, reason):
@@ -183,6 +184,28 @@ def test_an_arpa_file_cut_short_or_edited_is_refused(corpus, tmp_path, cut, reas
     if "not an ARPA" not in reason:
         with pytest.raises(RecaserError, match=reason):
             read_arpa(arpa, _NoWriter())
+
+
+def test_arpa_files_as_other_tools_write_them_are_taken(corpus, tmp_path):
+    """What KenLM reads is taken: compressed (.gz, .xz), white space after a count line, a blank line before
+    \\data\\ (SRILM), CRLF line ends; their query arrays are those of the plain file."""
+    import gzip
+
+    from moses_recaser.stats.arpa_arrays import check_arpa
+    from moses_recaser.stats.build import is_arpa
+
+    text = _our_arpa(corpus, 3)
+    variants = {
+        "lm.arpa.gz": gzip.compress(text.encode("utf-8")),
+        "lm.arpa.xz": lzma.compress(text.encode("utf-8")),
+        "spaced.arpa": re.sub(r"(ngram \d+=\d+)", "\\1 \t", text).encode("utf-8"),
+        "srilm.arpa": ("\n" + text).encode("utf-8"),
+        "crlf.arpa": text.replace("\n", "\r\n").encode("utf-8"),
+    }
+    for name, data in variants.items():
+        (tmp_path / name).write_bytes(data)
+        assert is_arpa(tmp_path / name), name
+        check_arpa(str(tmp_path / name))
 
 
 class _NoWriter:

@@ -399,11 +399,13 @@ def test_an_output_inside_a_model_directory_is_refused(tmp_path, capsys):
     assert {p.name: p.read_bytes() for p in model.iterdir()} == before
     assert main(["-q", "tokenize", "-l", "en", "-i", raw, "-o", str(tmp_path / "notes.txt")]) == 0
     # nor a model inside a model: the outer one could then never be replaced (it would hold a directory)
-    inner = model / "inner"
-    assert main([*_stats_args(tmp_path), "-o", str(inner)]) == 2
-    assert capsys.readouterr().err == (
-        f"moses-recaser: error: {inner}: is inside the model directory {model}; give the model a path outside it\n"
-    )
+    (model / "sub").mkdir()  # (a directory a user made in it: below it too)
+    for inner in (model / "inner", model / "sub" / "inner"):
+        assert main([*_stats_args(tmp_path), "-o", str(inner)]) == 2
+        assert capsys.readouterr().err == (
+            f"moses-recaser: error: {inner}: is inside the model directory {model}; give the model a path outside it\n"
+        )
+    (model / "sub").rmdir()
     assert {p.name: p.read_bytes() for p in model.iterdir()} == before
 
 
@@ -863,9 +865,12 @@ def test_an_interrupt_while_an_output_is_put_in_place_comes_after_it(tmp_path, m
     """Ctrl-C (here SIGINT sent by the rename itself) is held off while the output is put in place, then taken:
     exit 130, and the message says which output was already written whole rather than that none was."""
     import signal
-    import threading
 
     from moses_recaser import outputs
+
+    # Ctrl-C as a terminal's shell gives it: a suite started in the background (`pytest &`) ignores SIGINT, and
+    # a signal ignored before the output is put in place stays ignored after it
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     src = tmp_path / "in.en"
     src.write_text("Hello, world!\n")
@@ -874,13 +879,14 @@ def test_an_interrupt_while_an_output_is_put_in_place_comes_after_it(tmp_path, m
     real_replace = os.replace
 
     def interrupted_replace(a, b):  # type: ignore[no-untyped-def]
-        # to this thread: sent to the process, a thread of an earlier test (tqdm's monitor) may take it late,
-        # after the handlers are restored (seen once, in a suite run on a loaded machine)
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
         real_replace(a, b)
 
     monkeypatch.setattr(outputs.os, "replace", interrupted_replace)
-    assert main(["tokenize", "-l", "en", "-i", str(src), "-o", str(out)]) == 130
+    try:
+        assert main(["tokenize", "-l", "en", "-i", str(src), "-o", str(out)]) == 130
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert capsys.readouterr().err == f"moses-recaser: interrupted; {out} already written whole, nothing else\n"
     assert out.read_text() == "Hello , world !\n"
 

@@ -215,8 +215,8 @@ def _this_command() -> str:
     beside = Path(sys.executable).parent / PROG
     found = str(beside) if beside.is_file() else shutil.which(PROG) or str(beside)
     path = str(Path(found).resolve())
-    odd = [c for c in ("#", '"', "\n") if c in path]
-    if odd:  # experiment.perl's config reader ends a value at '#' and at the closing '"'
+    odd = [c for c in ("#", '"', "$", "\n") if c in path]
+    if odd:  # experiment.perl's config reader ends a value at '#' and at the closing '"', and expands $NAME
         raise RecaserError(
             f"is installed at a path holding {odd[0]!r}, which an EMS config cannot hold: install "
             "moses-recaser elsewhere",

@@ -207,8 +207,6 @@ def read_arpa(path: str | os.PathLike[str], writer: ArrayLMWriter, block: int = 
             if len(pending) >= block:
                 flush()
     flush()
-    if not vocab:
-        raise RecaserError("the ARPA file has no unigrams", str(path))
     if "<unk>" not in ids:
         _add_unk(vocab, ids, writer)
     if max_order > 3:
@@ -223,19 +221,20 @@ def arpa_lines(reader: LineReader) -> Iterator[tuple[int, str | None]]:
     the end, the file is checked to hold the n-grams its \\data\\ header counts and to end with \\end\\, as
     KenLM requires: a file cut short (a full disk, a copy stopped midway) would otherwise give an LM with orders
     missing."""
-    declared: dict[int, int] = {}  # \data\'s "ngram N=count" lines
+    declared: dict[int, tuple[int, int]] = {}  # \data\'s "ngram N=count" lines: N -> (count, line number)
     found: dict[int, int] = {}
     order = 0
     for line in reader:
-        if line == "\\end\\":
+        bare = line.strip()  # (KenLM takes white space around the structure's lines)
+        if bare == "\\end\\":
             break
-        count = _COUNT.fullmatch(line)
+        count = _COUNT.fullmatch(bare)
         if count and not order:
-            declared[int(count.group(1))] = int(count.group(2))
-        elif (m := _HEADER.fullmatch(line)) is not None:
+            declared[int(count.group(1))] = (int(count.group(2)), reader.lineno)
+        elif (m := _HEADER.fullmatch(bare)) is not None:
             order = int(m.group(1))
             yield order, None
-        elif line and line != "\\data\\":
+        elif bare and bare != "\\data\\":
             found[order] = found.get(order, 0) + 1
             yield order, line
     else:
@@ -243,12 +242,16 @@ def arpa_lines(reader: LineReader) -> Iterator[tuple[int, str | None]]:
             "the ARPA file ends before its \\end\\ line: it was cut short", reader.name, reader.lineno + 1
         )
     for k in sorted(set(declared) | set(found)):
-        if declared.get(k, 0) != found.get(k, 0):
+        said, at = declared.get(k, (0, 0))
+        if said != found.get(k, 0):
             raise RecaserError(
-                f"the ARPA file's \\data\\ header counts {declared.get(k, 0)} {k}-grams, but it holds "
-                f"{found.get(k, 0)}: it was cut short or edited",
+                f"the ARPA file's \\data\\ header counts {said} {k}-grams, but it holds {found.get(k, 0)}: it was "
+                "cut short or edited",
                 reader.name,
+                at,
             )
+    if not found.get(1):
+        raise RecaserError("the ARPA file has no unigrams", reader.name)
 
 
 def check_arpa(path: str) -> None:

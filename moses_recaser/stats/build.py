@@ -35,7 +35,7 @@ from moses_recaser.stats.parallel import count_corpus
 from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.runs import remove
 from moses_recaser.stats.tables import Tables, write_tables
-from moses_recaser.textio import read_lines, split_tokens
+from moses_recaser.textio import BOM, open_binary, read_lines, split_tokens
 from moses_recaser.triples import Triple
 from moses_recaser.workers import in_child
 
@@ -319,9 +319,10 @@ def build_statistics(
 
 
 def is_arpa(path: str | os.PathLike[str]) -> bool:
-    with open(path, "rb") as fh:
+    """Whether the file (``.gz`` and ``.xz`` decompressed, as KenLM reads them) starts as an ARPA file does."""
+    with open_binary(os.fspath(path)) as fh:
         head = fh.read(64)
-    return head.lstrip().startswith(b"\\data\\")
+    return head.removeprefix(BOM).lstrip().startswith(b"\\data\\")
 
 
 KENLM_MAGIC = b"mmap lm http://kheafield.com/code"  # the start of every build_binary file (lm/binary_format.cc)
@@ -329,7 +330,7 @@ KENLM_MAGIC = b"mmap lm http://kheafield.com/code"  # the start of every build_b
 
 def is_kenlm_binary(path: str | os.PathLike[str]) -> bool:
     """Whether the file starts as KenLM's build_binary writes its files."""
-    with open(path, "rb") as fh:
+    with open_binary(os.fspath(path)) as fh:
         return fh.read(len(KENLM_MAGIC)) == KENLM_MAGIC
 
 

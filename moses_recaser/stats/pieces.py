@@ -71,13 +71,17 @@ def check_rereadable(path: str) -> None:
     a FIFO would be empty the second time, or wait for ever for a writer, so it is refused before a line is
     read. (A missing file is left to the open that names it.)"""
     if path == "-":
-        raise RecaserError("standard input cannot be a training corpus, which is read more than once: give a file")
+        raise RecaserError(
+            "standard input cannot be a training corpus or dev set, which are read more than once: give a file"
+        )
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return
     if not stat.S_ISREG(mode):
-        raise RecaserError("not a regular file (a pipe?): a training corpus is read more than once; give a file", path)
+        raise RecaserError(
+            "not a regular file (a pipe?): a training corpus or dev set is read more than once; give a file", path
+        )
 
 
 def corpus_lines(files: Sequence[str]) -> int:
