@@ -257,7 +257,7 @@ def arpa_lines(reader: LineReader) -> Iterator[tuple[int, str | None]]:
 def check_arpa(path: str) -> None:
     """An ARPA file whole, as ``arpa_lines`` checks it (a RecaserError naming the file if not)."""
     with LineReader(path) as reader:
-        if next((line for line in reader if line), None) != "\\data\\":
+        if next((bare for line in reader if (bare := line.strip())), None) != "\\data\\":
             raise RecaserError("not an ARPA file (its first line is not \\data\\)", reader.name, reader.lineno)
     with LineReader(path) as reader:
         for _ in arpa_lines(reader):
