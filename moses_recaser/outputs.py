@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.textio import compression
 
 log = logging.getLogger(__name__)
 
@@ -286,10 +287,18 @@ def _wrap(raw: _Guarded, binary: bool) -> IO:
 
 
 def _finish(fh: IO, shown: str, *, sync: bool) -> None:
-    try:
+    with _writing(shown):
         fh.flush()
         if sync:
             os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
+def _writing(shown: str) -> Iterator[None]:
+    """A write error in the block is a ``RecaserError`` naming the file; a broken pipe stays one (the reader went
+    away, which is not an error of ours)."""
+    try:
+        yield
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -602,14 +611,22 @@ def _to_descriptor(fd: int, shown: str, binary: bool) -> Iterator[IO]:
 
 
 def _through(fd: int, shown: str, binary: bool, *, sync: bool = False) -> Iterator[IO]:
-    """A descriptor opened for this output, written (and with ``sync`` on disk), then closed."""
-    fh = _wrap(_Guarded(fd, shown), binary)
+    """A descriptor opened for this output, written (and with ``sync`` on disk), then closed. Text to a name
+    ending in ``.gz`` or ``.xz`` is compressed (``textio.compression``), as every reader here decompresses it."""
+    buffered = io.BufferedWriter(_Guarded(fd, shown), buffer_size=1 << 16)
+    packed = buffered if binary else compression(buffered, shown, "wb")
+    fh = packed if binary else io.TextIOWrapper(packed, encoding="utf-8", newline="\n")
     try:
         yield fh
-        _finish(fh, shown, sync=sync)
+        _finish(fh, shown, sync=False)
+        if packed is not buffered:
+            with _writing(shown):
+                packed.close()  # the stream's trailer, before the file is flushed and synced
+        _finish(buffered, shown, sync=sync)
     finally:
-        with contextlib.suppress(OSError, RecaserError):
-            fh.close()
+        for layer in (fh, buffered):  # (the outer one first: a stream's trailer goes to the file before it closes)
+            with contextlib.suppress(OSError, RecaserError):
+                layer.close()
 
 
 def _to_stdout(binary: bool) -> Iterator[IO]:

@@ -66,10 +66,20 @@ def open_binary(path: str) -> BinaryIO:
         raise RecaserError("is a directory, not a file", path) from None
     except OSError as exc:
         raise RecaserError(f"cannot open: {exc.strerror}", path) from None
-    if path.endswith(".gz"):
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
-    if path.endswith(".xz"):
-        return lzma.LZMAFile(fh, mode="rb")  # type: ignore[return-value]
+    return compression(fh, path, "rb")
+
+
+COMPRESSED = (".gz", ".xz")  # the names read and written through gzip and xz (``compression``)
+
+
+def compression(fh: BinaryIO, path: str, mode: str) -> BinaryIO:
+    """``fh`` read (``rb``) or written (``wb``) through the compression its name says: ``.gz`` or ``.xz``, else as
+    it is. Closing the returned file ends the stream (gzip's and xz's trailers) and leaves ``fh`` open. Written
+    gzip streams carry no name and no time, so the same text gives the same bytes."""
+    if path.endswith(COMPRESSED[0]):
+        return gzip.GzipFile(filename="", fileobj=fh, mode=mode, compresslevel=6, mtime=0)  # type: ignore[return-value]
+    if path.endswith(COMPRESSED[1]):
+        return lzma.LZMAFile(fh, mode=mode)  # type: ignore[return-value]
     return fh
 
 

@@ -945,3 +945,46 @@ def test_a_bind_mounted_file_is_written_in_place(tmp_path):
     finally:
         subprocess.run(["umount", str(out)], check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "store.txt"]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".xz"])
+def test_text_to_a_compressed_name_is_compressed_as_the_readers_take_it(tmp_path, suffix):
+    """``lm -o x.arpa.gz`` once wrote plain text under a .gz name, which the ARPA reader (and zcat) then refused:
+    text written to .gz or .xz is compressed, the same bytes for the same text, and a FIFO so named too."""
+    from moses_recaser.textio import read_lines
+
+    corpus = _write(tmp_path / "corpus", "the cat sat .\nthe dog sat .\n")
+    arpa = tmp_path / f"lm.arpa{suffix}"
+    assert main(["lm", "-i", corpus, "-o", str(arpa), "--lm-order", "2"]) == 0
+    assert main(["lm", "-i", corpus, "-o", str(tmp_path / "lm.arpa"), "--lm-order", "2"]) == 0
+    assert list(read_lines(str(arpa))) == (tmp_path / "lm.arpa").read_text(encoding="utf-8").splitlines()
+    first = arpa.read_bytes()
+    assert main(["lm", "-i", corpus, "-o", str(arpa), "--lm-order", "2"]) == 0
+    assert arpa.read_bytes() == first  # no time or name in the stream
+    assert _ours(tmp_path) == []
+    fifo = tmp_path / f"pipe{suffix}"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    with atomic_output(fifo) as out:
+        out.write("through the pipe\n")
+    reader.join(10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    (tmp_path / f"copy{suffix}").write_bytes(got[0])
+    assert list(read_lines(str(tmp_path / f"copy{suffix}"))) == ["through the pipe"]
+
+
+def test_a_compressed_output_that_fails_leaves_the_old_file(tmp_path):
+    old = tmp_path / "out.gz"
+    old.write_bytes(b"old")
+    with pytest.raises(RuntimeError), atomic_output(old) as out:
+        out.write("half\n")
+        raise RuntimeError("stop")
+    assert old.read_bytes() == b"old" and _ours(tmp_path) == []
+
+
+def test_binary_outputs_are_written_as_given_whatever_their_name(tmp_path):
+    with atomic_output(tmp_path / "x.gz", binary=True) as out:
+        out.write(b"raw bytes")
+    assert (tmp_path / "x.gz").read_bytes() == b"raw bytes"

@@ -4,9 +4,11 @@
 Each round runs, one after the other, Moses' ``recase.perl`` (with a model ``train-recaser.perl`` made from the
 same cased corpus, decoding with Moses' ``bin/moses``) and ``moses-recaser recase`` (with --jobs 1 and --jobs 2),
 each as a user runs it: a fresh process that starts, loads its model, recases the lowercased test set and writes
-it. Measured per run: wall time, CPU time (user + system, children included), and the peak RSS of the whole
-process tree (sampled every 20 ms from /proc). Prints the medians over --runs rounds, each one's ratio to
-recase.perl's median in the same rounds, and the precision of each output (the same in every round).
+it. Measured per run: wall time and CPU time (user + system, children included). The peak RSS of the whole
+process tree comes from one more run of each, sampled every 20 ms from /proc: a sample reads every process's
+status (about 7 ms of CPU), so sampling the timed runs would take a quarter of a core from them, more from a run
+that keeps both cores busy than from one that does not. Prints the medians over --runs rounds, each one's ratio
+to recase.perl's median in the same rounds, and the precision of each output (the same in every round).
 
     python tools/bench_recase_perl.py --moses MOSES --stock-model STOCK/moses.ini --model MODEL \\
         --test-src test.fr --test-ref test.en --test-align test.gdfa [--runs 7] [--json runs/recase_perl.json]
@@ -25,6 +27,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,13 +37,22 @@ BIN = Path(sys.executable).parent
 
 
 def run(cmd: list[str], stdout: Path) -> dict[str, float]:
-    """One process: wall s, CPU s of it and its children, peak RSS MiB of its process tree."""
+    """One process, not sampled: wall s, and CPU s of it and its children."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
     with open(stdout, "wb") as out:
-        wall, peak = run_measured(cmd, interval=0.02, stdout=out, stderr=subprocess.DEVNULL)
+        code = subprocess.call(cmd, stdout=out, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    if code != 0:
+        sys.exit(f"failed ({code}): {' '.join(cmd)}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak}
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
+def peak_mib(cmd: list[str], stdout: Path) -> float:
+    """The peak RSS (MiB) of one more run's process tree, sampled every 20 ms."""
+    with open(stdout, "wb") as out:
+        return run_measured(cmd, interval=0.02, stdout=out, stderr=subprocess.DEVNULL)[1]
 
 
 def precision(hyp: Path, ref: Path) -> float:
@@ -98,6 +110,7 @@ def main() -> None:
     outputs = {name: work / f"out.{k}" for k, name in enumerate(systems)}
     for name, cmd in systems.items():  # untimed: caches warm, bytecode written
         run(cmd, outputs[name])
+    peaks = {name: peak_mib(cmd, outputs[name]) for name, cmd in systems.items()}
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in systems}
     for _ in range(args.runs):
         for name, cmd in systems.items():
@@ -109,7 +122,7 @@ def main() -> None:
     for name, runs in rows.items():
         wall = statistics.median(r["wall_s"] for r in runs)
         cpu = statistics.median(r["cpu_s"] for r in runs)
-        peak = max(r["peak_rss_mib"] for r in runs)
+        peak = peaks[name]
         prec = precision(outputs[name], Path(args.test_ref))
         summary[name] = {
             "wall_s": wall,

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.textio import COMPRESSED
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Piece:
 
 
 def _seekable(path: str) -> bool:
-    return not path.endswith((".gz", ".xz")) and path != "-"
+    return not path.endswith(COMPRESSED) and path != "-"
 
 
 def line_offsets(path: str, wanted: Sequence[int]) -> tuple[int, list[int]]:
