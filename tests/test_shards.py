@@ -126,6 +126,42 @@ def test_shards_of_different_corpora_are_refused(bitext, tmp_path, capsys):
     assert not (tmp_path / "m").exists()
 
 
+def test_shards_of_corpora_of_the_same_length_are_refused(bitext, tmp_path, capsys):
+    """A corpus cleaned again (one word changed, the same number of lines): line ranges cannot tell its shards
+    from the old one's, the corpus's digest does. The same text compressed is the same corpus."""
+    import gzip
+
+    d = bitext
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    for name in ("f", "a"):
+        (edited / name).write_bytes((d / name).read_bytes())
+    lines = (d / "e").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[-1] = lines[-1].replace(lines[-1].split()[0], lines[-1].split()[0] + "x", 1)
+    (edited / "e").write_text("".join(lines), encoding="utf-8")
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    for name in ("f", "e", "a"):
+        (packed / f"{name}.gz").write_bytes(gzip.compress((d / name).read_bytes()))
+
+    def count(files: list[Path], shard: str, out: Path) -> str:
+        names = ["--source", str(files[0]), "--target", str(files[1]), "--alignment", str(files[2])]
+        assert main(["-q", "count", *names, "--shard", shard, "-o", str(out)]) == 0
+        return str(out)
+
+    first = count([d / "f", d / "e", d / "a"], "1/2", tmp_path / "s1.npz")
+    other = count([edited / "f", edited / "e", edited / "a"], "2/2", tmp_path / "s2.npz")
+    assert main(["-q", "merge", first, other, "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"moses-recaser: error: {other}: shard 2/2 was counted from another corpus than shard 1/2 (its files' "
+        "text differs): count every shard from the same files\n"
+    )
+    assert not (tmp_path / "m").exists()
+    same = count([packed / "f.gz", packed / "e.gz", packed / "a.gz"], "2/2", tmp_path / "s2gz.npz")
+    assert main(["-q", "merge", first, same, "-o", str(tmp_path / "m")]) == 0
+
+
 def test_shard_files_are_read_through_symlinks(bitext, tmp_path, capsys):
     """A shard file is the user's input, not a file of a model directory: reached through a symlink (a farm of
     links to the counts a cluster returned) it merges; a FIFO is refused at once, not waited on."""

@@ -50,8 +50,8 @@ N_TAGS = len(Tag)
 CHUNK_LINES = 20_000
 KEEP_KNOWN = 1 << 16  # word types of each vocabulary kept in its dict by a spill (the first met: frequent ones)
 # shard count files: 3, numpy arrays of the streamed counter; 4, each key table one sorted array (n-grams as
-# packed or big-endian keys), read a block at a time
-FORMAT = 4
+# packed or big-endian keys), read a block at a time; 5, with the digest of the corpus a shard was counted from
+FORMAT = 5
 MAX_ORDER = 6  # KenLM's default build (KENLM_MAX_ORDER), which reads the LM when lmplz or --lm gives it
 _LINK_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
 # a block of such lines, each ended, with numbers of at most 9 digits (parsed as int64 in one go)

@@ -9,6 +9,9 @@ decoded, with their line numbers for error messages.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import lzma
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -104,6 +107,25 @@ def corpus_lines(files: Sequence[str]) -> int:
             counts[short] + 1,
         )
     return counts[0]
+
+
+def corpus_digest(files: Sequence[str]) -> str:
+    """A sha256 of parallel files' text (compressed ones decompressed), file by file: shards counted apart are
+    known by it to come from one corpus, which their line ranges alone cannot tell (two corpora of the same
+    length, a corpus cleaned again)."""
+    from moses_recaser.textio import open_binary
+
+    whole = hashlib.sha256()
+    for f in files:
+        one = hashlib.sha256()
+        try:
+            with open_binary(f) as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    one.update(block)
+        except (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError) as exc:
+            raise RecaserError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", f) from None
+        whole.update(one.digest())
+    return whole.hexdigest()
 
 
 def pieces(files: Sequence[str], jobs: int, lines: tuple[int, int] | None = None) -> list[Piece]:

@@ -26,7 +26,7 @@ from moses_recaser.memory import Memory
 from moses_recaser.outputs import model_target, work_dir
 from moses_recaser.stats.counter import Counter, Shard, check_lm_order, count_piece, load_shard, save_shard
 from moses_recaser.stats.merge import merge
-from moses_recaser.stats.pieces import corpus_lines, pieces
+from moses_recaser.stats.pieces import corpus_digest, corpus_lines, pieces
 
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
 
@@ -66,15 +66,17 @@ def count_shard(
         shard = count_piece(part[0], order, None, (), memory.left(), scratch) if part else Counter(order).shard()
         shard.owned = True
         shard.arrays["shard"] = np.array([i, n, start, end])
+        shard.arrays["corpus"] = np.array(corpus_digest(files))
         save_shard(out, shard, scratch, memory.working())
 
 
 def _one_split(paths: Sequence[str], shards: list[Shard]) -> list[Shard]:
-    """The shards in the order of their lines, checked to be shards 1..N of one split of one corpus: each holds
-    the lines ``shard_range`` gives it in a corpus of the last one's end (shards counted from a corpus that grew
-    or changed between them would leave lines out, or count them twice)."""
+    """The shards in the order of their lines, checked to be shards 1..N of one split of one corpus: counted from
+    files of the same text (``corpus_digest``), each holding the lines ``shard_range`` gives it in a corpus of the
+    last one's end (shards counted from a corpus that grew or changed between them would leave lines out, count
+    them twice, or mix two corpora)."""
     for p, z in zip(paths, shards):
-        if "shard" not in z:
+        if "shard" not in z or "corpus" not in z:
             raise RecaserError("not a file of 'moses-recaser count --shard'", p)
     placed = sorted(zip(paths, shards), key=lambda pz: int(pz[1]["shard"][0]))
     ns = {int(z["shard"][1]) for _, z in placed}
@@ -89,6 +91,15 @@ def _one_split(paths: Sequence[str], shards: list[Shard]) -> list[Shard]:
             raise RecaserError(
                 f"shard {i}/{n} holds lines {start + 1}-{end}, but shard {n}/{n} ends at line {total}, in whose "
                 f"split shard {i}/{n} holds lines {a + 1}-{b}: the shards were counted from different corpora",
+                p,
+            )
+    corpus = str(placed[0][1]["corpus"])
+    for p, z in placed:
+        if str(z["corpus"]) != corpus:
+            i, n = (int(v) for v in z["shard"][:2])
+            raise RecaserError(
+                f"shard {i}/{n} was counted from another corpus than shard 1/{n} (its files' text differs): count "
+                "every shard from the same files",
                 p,
             )
     return [z for _, z in placed]
