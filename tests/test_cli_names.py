@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -299,3 +301,28 @@ def test_standard_input_is_read_by_one_option(run, args, message, capsys, tmp_pa
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_standard_input_or_a_fifo_under_two_names_is_read_by_one_option(tmp_path):
+    """/dev/stdin beside '-', or one FIFO given twice, is one stream read as two files (lines taken in turns):
+    refused before anything is read. A regular file behind stdin is opened on its own by each reader."""
+    cli = str(Path(sys.executable).parent / "moses-recaser")
+
+    def run(args: list[str], stdin: Any) -> subprocess.CompletedProcess:
+        return subprocess.run([cli, *args], stdin=stdin, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+    proc = run(["eval", "--hyp", "-", "--ref", "/dev/stdin"], subprocess.PIPE)
+    assert proc.returncode == 2
+    assert proc.stderr == "moses-recaser: error: --hyp and --ref both read standard input: give one of them a file\n"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    proc = run(["eval", "--hyp", str(fifo), "--ref", str(fifo)], subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"moses-recaser: error: --hyp and --ref both read the pipe {fifo}: give one of them a file\n"
+    )
+    text = tmp_path / "text"
+    text.write_text("The cat .\n", encoding="utf-8")
+    with open(text, encoding="utf-8") as fh:
+        proc = run(["eval", "--hyp", "/dev/stdin", "--ref", str(text)], fh)
+    assert proc.returncode == 0 and "100.00" in proc.stdout

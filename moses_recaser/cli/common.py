@@ -9,6 +9,7 @@ import logging
 import os
 import shlex
 import signal
+import stat
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -154,15 +155,18 @@ def check_destinations(args: argparse.Namespace) -> None:
     (``rewrites``: recasing in place), and stdout is open if the command prints its result there (``prints``).
     An input is named by its flag (``input_flags``: where that is not ``--NAME``)."""
     inputs: dict[tuple[int, int], str] = {}
-    stdin: list[str] = []  # the inputs given as '-': one stream cannot be read as two files
+    streams: dict[object, str] = {}  # the inputs that read a stream: one stream cannot be read as two files
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
-            if os.fspath(path) == "-":
-                stdin.append(_input_flag(args, name))
-                if len(stdin) > 1:
-                    raise RecaserError(f"{' and '.join(stdin)} both read standard input: give one of them a file")
+            stream = _stream(path)
+            if stream is not None:
+                flag = _input_flag(args, name)
+                if stream in streams:
+                    what = "standard input" if stream == STDIN else f"the pipe {os.fspath(path)}"
+                    raise RecaserError(f"{streams[stream]} and {flag} both read {what}: give one of them a file")
+                streams[stream] = flag
             if name not in getattr(args, "rewrites", ()):
                 inputs.setdefault(file_id(path), name)
     for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked
@@ -178,6 +182,28 @@ def check_destinations(args: argparse.Namespace) -> None:
             )
     if getattr(args, "prints", False) and sys.stdout is None:
         raise RecaserError("standard output is closed, and this command prints its result there", STDOUT)
+
+
+STDIN = "<stdin>"
+
+
+def _stream(path: str | os.PathLike[str]) -> object:
+    """The stream an input reads, which no other input can read as well (None: a file, which each reader opens
+    on its own): STDIN for ``-`` and for a name of standard input that is not a regular file (/dev/stdin,
+    /dev/fd/0 on a pipe or terminal), (device, inode) for a FIFO."""
+    if os.fspath(path) == "-":
+        return STDIN
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        stdin = os.fstat(0)
+        if (st.st_dev, st.st_ino) == (stdin.st_dev, stdin.st_ino):
+            return STDIN
+    return (st.st_dev, st.st_ino) if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) else None
 
 
 def _input_flag(args: argparse.Namespace, name: str) -> str:
