@@ -290,6 +290,18 @@ def test_a_byte_order_mark_is_dropped_as_the_command_line_drops_it(tico, tmp_pat
     assert not cli[0].startswith("\ufeff")
 
 
+def test_one_sentence_keeps_a_leading_u_feff(tico):
+    """``recase`` of one sentence is not a file's first line: a U+FEFF that starts it is part of its first token
+    (it was dropped as a byte-order mark on every call, a token lost: '\ufeff' gave '')."""
+    r = Recaser.load(tico / "model")
+    for line in ["\ufeff", "\ufeff the cat .", "\ufeffthe cat ."]:
+        out = r.recase(line)
+        assert out.split(" ")[0].lower() == line.split(" ")[0].lower() and len(out) == len(line)
+    lines = ["\ufeff the cat .", "\ufeff the cat ."]
+    out = list(r.recase_lines(lines))
+    assert out[0] == r.recase("the cat .") and out[1] == r.recase(lines[1])
+
+
 def test_read_lines_gives_the_lines_the_command_line_reads(tico, tmp_path):
     """Carriage returns (a lone one inside a line, \\r\\n line ends) and a byte-order mark: recase_lines over
     read_lines gives the command line's output, line for line (a lone \\r was refused as a line break, and a

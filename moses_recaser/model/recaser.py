@@ -254,12 +254,13 @@ class Recaser:
         read, not returned). ``source`` is the cased, tokenized line the decoder translated (None:
         monolingual); ``alignment`` its word links to ``hyp``, Pharaoh ``"0-0 1-1"`` or index pairs."""
         return next(
-            self.recase_lines(
+            self._recased_lines(
                 [hyp],
                 None if source is None else [source],
                 None if alignment is None else [alignment],
                 trace_format=trace_format,
                 trace_options=trace_options,
+                first_bom=False,
             )
         )
 
@@ -275,7 +276,25 @@ class Recaser:
     ) -> Iterator[str]:
         """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 512 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
-        a line is dropped; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
+        a line is dropped, and a byte-order mark that starts a stream (a file ``open()`` read keeps it, where the
+        command line drops it); errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
+        return self._recased_lines(
+            hyps, sources, alignments, trace_format=trace_format, trace_options=trace_options, jobs=jobs, first_bom=True
+        )
+
+    def _recased_lines(
+        self,
+        hyps: Iterable[str],
+        sources: Iterable[str] | None,
+        alignments: Iterable[Alignment] | None,
+        *,
+        trace_format: str,
+        trace_options: TraceOptions | None,
+        first_bom: bool,
+        jobs: int = 1,
+    ) -> Iterator[str]:
+        """``recase_lines``; ``first_bom``: the lines are streams' (a first line's byte-order mark dropped), else
+        one sentence's, taken whole (a U+FEFF there is a character of its first token)."""
         fmt = FORMATS.get(trace_format) if isinstance(trace_format, str) else None
         if fmt is None or fmt.read_line is None:
             raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
@@ -310,9 +329,9 @@ class Recaser:
                         f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1
                     )
                 line = Line(
-                    _one_line(hyp, "hyps", k),
-                    None if sources is None else _one_line(src, "sources", k),
-                    None if alignments is None else _pharaoh(cast(Alignment, links), k),  # (type checked there)
+                    _one_line(hyp, "hyps", k, first_bom),
+                    None if sources is None else _one_line(src, "sources", k, first_bom),
+                    None if alignments is None else _pharaoh(cast(Alignment, links), k, first_bom),  # (checked there)
                     options,
                     ("hyps", "sources", "alignments"),
                     k + 1,
@@ -498,14 +517,15 @@ def _decoded(stream: Iterable[Any], name: str) -> Iterator[Any]:
         yield line
 
 
-def _one_line(text: object, stream: str, k: int) -> str:
-    """A line as given, less one trailing newline, and on a stream's first line a UTF-8 byte-order mark (a file
-    opened with ``open()`` keeps it, where the command line drops it); a newline inside it is an error (it
-    would change the output's line structure). A carriage return inside it stays, as the command line keeps it."""
+def _one_line(text: object, stream: str, k: int, bom: bool) -> str:
+    """A line as given, less one trailing newline, and with ``bom`` on a stream's first line a UTF-8 byte-order
+    mark (a file opened with ``open()`` keeps it, where the command line drops it); a newline inside it is an
+    error (it would change the output's line structure). A carriage return inside it stays, as the command line
+    keeps it."""
     if not isinstance(text, str):
         raise RecaserError(f"a line must be a str, got {type(text).__name__}", stream, k + 1)
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
-    if k == 0 and text.startswith("\ufeff"):
+    if bom and k == 0 and text.startswith("\ufeff"):
         text = text[1:]
     if "\n" in text:
         raise RecaserError("a line break inside the line", stream, k + 1)
@@ -519,10 +539,10 @@ def _one_line(text: object, stream: str, k: int) -> str:
     return text
 
 
-def _pharaoh(links: Alignment, k: int) -> str:
+def _pharaoh(links: Alignment, k: int, bom: bool) -> str:
     """A Pharaoh line of ``links`` (already one, or index pairs)."""
     if isinstance(links, str):
-        return _one_line(links, "alignments", k)
+        return _one_line(links, "alignments", k, bom)
     try:
         pairs: list[Link] = [(operator.index(i), operator.index(j)) for i, j in links]
     except (TypeError, ValueError):
