@@ -466,6 +466,8 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
         return _resolved(Path(path))
     except OSError as exc:  # a name too long, a file that cannot be read (/proc/self/mem)
         raise RecaserError(f"cannot read the model: {exc.strerror or exc}", os.fspath(path)) from None
+    except ValueError:  # a NUL in the name, or in a pointer file's
+        raise RecaserError("a NUL in the model's name: not a model", os.fspath(path)) from None
 
 
 def _resolved(path: Path) -> Path:
@@ -480,7 +482,12 @@ def _resolved(path: Path) -> Path:
         raise RecaserError("not a moses-recaser model pointer (not UTF-8 text)", str(p)) from None
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("model:"):
-            target = Path(line.split(":", 1)[1].strip())
+            name = line.split(":", 1)[1].strip()
+            if not name or "\0" in name:  # ("" would be the pointer's own directory)
+                raise RecaserError(
+                    "not a moses-recaser model pointer (its 'model:' names no directory)", str(p), lineno
+                )
+            target = Path(name)
             return _put_back(target if target.is_absolute() else p.parent / target)
         if line.strip() and not line.startswith("#"):
             raise RecaserError("not a moses-recaser model pointer (expected 'model: DIR')", str(p), lineno)

@@ -371,3 +371,22 @@ def test_a_model_replaced_while_it_loads_is_seen_whole_or_refused(model, tmp_pat
         stop.set()
         writer.join()
     assert seen["a"] + seen["b"] > 0, seen
+
+
+@pytest.mark.parametrize("line", ["model: MODEL\0junk", "model:", "model:   "])
+def test_a_pointer_naming_no_directory_is_refused_at_its_line(model, tmp_path, line):
+    """A pointer file's 'model:' line with a NUL (a ValueError from the system) or naming nothing (its own
+    directory, which holds the pointer) is one RecaserError at the pointer's line."""
+    pointer = tmp_path / "model.ptr"
+    pointer.write_text("# made by hand\n" + line.replace("MODEL", str(model)) + "\n", encoding="utf-8")
+    with pytest.raises(RecaserError, match=re.escape(f"{pointer}:2: not a moses-recaser model pointer")):
+        Recaser.load(pointer)
+
+
+def test_a_model_loaded_by_a_relative_name_is_found_after_a_chdir(model, tmp_path, monkeypatch):
+    """What a loaded model reads later (--align's priors) is where it was loaded from, whatever the working
+    directory has become (it was looked for relative to the new one, and could be another model's)."""
+    monkeypatch.chdir(model.parent)
+    r = Recaser.load(model.name)
+    monkeypatch.chdir("/")
+    assert r.aligner_priors() == model / "aligner.priors" and r.aligner_priors().is_file()

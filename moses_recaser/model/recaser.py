@@ -119,6 +119,7 @@ class Recaser:
         if alignment_mode not in (None, "phrase", "links"):
             raise RecaserError(f"alignment_mode is {alignment_mode!r}; choose phrase or links")
         self.dir = resolve_model(model_dir)
+        self._where = Path(os.path.abspath(self.dir))  # files read after load: the same after a chdir
         self.prefer = alignment_mode
         self._lock = threading.Lock()
         self._unfinished = False  # a batch ended by an exception: the registry of types met may be half-updated
@@ -355,7 +356,7 @@ class Recaser:
 
     def aligner_priors(self) -> Path:
         """The eflomal priors of the training alignment, for aligning new text to its source (``--align``)."""
-        priors = self.dir / "aligner.priors"
+        priors = self._where / "aligner.priors"
         if not priors.is_file():
             raise RecaserError(
                 "--align needs a model trained with eflomal alignment (it stores aligner.priors)", str(self.dir)
