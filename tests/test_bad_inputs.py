@@ -448,10 +448,18 @@ def test_a_deeply_nested_experiment_config_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "values", [{"sigma": float("nan")}, {"sigma": float("inf")}, {"sigma_grid": (1.0, float("nan"))}]
+    "values",
+    [
+        {"sigma": float("nan")},
+        {"sigma": float("inf")},
+        {"sigma_grid": (1.0, float("nan"))},
+        {"sigma": 1e200},
+        {"sigma_grid": (1e-170,)},
+    ],
 )
 def test_a_sigma_that_is_not_a_positive_number_is_refused(values):
-    """NaN passed 'sigma <= 0' and left every weight unfitted, with exit 0."""
+    """NaN passed 'sigma <= 0' and left every weight unfitted, with exit 0; 1e200 and 1e-170 overflowed (an
+    internal error) after the tables and the LM were built."""
     from moses_recaser.model.settings import TrainSettings
 
     with pytest.raises(RecaserError, match="sigma must be a positive number"):

@@ -21,6 +21,7 @@ from moses_recaser.signature import signature
 FEATURE_SETS = ("paper", "full")
 # sentence pairs held out from the end of the training bitext to fit the weights, when no dev set is given
 DEV_SIZE = 2000
+SIGMA_RANGE = (1e-6, 1e6)  # the Gaussian prior's sigma: beyond these, 1 / sigma^2 overflows or vanishes in the fit
 # times a punctuation token must come before a word (training and dev) to get a feature column of its own
 PUNCT_MIN_COUNT = 2
 # what the output to recase comes as: "lower" (lowercased, the paper's setting), or "cased" (truecased or cased
@@ -91,8 +92,13 @@ class TrainSettings:
             if getattr(self, name) not in allowed:
                 raise RecaserError(f"{flag(name)} is {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
         for sigma in (self.sigma, *self.sigma_grid):
-            if not (math.isfinite(sigma) and sigma > 0):  # NaN would pass 'sigma <= 0' and leave weights unfitted
-                raise RecaserError(f"--sigma must be a positive number, got {sigma}")
+            # NaN would pass 'sigma <= 0' and leave weights unfitted; past the bounds, the prior's 1 / sigma^2
+            # overflows or vanishes in the middle of the fit
+            if not (math.isfinite(sigma) and SIGMA_RANGE[0] <= sigma <= SIGMA_RANGE[1]):
+                raise RecaserError(
+                    f"--sigma must be a positive number from {SIGMA_RANGE[0]:g} to {SIGMA_RANGE[1]:g} (the default is "
+                    f"1), got {sigma}"
+                )
         for name, least, what in (
             ("heldout_folds", 2, "statistics from the other folds"),
             ("heldout_sentences", 0, "0: none held out"),
