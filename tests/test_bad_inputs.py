@@ -541,3 +541,13 @@ def test_a_reserved_token_in_the_corpus_is_named_at_its_line(tmp_path, capsys):
         3,
         "the corpus contains the reserved token '<unk>'",
     )
+
+
+def test_a_bad_training_alignment_is_named_where_the_dev_set_is_aligned_by_it(tico, tmp_path, capsys):
+    """With no --dev-alignment, the training alignment becomes eflomal's priors for aligning dev: a malformed pair
+    there was an error without its file and line."""
+    n = len((tico / "train.en").read_text(encoding="utf-8").splitlines())
+    bad = _write(tmp_path / "bad.gdfa", "".join("0-0 about\n" if k == 9 else "0-0\n" for k in range(n)))
+    argv = ["train", "--source", str(tico / "train.fr"), "--target", str(tico / "train.en"), "--alignment", bad]
+    argv += ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en"), "-o", str(tmp_path / "m")]
+    _fails(capsys, argv, bad, 10, "malformed alignment pair 'about'", tmp_path / "m")

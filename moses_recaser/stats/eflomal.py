@@ -110,7 +110,10 @@ def priors_of_alignment(
     for piece in pieces([source, target, alignment], 1, lines):
         rows = zip(*(read_piece(piece, k) for k in range(3)))
         for (_, f), (_, e), (k, a) in islice(rows, max_lines):
-            fs, es, pairs = split_tokens(f), split_tokens(e), parse_links(a)
+            try:
+                fs, es, pairs = split_tokens(f), split_tokens(e), parse_links(a)
+            except RecaserError as exc:
+                raise exc.at(alignment, k) from None
             if any(i >= len(fs) or j >= len(es) for i, j in pairs):
                 raise RecaserError("alignment link outside the sentence", alignment, k)
             src.append(_safe(fs))
