@@ -281,9 +281,12 @@ class _Guarded(io.FileIO):
             raise write_error(exc, self.shown) from None
 
 
-def _wrap(raw: _Guarded, binary: bool) -> IO:
+def _wrap(raw: _Guarded, binary: bool, shown: str = STDOUT) -> tuple[IO, IO, IO]:
+    """What is written to (text, or with ``binary`` bytes), the stream under it (compressed for text to a name
+    ending in .gz or .xz: ``textio.compression``) and the buffered file under that."""
     buffered = io.BufferedWriter(raw, buffer_size=1 << 16)
-    return buffered if binary else io.TextIOWrapper(buffered, encoding="utf-8", newline="\n")
+    packed = buffered if binary else compression(buffered, shown, "wb")
+    return (packed if binary else io.TextIOWrapper(packed, encoding="utf-8", newline="\n")), packed, buffered
 
 
 def _finish(fh: IO, shown: str, *, sync: bool) -> None:
@@ -613,9 +616,7 @@ def _to_descriptor(fd: int, shown: str, binary: bool) -> Iterator[IO]:
 def _through(fd: int, shown: str, binary: bool, *, sync: bool = False) -> Iterator[IO]:
     """A descriptor opened for this output, written (and with ``sync`` on disk), then closed. Text to a name
     ending in ``.gz`` or ``.xz`` is compressed (``textio.compression``), as every reader here decompresses it."""
-    buffered = io.BufferedWriter(_Guarded(fd, shown), buffer_size=1 << 16)
-    packed = buffered if binary else compression(buffered, shown, "wb")
-    fh = packed if binary else io.TextIOWrapper(packed, encoding="utf-8", newline="\n")
+    fh, packed, buffered = _wrap(_Guarded(fd, shown), binary, shown)
     try:
         yield fh
         _finish(fh, shown, sync=False)
@@ -640,7 +641,7 @@ def _to_stdout(binary: bool) -> Iterator[IO]:
         yield sys.stdout.buffer if binary else sys.stdout
         sys.stdout.flush()
         return
-    fh = _wrap(_Guarded(fd, STDOUT, closefd=False), binary)
+    fh = _wrap(_Guarded(fd, STDOUT, closefd=False), binary)[0]
     try:
         yield fh
         _finish(fh, STDOUT, sync=False)
