@@ -263,6 +263,7 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     for extra, named in (
         (["--lm", str(tmp_path / "other.arpa")], "--lm cannot"),
         (["--lm-order", "4", "--lm-prune", "1"], "--lm-order, --lm-prune cannot"),
+        (["--no-discount-fallback"], "--no-discount-fallback cannot"),  # as given, not as --discount-fallback
     ):
         assert main(["train", "--stats", str(tmp_path / "stats"), *extra, *dev, "-o", str(tmp_path / "m")]) == 2
         assert f"{named} be combined with --stats" in capsys.readouterr().err

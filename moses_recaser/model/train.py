@@ -438,7 +438,9 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
         raise RecaserError("give the training bitext or a statistics model, not both")
     if stats_model is not None:
         default = TrainSettings()
-        fixed = [flag(n) for n in STATS_SETTINGS if getattr(settings, n) != getattr(default, n)]
+        changed = [n for n in STATS_SETTINGS if getattr(settings, n) != getattr(default, n)]
+        # (a switch on by default is turned off as --no-NAME)
+        fixed = ["--no-" + flag(n)[2:] if getattr(settings, n) is False else flag(n) for n in changed]
         fixed += ["--lmplz"] if lmplz is not None else []
         if fixed:
             raise RecaserError(
