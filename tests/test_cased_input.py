@@ -144,6 +144,16 @@ def test_mixed_case_words_keep_the_decoder_form(models):
     assert "CSeries" not in Recaser.load(models / "model.lower").recase(line.lower())
 
 
+@pytest.mark.parametrize("line", ["ırmak said that The virus is here .", "ſo said The doctor .", "ᲀ And"])
+def test_a_sentence_start_whose_capital_is_another_word_is_kept(models, line):
+    """A truecased line starting with 'ı' (dotless i): detruecase.perl's capital, 'I', lowercases to 'i', another
+    word; it joined GEN unchecked, and the run died on the case-only check (an internal error)."""
+    r = Recaser.load(models / "model.cased")
+    for out, given in ((r.recase(line), line), (list(r.recase_lines([line] * 3))[-1], line)):
+        assert [w.lower() for w in out.split()] == [w.lower() for w in given.split()]
+        assert out.split()[0] == given.split()[0]
+
+
 def test_the_model_records_the_setting(models):
     r = Recaser.load(models / "model.cased")
     assert "|in:cased|" in r.signature and r.manifest.settings["input_case"] == "cased"

@@ -435,7 +435,7 @@ class FeatureExtractor:
             first = next((w for w, f in zip(words, at_start) if f and casing.has_letter(w)), "")
             truecased[s] = casing.has_letter(first) and casing.tag(first) is Tag.AL
             starts = [f and casing.has_letter(w) and casing.tag(w) is not Tag.MX for w, f in zip(words, at_start)]
-            forms = [detruecased(w) if f else w for w, f in zip(words, starts)]
+            forms = [_start_form(w) if f else w for w, f in zip(words, starts)]
             met += [*words, *forms]
             words_all += words
             forms_all += forms
@@ -627,6 +627,13 @@ def _evidence(tgt: Sequence[str], j: int, source_word: str, unseen: Sequence[boo
     if not casing.has_letter(tgt[j]) or (j and tgt[j - 1] == HYPHEN):
         return False
     return not (unseen is not None and unseen[j] and source_word == source_word.lower())
+
+
+def _start_form(word: str) -> str:
+    """detruecase.perl's form of a word at a sentence start (``truecaser.detruecased``) where it differs from the
+    word in case only; else the word ('ırmak': Perl's ucfirst gives 'Irmak', whose lowercase is 'irmak')."""
+    form = detruecased(word)
+    return form if casing.is_recasing_of(form, word) else word
 
 
 def capital_runs(words: Sequence[str], at_start: Sequence[bool]) -> list[bool]:
