@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_truecaser import truecaser_of
 
 from moses_recaser import Recaser, casing
@@ -149,9 +151,9 @@ def test_a_sentence_start_whose_capital_is_another_word_is_kept(models, line):
     """A truecased line starting with 'ı' (dotless i): detruecase.perl's capital, 'I', lowercases to 'i', another
     word; it joined GEN unchecked, and the run died on the case-only check (an internal error)."""
     r = Recaser.load(models / "model.cased")
-    for out, given in ((r.recase(line), line), (list(r.recase_lines([line] * 3))[-1], line)):
-        assert [w.lower() for w in out.split()] == [w.lower() for w in given.split()]
-        assert out.split()[0] == given.split()[0]
+    for out in (r.recase(line), list(r.recase_lines([line] * 3))[-1]):
+        assert [w.lower() for w in out.split()] == [w.lower() for w in line.split()]
+        assert out.split()[0] == line.split()[0]
 
 
 def test_the_model_records_the_setting(models):
@@ -258,3 +260,23 @@ def test_a_capital_run_is_a_feature_of_cased_output(models):
         ("It was said in the chinese embassy on Monday .", "embassy"),
     ]:
         assert not any(f.startswith("decoded:run") for f in _features_on(r, line, word))
+
+
+_cased_token = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")), min_size=1, max_size=8),
+    st.sampled_from(["ırmak", "ſo", "ᲀ", "İstanbul", "i̇stanbul", "ß", "ẞ", "ǅemal", "ΣΟΦΟΣ", "CSeries", "The", "."]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(_cased_token, max_size=10), min_size=1, max_size=4), st.booleans())
+def test_property_cased_input_changes_case_only(models, lines, with_source):
+    """A model for cased input reads each line's own case (sentence starts as detruecase.perl would make them):
+    whatever the line, the output differs from it in case only (a line starting 'ırmak' died on that check)."""
+    r = Recaser.load(models / "model.cased")
+    hyps = [" ".join(t.replace(" ", "").replace("\t", "") or "x" for t in toks) for toks in lines]
+    sources = ["Le Document ΟΔΟΣ ırmak" for _ in hyps] if with_source else None
+    for hyp, out in zip(hyps, r.recase_lines(hyps, sources)):
+        assert len(out.split()) == len(hyp.split())
+        for a, b in zip(hyp.split(), out.split()):
+            assert casing.is_recasing_of(b, a), (a, b)
