@@ -551,3 +551,17 @@ def test_a_bad_training_alignment_is_named_where_the_dev_set_is_aligned_by_it(ti
     argv = ["train", "--source", str(tico / "train.fr"), "--target", str(tico / "train.en"), "--alignment", bad]
     argv += ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en"), "-o", str(tmp_path / "m")]
     _fails(capsys, argv, bad, 10, "malformed alignment pair 'about'", tmp_path / "m")
+
+
+@pytest.mark.parametrize("where", ["train", "dev"])
+def test_a_reserved_token_is_named_at_its_line_where_eflomal_aligns(tico, tmp_path, capsys, where):
+    """Aligned by eflomal (no --alignment), the training bitext is counted from memory, and the dev reference's
+    punctuation too: a reserved token there was an error without its file and line."""
+    name = "train.en" if where == "train" else "dev.en"
+    lines = (tico / name).read_text(encoding="utf-8").splitlines()
+    lines[6] = "the <unk> is here"
+    bad = _write(tmp_path / name, "".join(x + "\n" for x in lines))
+    files = {"train.en": str(tico / "train.en"), "dev.en": str(tico / "dev.en"), name: bad}
+    argv = ["train", "--source", str(tico / "train.fr"), "--target", files["train.en"]]
+    argv += ["--dev-source", str(tico / "dev.fr"), "--dev-target", files["dev.en"], "-o", str(tmp_path / "m")]
+    _fails(capsys, argv, bad, 7, "the corpus contains the reserved token '<unk>'", tmp_path / "m")

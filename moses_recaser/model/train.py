@@ -44,6 +44,7 @@ from moses_recaser.modeldir import release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.outputs import model_target
 from moses_recaser.stats.build import Corpus, LMSettings, Statistics, is_arpa, statistics
+from moses_recaser.stats.counter import ReservedToken, reserved_at
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
@@ -66,10 +67,15 @@ class TrainReport:
     objective: float = 0.0
 
 
-def punctuation_vocabulary(triples: Sequence[Triple], min_count: int, counted: dict[str, int]) -> list[str]:
+def punctuation_vocabulary(
+    triples: Sequence[Triple], min_count: int, counted: dict[str, int], target: str | None = None
+) -> list[str]:
     """Punctuation tokens followed by a word at least ``min_count`` times in ``triples`` plus the counts already
-    made (the training statistics' ``punct``)."""
-    dev = count_text((t.target for t in triples), order=0)
+    made (the training statistics' ``punct``). ``target``: the file of the triples' targets (errors name it)."""
+    try:
+        dev = count_text((t.target for t in triples), order=0)
+    except ReservedToken as exc:
+        raise reserved_at(exc, [t.target for t in triples], target, lambda i: triples[i].id + 1) from None
     c = dict(counted)
     for w, n in zip(dev.forms, dev.punct.tolist()):
         if n:
@@ -277,7 +283,8 @@ def train(
         dev_refs: list[list[str | None]] = [list(t.target) for t in dev_set]
     else:
         dev_triples, dev_refs = dev_output.triples(dev, dev_set)
-    punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct)
+    dev_file = dev.target if dev_output is None else dev_output.trace
+    punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct, dev_file)
     names = feature_names(settings.feature_set, punct, decoded=settings.input_case == "cased")
     dev_cased = _dev_cased(dev_triples, tables, dev_output is not None) if settings.input_case == "cased" else []
 
@@ -515,7 +522,7 @@ def _train_statistics(
     which dev may have been held out)."""
     mono = settings.monolingual
     if train_set or train.alignment is None:
-        corpus = Corpus(triples=train_set, mono=mono, exclude=dev_lines)
+        corpus = Corpus(triples=train_set, triples_target=train.target, mono=mono, exclude=dev_lines)
     else:
         files = (train.source, train.target, train.alignment)
         corpus = Corpus(files=files, lines=train.lines, mono=mono, exclude=dev_lines)

@@ -78,6 +78,7 @@ class Corpus:
     files: tuple[str, str, str] | None = None
     lines: tuple[int, int] | None = None
     triples: Sequence[Triple] | None = None
+    triples_target: str | None = None  # the file the triples' targets come from, each triple's id its line - 1
     mono: Sequence[str] = field(default_factory=tuple)
     # lines of ``mono`` left out (tokens joined by spaces): the dev reference, which the LM must not have seen
     exclude: frozenset[str] = frozenset()
@@ -166,6 +167,7 @@ def _statistics_files(
             quiet,
             corpus.exclude,
             memory,
+            corpus.triples_target,
         )
         log.info(
             "counted %d sentences, %d target tokens in %.1f s",
@@ -306,7 +308,9 @@ def build_statistics(
         from moses_recaser.stats.eflomal import aligned_bitext
 
         priors = work / "aligner.priors"
-        corpus = Corpus(triples=aligned_bitext(source, target, settings.symmetrization, priors_out=priors))
+        corpus = Corpus(
+            triples=aligned_bitext(source, target, settings.symmetrization, priors_out=priors), triples_target=target
+        )
         settings.alignment = "eflomal"
         files["aligner.priors"] = str(priors)
     lm = LMSettings(

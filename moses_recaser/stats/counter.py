@@ -75,6 +75,15 @@ class ReservedToken(RecaserError):
         self.token = token
 
 
+def reserved_at(
+    exc: ReservedToken, sentences: Sequence[Sequence[str]], path: str | None, line_of: Callable[[int], int]
+) -> ReservedToken:
+    """``exc`` placed at the first of ``sentences`` holding its token: in ``path``, at the line ``line_of`` gives
+    that sentence's index (a reserved token is met a chunk at a time, where its line is not known)."""
+    at = next((i for i, x in enumerate(sentences) if exc.token in x), None)
+    return ReservedToken(exc.token, path, line_of(at)) if at is not None else exc
+
+
 class Counter:
     """Counts of sentences added a chunk at a time (``add``), over its own vocabularies; ``arrays`` gives
     them for a shard file, ``merge`` sums such files."""
@@ -370,9 +379,8 @@ def count_piece(
             else:  # empty lines of target-language text are no sentences
                 counter.add([x for x in _tokens(texts[0]) if x and not (exclude and " ".join(x) in exclude)])
         except ReservedToken as exc:
-            target = texts[1] if piece.bitext else texts[0]
-            at = next(i for i, x in enumerate(_tokens(target)) if exc.token in x)
-            raise ReservedToken(exc.token, piece.files[1 if piece.bitext else 0], first_line + at) from None
+            target = _tokens(texts[1] if piece.bitext else texts[0])
+            raise reserved_at(exc, target, piece.files[1 if piece.bitext else 0], lambda i: first_line + i) from None
         del texts
         done += n
         if memory is not None and scratch is not None and must_spill(counter, memory, base):

@@ -11,23 +11,31 @@ from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
 from moses_recaser.memory import Memory, rss
 from moses_recaser.sentences import chunks
-from moses_recaser.stats.counter import CHUNK_LINES, Counter, Links, must_spill
+from moses_recaser.stats.counter import CHUNK_LINES, Counter, Links, ReservedToken, must_spill, reserved_at
 from moses_recaser.stats.merge import Counts, merge
 from moses_recaser.triples import Triple
 
 
 def counter_of_triples(
-    triples: Iterable[Triple], order: int, memory: Memory | None = None, scratch: Scratch | None = None
+    triples: Iterable[Triple],
+    order: int,
+    memory: Memory | None = None,
+    scratch: Scratch | None = None,
+    target: str | None = None,
 ) -> Counter:
     """The counter of word-aligned triples, fed a chunk at a time (a triple without links is an error); its key
-    tables spilled to ``scratch`` past ``memory``, as ``counter.count_piece`` spills them."""
+    tables spilled to ``scratch`` past ``memory``, as ``counter.count_piece`` spills them. ``target``: the file
+    the triples' targets were read from, a triple's id its line there less one (errors name it)."""
     counter = Counter(order)
     base = rss()
     for chunk in chunks(triples, CHUNK_LINES):
         for t in chunk:
             if t.links is None:
                 raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
-        counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links or [] for t in chunk]))
+        try:
+            counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links or [] for t in chunk]))
+        except ReservedToken as exc:
+            raise reserved_at(exc, [t.target for t in chunk], target, lambda i: chunk[i].id + 1) from None
         if memory is not None and scratch is not None and scratch.directory is not None:
             if must_spill(counter, memory, base):
                 counter.spill(scratch)

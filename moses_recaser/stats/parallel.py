@@ -40,26 +40,33 @@ def count_corpus(
     quiet: bool = False,
     exclude: Collection[str] = frozenset(),
     memory: Memory | None = None,
+    triples_target: str | None = None,
 ) -> Counts:
     """The counts of a word-aligned bitext (files: source, target, alignment; lines [start, end) of them) or of
     word-aligned ``triples`` in memory, and of target-language text (``mono`` files, empty lines left out),
     counted in ``jobs`` processes; the same counts whatever ``jobs`` and ``memory`` are. Target-language lines in
     ``exclude`` (tokens joined by spaces: the dev reference) are not counted. Runs and the merged tables go to
-    ``scratch`` (None: everything in memory), the process tree held within ``memory`` (the whole run's)."""
+    ``scratch`` (None: everything in memory), the process tree held within ``memory`` (the whole run's).
+    ``triples_target``: the file the triples' targets come from (``in_memory.counter_of_triples``)."""
     check_workers(jobs, "--jobs")
     scratch = scratch or Scratch(None)
     memory = memory or Memory.unbounded()
     parts = (pieces(bitext, jobs, lines) if bitext else []) + [p for m in mono for p in pieces([m], jobs)]
     total = sum(p.lines for p in parts)
+
+    def counted_triples(share: Memory) -> list[Shard]:
+        """The counts of the triples in memory, as a shard (none without triples)."""
+        return [] if triples is None else [counter_of_triples(triples, order, share, scratch, triples_target).shard()]
+
     if jobs <= 1 or len(parts) <= 1:
         share = memory.left()
-        first = [counter_of_triples(triples, order, share, scratch).shard()] if triples is not None else []
+        first = counted_triples(share)
         with _progress(total, quiet) as tick:
             counted = (count_piece(p, order, tick, exclude, share, scratch) for p in parts)
             return merge(chain(first, counted), order, scratch, memory.working())
     import multiprocessing as mp
 
-    first = [counter_of_triples(triples, order, memory.left(), scratch).shard()] if triples is not None else []
+    first = counted_triples(memory.left())
     share = memory.split(jobs, (jobs + 1) * rss())
     # lines done, one slot per piece: each written by one worker only, so no lock a killed worker could hold
     done = mp.get_context("fork").Array("q", len(parts), lock=False)
