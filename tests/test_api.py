@@ -342,3 +342,12 @@ def test_an_exception_of_the_callers_own_iterable_passes_as_it_is(tico):
     with pytest.raises(UnicodeDecodeError) as caught:
         list(Recaser.load(tico / "model").recase_lines(hyps()))
     assert caught.value is mine
+
+
+@pytest.mark.parametrize(
+    "values", [{"unknown_prefix": 3}, {"xml_input": "no"}, {"factor_delimiter": None}, {"unknown_suffix": b"x"}]
+)
+def test_trace_options_of_the_wrong_type_are_refused(values):
+    """unknown_prefix=3 was a TypeError deep in the trace reader; xml_input="no" (true) turned XML stripping on."""
+    with pytest.raises(RecaserError, match=f"TraceOptions {next(iter(values))} is"):
+        moses_recaser.TraceOptions(**values)

@@ -49,6 +49,27 @@ class TraceOptions:
     factor_delimiter: str = "|"  # -output-factor-delimiter; "" turns factor splitting off
     xml_input: bool = False  # the input had XML markup (-xml-input inclusive/exclusive/ignore)
 
+    def __post_init__(self) -> None:
+        """Each field of its type: a library user's wrong value would be taken silently (``xml_input="no"`` is
+        true) or fail deep in the reader."""
+        for name, value, ok in (
+            (
+                "unknown_prefix",
+                self.unknown_prefix,
+                self.unknown_prefix is None or isinstance(self.unknown_prefix, str),
+            ),
+            ("unknown_suffix", self.unknown_suffix, isinstance(self.unknown_suffix, str)),
+            ("factor_delimiter", self.factor_delimiter, isinstance(self.factor_delimiter, str)),
+            ("xml_input", self.xml_input, isinstance(self.xml_input, bool)),
+        ):
+            if not ok:
+                kind = (
+                    "True or False"
+                    if name == "xml_input"
+                    else "a string" + (" or None" if name == "unknown_prefix" else "")
+                )
+                raise RecaserError(f"TraceOptions {name} is {value!r}; it must be {kind}")
+
 
 # Parameter.cpp's short names of the decoder parameters read below
 _SHORT = {"mark-unknown": "mu", "xml-input": "xi", "report-segmentation": "t", "factor-delimiter": "fd"}
