@@ -47,16 +47,16 @@ def physical_memory() -> int:
     return total
 
 
-def parse_memory(text: str) -> int:
+def parse_memory(text: str, what: str = "--memory") -> int:
     """Bytes of a size as lmplz's -S takes it: ``2G``, ``500M``, ``1.5g``, ``4096`` (bytes) or ``50%`` (of
-    physical memory); at least FLOOR."""
+    physical memory); at least FLOOR. ``what``: the flag, as errors name it."""
     m = _SIZE.fullmatch(text.strip())
     if m is None:
-        raise RecaserError(f"--memory must be a size such as 2G, 500M or 50%, not {text!r}")
+        raise RecaserError(f"{what} must be a size such as 2G, 500M or 50%, not {text!r}")
     number, unit = float(m.group(1)), m.group(2).lower()
     value = int(number * physical_memory() / 100) if unit == "%" else int(number * _UNITS[unit])
     if value < FLOOR:
-        raise RecaserError(f"--memory {text} is too small: a run needs at least {FLOOR >> 20}M")
+        raise RecaserError(f"{what} {text} is too small: a run needs at least {FLOOR >> 20}M")
     return value
 
 

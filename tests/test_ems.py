@@ -1022,13 +1022,18 @@ def test_ems_train_with_its_pointer_at_the_model_path_is_refused_before_work(tmp
 
 
 def test_ems_train_names_cores_as_ems_spells_it(tmp_path):
-    """-cores is the library's jobs: a bad value is refused by the name the step script gives it."""
+    """-cores is the library's jobs, -memory its --memory: a bad value is refused by the name the step script
+    gives it."""
     c = tmp_path / "c"
     c.write_text("x\n")
     args = ["train", "-corpus", str(c), "-source-corpus", str(c), "-alignment", str(c), "-dir", "d", "-config", "i"]
     proc = subprocess.run([EMS, *args, "-cores", "0"], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == "moses-recaser-ems: error: -cores must be between 1 and 256 (processes), not 0\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+    proc = subprocess.run([EMS, *args, "-memory", "10"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "moses-recaser-ems: error: -memory 10 is too small: a run needs at least 256M\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
 
 

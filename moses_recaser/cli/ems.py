@@ -143,9 +143,12 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.ems import steps
+    from moses_recaser.memory import parse_memory
     from moses_recaser.workers import check_workers
 
     check_workers(args.jobs, "-cores")  # as EMS spells it; the library names it --jobs
+    if args.memory is not None:
+        parse_memory(args.memory, "-memory")  # (and --memory)
     steps.train_step(
         steps.TrainStep(
             dir=args.dir,
