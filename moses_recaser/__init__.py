@@ -3,7 +3,7 @@
     >>> from moses_recaser import Recaser
     >>> r = Recaser.load("model/")                                      # doctest: +SKIP
     >>> r.recase("the united states .", source="les États-Unis .", alignment="0-0 1-1 1-2 2-3")  # doctest: +SKIP
-    'the United States .'
+    'The United States .'
 
 ``Recaser`` and ``train`` load numpy and the model code when first used, so that ``import moses_recaser``
 stays cheap (and the command line can set up BLAS threads before numpy loads).

@@ -565,3 +565,27 @@ def test_a_reserved_token_is_named_at_its_line_where_eflomal_aligns(tico, tmp_pa
     argv = ["train", "--source", str(tico / "train.fr"), "--target", files["train.en"]]
     argv += ["--dev-source", str(tico / "dev.fr"), "--dev-target", files["dev.en"], "-o", str(tmp_path / "m")]
     _fails(capsys, argv, bad, 7, "the corpus contains the reserved token '<unk>'", tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--lmplz-options", "-S 1G"], "--lmplz-options are options of lmplz: give --lmplz too"),
+        (["--lm", "LM", "--lmplz", "lmplz"], "--lmplz cannot be combined with --lm"),
+        (["--lm", "LM", "--lmplz-options", "-S 1G"], "--lmplz-options cannot be combined with --lm"),
+    ],
+)
+def test_lmplz_settings_that_would_go_unused_are_refused(tmp_path, capsys, extra, said):
+    """--lmplz-options without --lmplz was recorded in the model and never used (the LM estimated here); with
+    --lm, lmplz never runs."""
+    src = _write(tmp_path / "f", "le chat\n" * 5)
+    tgt = _write(tmp_path / "e", "the cat\n" * 5)
+    links = _write(tmp_path / "a", "0-0 1-1\n" * 5)
+    lm = _write(tmp_path / "lm.arpa", "\\data\\\nngram 1=1\n\n\\1-grams:\n-1.0\t<s>\n\n\\end\\\n")
+    extra = [lm if x == "LM" else x for x in extra]
+    argv = ["train", "--source", src, "--target", tgt, "--alignment", links, *extra]
+    argv += ["--dev-source", src, "--dev-target", tgt, "--dev-alignment", links, "-o", str(tmp_path / "m")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"moses-recaser: error: {said}"), err
+    assert err.count("\n") == 1 and not (tmp_path / "m").exists()

@@ -104,7 +104,7 @@ class Recaser:
 
     >>> r = Recaser.load("model/")                                             # doctest: +SKIP
     >>> r.recase("the united states .", source="les États-Unis .", alignment="0-0 1-1 1-2 2-3")  # doctest: +SKIP
-    'the United States .'
+    'The United States .'
 
     Output differs from the input in case only. Errors (a bad model, a malformed line) are ``RecaserError``.
     One object may be shared by threads (its batches run one at a time: ``jobs`` is the parallelism); an error or

@@ -454,6 +454,14 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
                 f"{', '.join(fixed)} cannot be combined with --stats: the statistics model's LM is final (set "
                 "them when it is made, with moses-recaser stats or merge)"
             )
+    elif settings.lm is not None and (lmplz is not None or settings.lmplz_options):
+        given = "--lmplz" if lmplz is not None else "--lmplz-options"
+        raise RecaserError(f"{given} cannot be combined with --lm: the LM is given, lmplz would not run")
+    elif settings.lmplz_options and lmplz is None:
+        raise RecaserError(
+            "--lmplz-options are options of lmplz: give --lmplz too (without it the LM is estimated here, and they "
+            "would go unused)"
+        )
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout-sentences needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:
