@@ -91,6 +91,14 @@ def train(
         lmplz=lmplz,
         work=work,
     )
+    if work is not None:
+        scratch_dir, model_dir = Path(os.path.realpath(work)), Path(os.path.realpath(model))
+        if scratch_dir == model_dir or model_dir in scratch_dir.parents:
+            raise RecaserError(
+                f"work is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
+                "scratch directory outside it",
+                os.fspath(work),
+            )
     budget = Memory.of(memory)
     chosen = _settings(settings, setting_values)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)

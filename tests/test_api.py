@@ -351,3 +351,24 @@ def test_trace_options_of_the_wrong_type_are_refused(values):
     """unknown_prefix=3 was a TypeError deep in the trace reader; xml_input="no" (true) turned XML stripping on."""
     with pytest.raises(RecaserError, match=f"TraceOptions {next(iter(values))} is"):
         moses_recaser.TraceOptions(**values)
+
+
+def test_a_scratch_directory_inside_the_model_is_refused_before_work(tico, tmp_path):
+    """work=MODEL made the run's scratch directory inside the model it replaces, then blamed the user for a
+    file in the model ('also holds .moses-recaser...work; move them out')."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tico / "model", model)
+    before = sorted(p.name for p in model.iterdir())
+    for work in (model, model / "sub"):
+        with pytest.raises(RecaserError, match="work is inside the model directory"):
+            train(
+                tico / "train.fr",
+                tico / "train.en",
+                model,
+                dev_source=tico / "dev.fr",
+                dev_target=tico / "dev.en",
+                work=work,
+            )
+        assert sorted(p.name for p in model.iterdir()) == before
