@@ -20,9 +20,11 @@ from moses_recaser.errors import RecaserError
 _TOKEN_SEP = re.compile(r"[ \t]+")
 _TRIM = " \t\n\r"
 # What no token can hold, so that a line written from tokens splits back into the same tokens: a space or tab
-# (they split it), a line end (\n ends the line; \r ends it for many readers, and is trimmed at its end) or a NUL
-# (not text). The JSON Lines reader refuses tokens holding one (``triples``).
-NOT_IN_TOKEN = re.compile(r"[ \t\n\r\0]")
+# (they split it), a newline (it ends the line) or a NUL (not text). A carriage return inside a line is a token's,
+# as the readers keep it, but not at the line's edges, where it is trimmed (``EDGE``). The JSON Lines reader
+# refuses tokens that could not be read back so (``triples``).
+NOT_IN_TOKEN = re.compile(r"[ \t\n\0]")
+EDGE = "\r"
 
 # The most tokens a sentence may hold on either side where it is recased or fitted as one (recase, triples,
 # phrase-align, train's dev): memory and time per sentence grow with its length (about 2.7 KB and 0.1 ms a

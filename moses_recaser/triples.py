@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import NOT_IN_TOKEN, LineReader, check_length
+from moses_recaser.textio import EDGE, NOT_IN_TOKEN, LineReader, check_length
 
 Phrase = tuple[int, int, int, int]
 Link = tuple[int, int]
@@ -177,8 +177,12 @@ def _str_list(value: Any, key: str, *, tokens: bool = False) -> list[str]:
     for k, x in enumerate(value):
         if tokens and (not x or NOT_IN_TOKEN.search(x)):
             raise RecaserError(
-                f"'{key}' entry {k} ({x!r}) is not a token: it is empty or holds a space, tab, line end or NUL "
+                f"'{key}' entry {k} ({x!r}) is not a token: it is empty or holds a space, tab, newline or NUL "
                 "(tokens are split on spaces and tabs, as in Moses)"
+            )
+        if tokens and ((k == 0 and x.startswith(EDGE)) or (k == len(value) - 1 and x.endswith(EDGE))):
+            raise RecaserError(
+                f"'{key}' entry {k} ({x!r}) has a carriage return at the line's edge, which a line's reader trims"
             )
         if not tokens and _NOT_IN_FIELD.search(x):
             raise RecaserError(f"'{key}' entry {k} ({x!r}) holds a line end or a NUL")

@@ -264,7 +264,7 @@ def _line(**kw: str) -> str:
         (_line(target='["the cat"]'), r"'target' entry 0 \('the cat'\) is not a token"),
         (_line(target='["the\\t"]'), "is not a token"),
         (_line(source='["le\\nx"]'), "is not a token"),
-        (_line(target='["a\\r"]'), "is not a token"),
+        (_line(target='["a\\r"]'), "has a carriage return at the line's edge"),
         (_line(target='[""]'), "is not a token"),
         (_line(target='["a\\u0000b"]'), "is not a token"),
         (_line(passthrough='"a\\nb"'), "'passthrough' must be a string without line ends"),
@@ -589,3 +589,17 @@ def test_lmplz_settings_that_would_go_unused_are_refused(tmp_path, capsys, extra
     err = capsys.readouterr().err
     assert err.startswith(f"moses-recaser: error: {said}"), err
     assert err.count("\n") == 1 and not (tmp_path / "m").exists()
+
+
+def test_a_carriage_return_inside_a_token_goes_through_triples_and_back(tmp_path, capsys):
+    """Text input keeps a carriage return inside a line as part of a token; 'triples' wrote such a token, and
+    the JSON Lines reader then refused the tool's own file."""
+    src = _write(tmp_path / "s", "le chat\rnoir .\n")
+    tgt = _write(tmp_path / "h", "the cat\rblack .\n")
+    links = _write(tmp_path / "a", "0-0 1-1 2-2\n")
+    jsonl = tmp_path / "t.jsonl"
+    assert main(["-q", "triples", "--source", src, "--target", tgt, "--alignment", links, "-o", str(jsonl)]) == 0
+    from moses_recaser.triples import read_triples
+
+    (triple,) = read_triples(str(jsonl))
+    assert triple.target == ["the", "cat\rblack", "."] and triple.source == ["le", "chat\rnoir", "."]
