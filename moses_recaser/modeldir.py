@@ -477,6 +477,14 @@ def _resolved(path: Path) -> Path:
     if not os.path.lexists(p):
         raise RecaserError("model not found", str(p))
     try:
+        kind = os.stat(p).st_mode
+    except FileNotFoundError:  # a symlink to nothing
+        raise RecaserError("model not found", str(p)) from None
+    except OSError as exc:  # a symlink loop
+        raise RecaserError(f"not a model directory or a model pointer file ({exc.strerror})", str(p)) from None
+    if not stat.S_ISREG(kind):
+        raise RecaserError("not a model directory or a model pointer file (a file 'model: DIR')", str(p))
+    try:
         text = read_small(Path(os.path.realpath(p))).decode("utf-8")  # a pointer may be a symlink: EMS's own files
     except UnicodeDecodeError:
         raise RecaserError("not a moses-recaser model pointer (not UTF-8 text)", str(p)) from None

@@ -603,3 +603,26 @@ def test_a_carriage_return_inside_a_token_goes_through_triples_and_back(tmp_path
 
     (triple,) = read_triples(str(jsonl))
     assert triple.target == ["the", "cat\rblack", "."] and triple.source == ["le", "chat\rnoir", "."]
+
+
+def test_a_directory_given_as_a_corpus_or_an_lm_is_called_a_directory(tmp_path, capsys):
+    """It was 'not a regular file (a pipe?)' for a corpus, and 'LM file not found' for an LM given to train()."""
+    from moses_recaser import train
+
+    src = _write(tmp_path / "f", "le chat\n" * 5)
+    tgt = _write(tmp_path / "e", "the cat\n" * 5)
+    links = _write(tmp_path / "a", "0-0 1-1\n" * 5)
+    d = tmp_path / "d"
+    d.mkdir()
+    dev = ["--dev-source", src, "--dev-target", tgt, "--dev-alignment", links, "-o", str(tmp_path / "m")]
+    argv = ["train", "--source", str(d), "--target", tgt, "--alignment", links, *dev]
+    _fails(capsys, argv, str(d), None, "is a directory, not a file", tmp_path / "m")
+    for where, values in (
+        ("source", {"source": d}),
+        ("lm", {"lm": str(d)}),
+        ("monolingual", {"monolingual": [str(d)]}),
+    ):
+        given = {"source": src, "target": tgt, "model": tmp_path / "m", **values}
+        with pytest.raises(RecaserError, match=re.escape(f"{d}: is a directory, not ")):
+            train(alignment=links, dev_source=src, dev_target=tgt, dev_alignment=links, **given)
+        assert not (tmp_path / "m").exists(), where

@@ -390,3 +390,18 @@ def test_a_model_loaded_by_a_relative_name_is_found_after_a_chdir(model, tmp_pat
     r = Recaser.load(model.name)
     monkeypatch.chdir("/")
     assert r.aligner_priors() == model / "aligner.priors" and r.aligner_priors().is_file()
+
+
+def test_a_model_path_that_is_no_directory_or_pointer_says_so(tmp_path):
+    """A FIFO or a symlink loop given as the model was refused with the wording of a file inside a model ('a model
+    directory holds regular files only'); a link to nothing is a model not found."""
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    os.symlink(tmp_path / "nothing", tmp_path / "dangling")
+    for name, said in (
+        ("fifo", "not a model directory or a model pointer file"),
+        ("loop", "not a model directory or a model pointer file (Too many levels of symbolic links)"),
+        ("dangling", "model not found"),
+    ):
+        with pytest.raises(RecaserError, match=re.escape(f"{tmp_path / name}: {said}")):
+            Recaser.load(tmp_path / name)

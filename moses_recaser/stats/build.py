@@ -191,7 +191,7 @@ def _language_model(
     arrays = out / "lm.npz"
     if lm.lm is not None:
         if not Path(lm.lm).is_file():
-            raise RecaserError("LM file not found", lm.lm)
+            raise RecaserError("is a directory, not an LM file" if Path(lm.lm).is_dir() else "LM file not found", lm.lm)
         if not is_arpa(lm.lm):
             if not is_kenlm_binary(lm.lm):
                 raise RecaserError("neither an ARPA file nor a KenLM binary (build_binary): not an LM", lm.lm)

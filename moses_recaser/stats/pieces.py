@@ -82,6 +82,8 @@ def check_rereadable(path: str) -> None:
         mode = os.stat(path).st_mode
     except OSError:
         return
+    if stat.S_ISDIR(mode):
+        raise RecaserError("is a directory, not a file", path)
     if not stat.S_ISREG(mode):
         raise RecaserError(
             "not a regular file (a pipe?): a training corpus or dev set is read more than once; give a file", path
