@@ -69,17 +69,21 @@ def test_a_dangling_symlink_creates_its_target(tmp_path):
     assert link.is_symlink() and (tmp_path / "later.txt").read_text() == "x\n"
 
 
-def test_a_fifo_is_written_in_place(tmp_path):
-    fifo = tmp_path / "pipe"
+def _through_a_fifo(fifo: Path, text: str) -> bytes:
+    """What a reader of a new FIFO gets when ``atomic_output`` writes ``text`` to it; the FIFO stays one."""
     os.mkfifo(fifo)
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
     with atomic_output(fifo) as out:
-        out.write("through the pipe\n")
+        out.write(text)
     reader.join(10)
-    assert got == [b"through the pipe\n"]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    return got[0]
+
+
+def test_a_fifo_is_written_in_place(tmp_path):
+    assert _through_a_fifo(tmp_path / "pipe", "through the pipe\n") == b"through the pipe\n"
 
 
 def _device(tmp_path: Path, name: str, minor: int) -> Path:
@@ -962,16 +966,7 @@ def test_text_to_a_compressed_name_is_compressed_as_the_readers_take_it(tmp_path
     assert main(["lm", "-i", corpus, "-o", str(arpa), "--lm-order", "2"]) == 0
     assert arpa.read_bytes() == first  # no time or name in the stream
     assert _ours(tmp_path) == []
-    fifo = tmp_path / f"pipe{suffix}"
-    os.mkfifo(fifo)
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
-    reader.start()
-    with atomic_output(fifo) as out:
-        out.write("through the pipe\n")
-    reader.join(10)
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    (tmp_path / f"copy{suffix}").write_bytes(got[0])
+    (tmp_path / f"copy{suffix}").write_bytes(_through_a_fifo(tmp_path / f"pipe{suffix}", "through the pipe\n"))
     assert list(read_lines(str(tmp_path / f"copy{suffix}"))) == ["through the pipe"]
 
 
