@@ -326,3 +326,12 @@ def test_standard_input_or_a_fifo_under_two_names_is_read_by_one_option(tmp_path
     with open(text, encoding="utf-8") as fh:
         proc = run(["eval", "--hyp", "/dev/stdin", "--ref", str(text)], fh)
     assert proc.returncode == 0 and "100.00" in proc.stdout
+
+
+def test_the_usage_shows_a_required_output_as_required(capsys):
+    """-o is checked after parsing (so that an old spelling counts): the usage showed it in brackets, as optional."""
+    assert main(["lm", "--help"]) == 0
+    usage = capsys.readouterr().out
+    assert " -o FILE " in usage and "[-o FILE]" not in usage and "[-i FILE]" in usage
+    assert main(["lm", "-i", "-"]) == 2
+    assert "the following arguments are required: -o" in capsys.readouterr().err

@@ -12,11 +12,11 @@ import signal
 import stat
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from moses_recaser import __version__
-from moses_recaser.cli.options import add, finish_settings
+from moses_recaser.cli.options import REQUIRED, add, finish_settings
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.outputs import NOT_A_FILE, STDOUT, check_output, file_id, write_error, written
@@ -56,6 +56,28 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         _error(self.prog.split()[0], f"{message} (see {self.prog} --help)")
         raise SystemExit(2)
+
+    def format_usage(self) -> str:
+        with self._required_shown():
+            return super().format_usage()
+
+    def format_help(self) -> str:
+        with self._required_shown():
+            return super().format_help()
+
+    @contextlib.contextmanager
+    def _required_shown(self) -> Iterator[None]:
+        """Settings added with ``required=True`` shown without brackets: argparse is not told they are required
+        (``options.finish_settings`` checks them after parsing, so that an old spelling counts), only its usage."""
+        names = {name for name, _ in self.get_default(REQUIRED) or []}
+        shown = [a for a in self._actions if a.dest in names and not a.required and a.help != argparse.SUPPRESS]
+        for a in shown:
+            a.required = True
+        try:
+            yield
+        finally:
+            for a in shown:
+                a.required = False
 
 
 def command_parser(
