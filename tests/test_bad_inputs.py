@@ -626,3 +626,24 @@ def test_a_directory_given_as_a_corpus_or_an_lm_is_called_a_directory(tmp_path, 
         with pytest.raises(RecaserError, match=re.escape(f"{d}: is a directory, not ")):
             train(alignment=links, dev_source=src, dev_target=tgt, dev_alignment=links, **given)
         assert not (tmp_path / "m").exists(), where
+
+
+def test_a_given_lm_that_is_no_lm_is_refused_before_alignment(tico, tmp_path, monkeypatch):
+    """--lm was looked at only after eflomal and counting (minutes on a large corpus)."""
+    from moses_recaser import train
+    from moses_recaser.stats import eflomal
+
+    def not_now(*args, **kwargs):
+        raise AssertionError("aligned before the LM was looked at")
+
+    monkeypatch.setattr(eflomal, "align", not_now)
+    text = _write(tmp_path / "text.lm", "the cat\n")
+    with pytest.raises(RecaserError, match=re.escape(f"{text}: neither an ARPA file nor a KenLM binary")):
+        train(
+            tico / "train.fr",
+            tico / "train.en",
+            tmp_path / "m",
+            dev_source=tico / "dev.fr",
+            dev_target=tico / "dev.en",
+            lm=text,
+        )

@@ -43,7 +43,7 @@ from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.outputs import model_target
-from moses_recaser.stats.build import Corpus, LMSettings, Statistics, is_arpa, statistics
+from moses_recaser.stats.build import Corpus, LMSettings, Statistics, is_arpa, lm_is_arpa, statistics
 from moses_recaser.stats.counter import ReservedToken, reserved_at
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
@@ -462,6 +462,8 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
             "--lmplz-options are options of lmplz: give --lmplz too (without it the LM is estimated here, and they "
             "would go unused)"
         )
+    if settings.lm is not None:
+        lm_is_arpa(settings.lm)  # what the file is, before alignment and counting
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError("--heldout-sentences needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:

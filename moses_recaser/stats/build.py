@@ -190,11 +190,7 @@ def _language_model(
     and ``with_arrays``."""
     arrays = out / "lm.npz"
     if lm.lm is not None:
-        if not Path(lm.lm).is_file():
-            raise RecaserError("is a directory, not an LM file" if Path(lm.lm).is_dir() else "LM file not found", lm.lm)
-        if not is_arpa(lm.lm):
-            if not is_kenlm_binary(lm.lm):
-                raise RecaserError("neither an ARPA file nor a KenLM binary (build_binary): not an LM", lm.lm)
+        if not lm_is_arpa(lm.lm):
             return Path(lm.lm), None
         if not with_arrays:
             check_arpa(lm.lm)  # checked whole now, not when a later train reads it
@@ -327,6 +323,18 @@ def is_arpa(path: str | os.PathLike[str]) -> bool:
     with open_binary(os.fspath(path)) as fh:
         head = fh.read(64)
     return head.removeprefix(BOM).lstrip().startswith(b"\\data\\")
+
+
+def lm_is_arpa(path: str) -> bool:
+    """Whether a given LM file is an ARPA file (else a KenLM binary), from its first bytes; anything else is a
+    RecaserError (a cheap check, made before any work; an ARPA file's counts are checked when it is read)."""
+    if not Path(path).is_file():
+        raise RecaserError("is a directory, not an LM file" if Path(path).is_dir() else "LM file not found", path)
+    if is_arpa(path):
+        return True
+    if not is_kenlm_binary(path):
+        raise RecaserError("neither an ARPA file nor a KenLM binary (build_binary): not an LM", path)
+    return False
 
 
 KENLM_MAGIC = b"mmap lm http://kheafield.com/code"  # the start of every build_binary file (lm/binary_format.cc)
