@@ -25,6 +25,7 @@ import errno
 import fcntl
 import io
 import logging
+import lzma
 import os
 import re
 import secrets
@@ -35,13 +36,14 @@ import stat
 import sys
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import compression
+from moses_recaser.textio import COMPRESSED
 
 log = logging.getLogger(__name__)
 
@@ -281,12 +283,36 @@ class _Guarded(io.FileIO):
             raise write_error(exc, self.shown) from None
 
 
-def _wrap(raw: _Guarded, binary: bool, shown: str = STDOUT) -> tuple[IO, IO, IO]:
-    """What is written to (text, or with ``binary`` bytes), the stream under it (compressed for text to a name
-    ending in .gz or .xz: ``textio.compression``) and the buffered file under that."""
+class _Compressing(io.RawIOBase):
+    """Bytes written to ``out`` compressed as gzip (``.gz``: no name, no time, so the same text gives the same
+    bytes) or xz (``.xz``). The stream's end is written by ``finish`` only: an output cut short by an error ends
+    without it, which every reader of these formats reports (a FIFO's reader too), where a closed stream would
+    pass for the whole output."""
+
+    def __init__(self, out: IO, suffix: str) -> None:
+        super().__init__()
+        self._out = out
+        self._packer: Any = zlib.compressobj(6, zlib.DEFLATED, 31) if suffix == ".gz" else lzma.LZMACompressor()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        data = bytes(b)
+        self._out.write(self._packer.compress(data))
+        return len(data)
+
+    def finish(self) -> None:
+        self._out.write(self._packer.flush())
+
+
+def _wrap(raw: _Guarded, binary: bool, suffix: str | None = None) -> tuple[IO, _Compressing | None, IO]:
+    """What is written to (text, or with ``binary`` bytes), the compressing stream under it (text with a
+    ``suffix`` of ``textio.COMPRESSED``; else None) and the buffered file under that."""
     buffered = io.BufferedWriter(raw, buffer_size=1 << 16)
-    packed = buffered if binary else compression(buffered, shown, "wb")
-    return (packed if binary else io.TextIOWrapper(packed, encoding="utf-8", newline="\n")), packed, buffered
+    packer = _Compressing(buffered, suffix) if suffix in COMPRESSED and not binary else None
+    inner = buffered if packer is None else io.BufferedWriter(packer, buffer_size=1 << 16)
+    return (inner if binary else io.TextIOWrapper(inner, encoding="utf-8", newline="\n")), packer, buffered
 
 
 def _finish(fh: IO, shown: str, *, sync: bool) -> None:
@@ -422,13 +448,15 @@ def check_output(path: str | os.PathLike[str] | None) -> None:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) -> Iterator[IO]:
+def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, compress: bool = False) -> Iterator[IO]:
     """Open an output that holds the new content only when the block finishes without error.
 
     A regular file (or a new one) is written under a temporary name beside it and renamed over it at the end; on
     any exception, KeyboardInterrupt included, the temporary file is removed and the old file is untouched. A
     symlink is written through; a FIFO or device in place. ``None`` or ``-`` is stdout. Write errors are
-    ``RecaserError``s naming the file.
+    ``RecaserError``s naming the file. With ``compress`` (a data output, which the readers here decompress by
+    name; not a config file that another program reads), text whose file is named ``.gz`` or ``.xz`` (the file
+    written: a symlink's target) is compressed so.
     """
     if path is None or os.fspath(path) == "-":
         yield from _to_stdout(binary)
@@ -439,8 +467,9 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
         yield from _to_descriptor(own, shown, binary)
         return
     real, st = output_target(shown)
+    suffix = next((x for x in COMPRESSED if real.name.endswith(x)), None) if compress else None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        yield from _in_place(real, shown, binary)
+        yield from _in_place(real, shown, binary, suffix)
         return
     clean_stale(real.parent)  # every dead run's leftovers here, whatever output they were for
     tmp = real.parent / _temp_name(real.name, "tmp")
@@ -458,7 +487,7 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False) 
         except BaseException:
             os.close(fd)  # (``_through`` closes it from here on)
             raise
-        yield from _through(fd, shown, binary, sync=True)
+        yield from _through(fd, shown, binary, sync=True, suffix=suffix)
         if in_place:
             _copy_into(tmp, real, shown)
             os.unlink(tmp)
@@ -613,20 +642,20 @@ def _to_descriptor(fd: int, shown: str, binary: bool) -> Iterator[IO]:
     yield from _through(dup, shown, binary)
 
 
-def _through(fd: int, shown: str, binary: bool, *, sync: bool = False) -> Iterator[IO]:
-    """A descriptor opened for this output, written (and with ``sync`` on disk), then closed. Text to a name
-    ending in ``.gz`` or ``.xz`` is compressed (``textio.compression``), as every reader here decompresses it."""
-    fh, packed, buffered = _wrap(_Guarded(fd, shown), binary, shown)
+def _through(fd: int, shown: str, binary: bool, *, sync: bool = False, suffix: str | None = None) -> Iterator[IO]:
+    """A descriptor opened for this output, written (and with ``sync`` on disk), then closed; text compressed by
+    ``suffix`` (``_wrap``), its stream ended only when the block finishes without error."""
+    fh, packer, buffered = _wrap(_Guarded(fd, shown), binary, suffix)
     try:
         yield fh
         _finish(fh, shown, sync=False)
-        if packed is not buffered:
+        if packer is not None:
             with _writing(shown):
-                packed.close()  # the stream's trailer, before the file is flushed and synced
+                packer.finish()
         _finish(buffered, shown, sync=sync)
     finally:
-        for layer in (fh, buffered):  # (the outer one first: a stream's trailer goes to the file before it closes)
-            with contextlib.suppress(OSError, RecaserError):
+        for layer in (fh, buffered):
+            with contextlib.suppress(OSError, RecaserError, ValueError):
                 layer.close()
 
 
@@ -651,13 +680,13 @@ def _to_stdout(binary: bool) -> Iterator[IO]:
                 fh.detach()
 
 
-def _in_place(real: Path, shown: str, binary: bool) -> Iterator[IO]:
+def _in_place(real: Path, shown: str, binary: bool, suffix: str | None) -> Iterator[IO]:
     """A FIFO or device, opened as ``>`` opens it (a FIFO waits for its reader)."""
     try:
         fd = os.open(real, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise write_error(exc, shown) from None
-    yield from _through(fd, shown, binary)
+    yield from _through(fd, shown, binary, suffix=suffix)
 
 
 # Linux's renameat2 flags: swap two names in one step, or rename only if the new name is free

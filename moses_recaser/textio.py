@@ -71,15 +71,14 @@ def open_binary(path: str) -> BinaryIO:
     return compression(fh, path, "rb")
 
 
-COMPRESSED = (".gz", ".xz")  # the names read and written through gzip and xz (``compression``)
+COMPRESSED = (".gz", ".xz")  # names read through gzip and xz, and written so by outputs that compress
 
 
-def compression(fh: BinaryIO, path: str, mode: str) -> BinaryIO:
-    """``fh`` read (``rb``) or written (``wb``) through the compression its name says: ``.gz`` or ``.xz``, else as
-    it is. Closing the returned file ends the stream (gzip's and xz's trailers) and leaves ``fh`` open. Written
-    gzip streams carry no name and no time, so the same text gives the same bytes."""
+def compression(fh: BinaryIO, path: str, mode: str = "rb") -> BinaryIO:
+    """``fh`` read through the decompression its name says (``.gz``, ``.xz``), else as it is. Closing the returned
+    file leaves ``fh`` open."""
     if path.endswith(COMPRESSED[0]):
-        return gzip.GzipFile(filename="", fileobj=fh, mode=mode, compresslevel=6, mtime=0)  # type: ignore[return-value]
+        return gzip.GzipFile(filename="", fileobj=fh, mode=mode)  # type: ignore[return-value]
     if path.endswith(COMPRESSED[1]):
         return lzma.LZMAFile(fh, mode=mode)  # type: ignore[return-value]
     return fh

@@ -38,10 +38,13 @@ def test_alignment_links_are_inside_sentences_and_mostly_diagonal(bitext, tmp_pa
     assert len(hits) > 10
 
 
-def test_alignment_with_priors_of_a_previous_run(bitext, tmp_path):
+@pytest.mark.parametrize("name", ["priors", "priors.gz"])
+def test_alignment_with_priors_of_a_previous_run(bitext, tmp_path, name):
+    """Priors written to a .gz name are compressed, and read back as such (they were read as plain text: exit 3)."""
     src, tgt = bitext
-    priors = tmp_path / "priors"
+    priors = tmp_path / name
     align(src, tgt, priors_out=priors)
+    assert priors.read_bytes().startswith(b"\x1f\x8b") == name.endswith(".gz")
     links = align(src[:20], tgt[:20], priors=priors)
     assert len(links) == 20 and sum(len(a) for a in links) > 0
 

@@ -290,16 +290,26 @@ def test_a_byte_order_mark_is_dropped_as_the_command_line_drops_it(tico, tmp_pat
     assert not cli[0].startswith("\ufeff")
 
 
-def test_one_sentence_keeps_a_leading_u_feff(tico):
-    """``recase`` of one sentence is not a file's first line: a U+FEFF that starts it is part of its first token
-    (it was dropped as a byte-order mark on every call, a token lost: '\ufeff' gave '')."""
+def test_a_u_feff_is_a_byte_order_mark_only_where_a_text_file_starts(tico, tmp_path):
+    """``recase`` of one sentence, or a list of lines, is not a file: a U+FEFF that starts it is part of its
+    first token (it was dropped on every call, a token lost: '\ufeff' gave ''). A file from ``open()`` drops it as
+    the command line does; ``read_lines`` has dropped it already (a second one was dropped too). An alignment
+    cannot hold one: there it is always a byte-order mark."""
     r = Recaser.load(tico / "model")
     for line in ["\ufeff", "\ufeff the cat .", "\ufeffthe cat ."]:
         out = r.recase(line)
         assert out.split(" ")[0].lower() == line.split(" ")[0].lower() and len(out) == len(line)
     lines = ["\ufeff the cat .", "\ufeff the cat ."]
-    out = list(r.recase_lines(lines))
-    assert out[0] == r.recase("the cat .") and out[1] == r.recase(lines[1])
+    assert list(r.recase_lines(lines)) == [r.recase(lines[0])] * 2
+    assert r.recase("the cat .", source="le chat .", alignment="\ufeff0-0 1-1 2-2") == r.recase(
+        "the cat .", source="le chat .", alignment="0-0 1-1 2-2"
+    )
+    path = tmp_path / "two.en"
+    path.write_text("\ufeff\ufeffthe united states .\n", encoding="utf-8")
+    cli = _cli("--model", str(tico / "model"), "--input", str(path), "-o", str(tmp_path / "cli"))
+    assert cli[0].startswith("\ufeff") and list(r.recase_lines(moses_recaser.read_lines(path))) == cli
+    with open(path, encoding="utf-8") as fh:
+        assert list(r.recase_lines(fh)) == cli
 
 
 def test_read_lines_gives_the_lines_the_command_line_reads(tico, tmp_path):

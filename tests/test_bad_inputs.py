@@ -462,7 +462,8 @@ def test_a_sigma_that_is_not_a_positive_number_is_refused(values):
     internal error) after the tables and the LM were built."""
     from moses_recaser.model.settings import TrainSettings
 
-    with pytest.raises(RecaserError, match="sigma must be a positive number"):
+    flag = "--sigma-grid" if "sigma_grid" in values else "--sigma"
+    with pytest.raises(RecaserError, match=f"^{flag} must be a positive number"):
         TrainSettings(**values).check()
 
 

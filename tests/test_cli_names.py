@@ -326,6 +326,28 @@ def test_standard_input_or_a_fifo_under_two_names_is_read_by_one_option(tmp_path
     with open(text, encoding="utf-8") as fh:
         proc = run(["eval", "--hyp", "/dev/stdin", "--ref", str(text)], fh)
     assert proc.returncode == 0 and "100.00" in proc.stdout
+    # stdin on /dev/null (cron, CI) is no stream: /dev/null given twice reads nothing twice
+    proc = run(["eval", "--hyp", "/dev/null", "--ref", "/dev/null"], subprocess.DEVNULL)
+    assert "both read" not in proc.stderr
+    # moses-recaser-ems: its files read when they are there count too, named as EMS spells them
+    ems = str(Path(sys.executable).parent / "moses-recaser-ems")
+    args = ["recase", "-in", str(text), "-source", str(text), "-trace", str(fifo), "-alignment", str(fifo)]
+    proc = subprocess.run([ems, *args, "-model", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert (
+        proc.stderr
+        == f"moses-recaser-ems: error: -trace and -alignment both read the pipe {fifo}: give one of them a file\n"
+    )
+    proc = subprocess.run(
+        [ems, "recase", "-in", "-", "-source", "-", "-model", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        proc.stderr == "moses-recaser-ems: error: -in and -source both read standard input: give one of them a file\n"
+    )
 
 
 def test_the_usage_shows_a_required_output_as_required(capsys):

@@ -313,3 +313,18 @@ def test_key_set_packs_large_sets_small():
     assert (index.starts.nbytes + index.low.nbytes) / len(keys) < 6
     assert np.diff(index.starts.astype(np.int64)).max() <= 20
     assert index.find(keys)[1].all()
+
+
+def test_a_compressed_lm_goes_into_a_model_as_plain_text(tmp_path):
+    """``lm -o lm.arpa.gz`` then ``stats --lm lm.arpa.gz``: the model's lm.arpa held gzip bytes, which KenLM and
+    ``--lm MODEL/lm.arpa`` refuse; it holds the text."""
+    from moses_recaser.cli.main import main
+
+    for name, text in (("f", "le chat .\n" * 5), ("e", "the cat .\n" * 5), ("a", "0-0 1-1 2-2\n" * 5)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    arpa = tmp_path / "lm.arpa.gz"
+    assert main(["-q", "lm", "-i", str(tmp_path / "e"), "-o", str(arpa), "--lm-order", "2"]) == 0
+    files = ["--source", str(tmp_path / "f"), "--target", str(tmp_path / "e"), "--alignment", str(tmp_path / "a")]
+    assert main(["-q", "stats", *files, "--lm", str(arpa), "-o", str(tmp_path / "m")]) == 0
+    assert (tmp_path / "m" / "lm.arpa").read_text(encoding="utf-8") == "\n".join(read_lines(str(arpa))) + "\n"
+    assert main(["-q", "stats", *files, "--lm", str(tmp_path / "m" / "lm.arpa"), "-o", str(tmp_path / "m2")]) == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import os
 import stat
@@ -69,14 +71,17 @@ def test_a_dangling_symlink_creates_its_target(tmp_path):
     assert link.is_symlink() and (tmp_path / "later.txt").read_text() == "x\n"
 
 
-def _through_a_fifo(fifo: Path, text: str) -> bytes:
-    """What a reader of a new FIFO gets when ``atomic_output`` writes ``text`` to it; the FIFO stays one."""
+def _through_a_fifo(fifo: Path, text: str, *, compress: bool = False, fail: bool = False) -> bytes:
+    """What a reader of a new FIFO gets when ``atomic_output`` writes ``text`` to it (with ``fail``, then an
+    error); the FIFO stays one."""
     os.mkfifo(fifo)
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    with atomic_output(fifo) as out:
+    with contextlib.suppress(RuntimeError), atomic_output(fifo, compress=compress) as out:
         out.write(text)
+        if fail:
+            raise RuntimeError("cut short")
     reader.join(10)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     return got[0]
@@ -966,20 +971,43 @@ def test_text_to_a_compressed_name_is_compressed_as_the_readers_take_it(tmp_path
     assert main(["lm", "-i", corpus, "-o", str(arpa), "--lm-order", "2"]) == 0
     assert arpa.read_bytes() == first  # no time or name in the stream
     assert _ours(tmp_path) == []
-    (tmp_path / f"copy{suffix}").write_bytes(_through_a_fifo(tmp_path / f"pipe{suffix}", "through the pipe\n"))
-    assert list(read_lines(str(tmp_path / f"copy{suffix}"))) == ["through the pipe"]
+    text = "".join(f"line {k}\n" for k in range(50_000))
+    (tmp_path / f"copy{suffix}").write_bytes(_through_a_fifo(tmp_path / f"pipe{suffix}", text, compress=True))
+    assert list(read_lines(str(tmp_path / f"copy{suffix}"))) == text.splitlines()
+    # an output cut short by an error ends without the stream's end, which its reader reports
+    (tmp_path / f"cut{suffix}").write_bytes(
+        _through_a_fifo(tmp_path / f"cut{suffix}.pipe", text, compress=True, fail=True)
+    )
+    with pytest.raises(RecaserError):
+        list(read_lines(str(tmp_path / f"cut{suffix}")))
+
+
+def test_compression_follows_the_file_written_and_only_data_outputs(tmp_path):
+    """A symlink named .gz to a plain file gets plain text, a plain name linked to a .gz file gets gzip (the name
+    given decided); a config file named .gz, which experiment.perl reads, stays plain text."""
+    (tmp_path / "plain.txt").write_text("old\n")
+    (tmp_path / "lnk.gz").symlink_to(tmp_path / "plain.txt")
+    (tmp_path / "out").symlink_to(tmp_path / "real.gz")
+    for name in ("lnk.gz", "out"):
+        with atomic_output(tmp_path / name, compress=True) as out:
+            out.write("new\n")
+    assert (tmp_path / "plain.txt").read_text() == "new\n"
+    assert gzip.decompress((tmp_path / "real.gz").read_bytes()) == b"new\n"
+    with atomic_output(tmp_path / "config.gz") as out:
+        out.write("[GENERAL]\n")
+    assert (tmp_path / "config.gz").read_text() == "[GENERAL]\n"
 
 
 def test_a_compressed_output_that_fails_leaves_the_old_file(tmp_path):
     old = tmp_path / "out.gz"
     old.write_bytes(b"old")
-    with pytest.raises(RuntimeError), atomic_output(old) as out:
+    with pytest.raises(RuntimeError), atomic_output(old, compress=True) as out:
         out.write("half\n")
         raise RuntimeError("stop")
     assert old.read_bytes() == b"old" and _ours(tmp_path) == []
 
 
 def test_binary_outputs_are_written_as_given_whatever_their_name(tmp_path):
-    with atomic_output(tmp_path / "x.gz", binary=True) as out:
+    with atomic_output(tmp_path / "x.gz", binary=True, compress=True) as out:
         out.write(b"raw bytes")
     assert (tmp_path / "x.gz").read_bytes() == b"raw bytes"

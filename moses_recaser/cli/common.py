@@ -178,20 +178,26 @@ def check_destinations(args: argparse.Namespace) -> None:
     An input is named by its flag (``input_flags``: where that is not ``--NAME``)."""
     inputs: dict[tuple[int, int], str] = {}
     streams: dict[object, str] = {}  # the inputs that read a stream: one stream cannot be read as two files
+
+    def one_reader(path: str, name: str) -> None:
+        stream = _stream(path)
+        if stream is not None:
+            flag = _input_flag(args, name)
+            if stream in streams:
+                what = "standard input" if stream == STDIN else f"the pipe {os.fspath(path)}"
+                raise RecaserError(f"{streams[stream]} and {flag} both read {what}: give one of them a file")
+            streams[stream] = flag
+
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path)
-            stream = _stream(path)
-            if stream is not None:
-                flag = _input_flag(args, name)
-                if stream in streams:
-                    what = "standard input" if stream == STDIN else f"the pipe {os.fspath(path)}"
-                    raise RecaserError(f"{streams[stream]} and {flag} both read {what}: give one of them a file")
-                streams[stream] = flag
+            one_reader(path, name)
             if name not in getattr(args, "rewrites", ()):
                 inputs.setdefault(file_id(path), name)
     for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked
+        if getattr(args, name) is not None:
+            one_reader(getattr(args, name), name)
         inputs.setdefault(file_id(getattr(args, name)), name)
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
@@ -221,16 +227,26 @@ def _stream(path: str | os.PathLike[str]) -> object:
         return None
     if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
         return None
+    piped = stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)
     with contextlib.suppress(OSError, ValueError):
         stdin = os.fstat(0)
-        if (st.st_dev, st.st_ino) == (stdin.st_dev, stdin.st_ino):
+        # (a device that is not a terminal, /dev/null under cron, gives each reader the same: not one stream)
+        if (st.st_dev, st.st_ino) == (stdin.st_dev, stdin.st_ino) and (piped or os.isatty(0)):
             return STDIN
-    return (st.st_dev, st.st_ino) if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) else None
+    return (st.st_dev, st.st_ino) if piped else None
 
 
 def _input_flag(args: argparse.Namespace, name: str) -> str:
-    """An input argument as the command spells its flag (``input_flags``, where that is not ``--NAME``)."""
-    return getattr(args, "input_flags", {}).get(name, "--" + name.replace("_", "-"))
+    """An input argument as the command spells its flag: ``input_flags`` (a flag inside another's value), else
+    its option's first long spelling in the command's parser (``-in`` in moses-recaser-ems, ``--input`` here)."""
+    given = getattr(args, "input_flags", {}).get(name)
+    if given is not None:
+        return str(given)
+    parser = getattr(args, "subparser", None)
+    for action in parser._actions if isinstance(parser, argparse.ArgumentParser) else []:
+        if action.dest == name and action.option_strings:  # (the setting's own action comes before old spellings)
+            return next((o for o in action.option_strings if len(o) > 2), action.option_strings[0])
+    return "--" + name.replace("_", "-")
 
 
 def say(text: str) -> None:

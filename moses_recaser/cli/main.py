@@ -61,7 +61,7 @@ def cmd_triples(args: argparse.Namespace) -> int:
     else:
         inputs = Inputs(args.trace, args.source, args.alignment, trace_options(args))
         triples = (r.triple for r in _read(args.trace_format, inputs))
-    with atomic_output(args.output) as out:
+    with atomic_output(args.output, compress=True) as out:
         n = write_triples(triples, out)
     log.info("wrote %d triples", n)
     return 0
@@ -140,7 +140,7 @@ def cmd_align(args: argparse.Namespace) -> int:
     triples = aligned_bitext(
         args.source, args.target, args.symmetrization, priors=args.priors, priors_out=args.priors_out
     )
-    with atomic_output(args.output) as out:
+    with atomic_output(args.output, compress=True) as out:
         for t in triples:
             out.write(format_links(t.links or []) + "\n")
     return 0
@@ -178,7 +178,7 @@ def cmd_phrase_align(args: argparse.Namespace) -> int:
 
     lengths = npa_lengths(args)
     triples = read_aligned_bitext(args.source, args.target, args.alignment)
-    with atomic_output(args.output) as out:
+    with atomic_output(args.output, compress=True) as out:
         write_triples((phrase_align_triple(t, lengths, args.npa_seed) for t in triples), out)
     return 0
 
@@ -429,7 +429,7 @@ def cmd_recase(args: argparse.Namespace) -> int:
 
     recaser = Recaser.load(args.model, alignment_mode=args.alignment_mode)
     records = _records(args, recaser)
-    with atomic_output(args.output) as out:
+    with atomic_output(args.output, compress=True) as out:
         if args.explain:
             for r in records:
                 for row in recaser.explain(r.triple):

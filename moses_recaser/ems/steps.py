@@ -75,7 +75,7 @@ def recase_step(step: RecaseStep) -> None:
         lines = _stock_model(step)
     else:
         lines = _recase(step, Recaser(step.model))
-    with atomic_output(step.output) as out:
+    with atomic_output(step.output, compress=True) as out:
         out.write("".join(x + "\n" for x in lines))
 
 

@@ -255,13 +255,12 @@ class Recaser:
         read, not returned). ``source`` is the cased, tokenized line the decoder translated (None:
         monolingual); ``alignment`` its word links to ``hyp``, Pharaoh ``"0-0 1-1"`` or index pairs."""
         return next(
-            self._recased_lines(
+            self.recase_lines(
                 [hyp],
                 None if source is None else [source],
                 None if alignment is None else [alignment],
                 trace_format=trace_format,
                 trace_options=trace_options,
-                first_bom=False,
             )
         )
 
@@ -277,25 +276,9 @@ class Recaser:
     ) -> Iterator[str]:
         """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 512 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
-        a line is dropped, and a byte-order mark that starts a stream (a file ``open()`` read keeps it, where the
-        command line drops it); errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
-        return self._recased_lines(
-            hyps, sources, alignments, trace_format=trace_format, trace_options=trace_options, jobs=jobs, first_bom=True
-        )
-
-    def _recased_lines(
-        self,
-        hyps: Iterable[str],
-        sources: Iterable[str] | None,
-        alignments: Iterable[Alignment] | None,
-        *,
-        trace_format: str,
-        trace_options: TraceOptions | None,
-        first_bom: bool,
-        jobs: int = 1,
-    ) -> Iterator[str]:
-        """``recase_lines``; ``first_bom``: the lines are streams' (a first line's byte-order mark dropped), else
-        one sentence's, taken whole (a U+FEFF there is a character of its first token)."""
+        a line is dropped; so is a byte-order mark that starts a text file (``open()`` keeps it, where the command
+        line and ``read_lines`` drop it; in a list of lines a U+FEFF is a character of its first token), and one
+        that starts an alignment; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
         fmt = FORMATS.get(trace_format) if isinstance(trace_format, str) else None
         if fmt is None or fmt.read_line is None:
             raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
@@ -311,6 +294,8 @@ class Recaser:
                 isinstance(stream, Iterable) or (stream is None and name != "hyps")
             ):
                 raise RecaserError(f"{name} must be an iterable of lines (a list, a file), not {type(stream).__name__}")
+
+        files = [isinstance(x, io.TextIOBase) for x in (hyps, sources)]  # (their first line's BOM dropped)
 
         def records() -> Iterator[Record]:
             ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
@@ -330,9 +315,9 @@ class Recaser:
                         f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1
                     )
                 line = Line(
-                    _one_line(hyp, "hyps", k, first_bom),
-                    None if sources is None else _one_line(src, "sources", k, first_bom),
-                    None if alignments is None else _pharaoh(cast(Alignment, links), k, first_bom),  # (checked there)
+                    _one_line(hyp, "hyps", k, files[0]),
+                    None if sources is None else _one_line(src, "sources", k, files[1]),
+                    None if alignments is None else _pharaoh(cast(Alignment, links), k),  # (type checked there)
                     options,
                     ("hyps", "sources", "alignments"),
                     k + 1,
@@ -520,9 +505,8 @@ def _decoded(stream: Iterable[Any], name: str) -> Iterator[Any]:
 
 def _one_line(text: object, stream: str, k: int, bom: bool) -> str:
     """A line as given, less one trailing newline, and with ``bom`` on a stream's first line a UTF-8 byte-order
-    mark (a file opened with ``open()`` keeps it, where the command line drops it); a newline inside it is an
-    error (it would change the output's line structure). A carriage return inside it stays, as the command line
-    keeps it."""
+    mark; a newline inside it is an error (it would change the output's line structure). A carriage return inside
+    it stays, as the command line keeps it."""
     if not isinstance(text, str):
         raise RecaserError(f"a line must be a str, got {type(text).__name__}", stream, k + 1)
     text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
@@ -540,10 +524,10 @@ def _one_line(text: object, stream: str, k: int, bom: bool) -> str:
     return text
 
 
-def _pharaoh(links: Alignment, k: int, bom: bool) -> str:
+def _pharaoh(links: Alignment, k: int) -> str:
     """A Pharaoh line of ``links`` (already one, or index pairs)."""
     if isinstance(links, str):
-        return _one_line(links, "alignments", k, bom)
+        return _one_line(links, "alignments", k, True)  # (a U+FEFF can only be a byte-order mark there)
     try:
         pairs: list[Link] = [(operator.index(i), operator.index(j)) for i, j in links]
     except (TypeError, ValueError):

@@ -91,13 +91,13 @@ class TrainSettings:
         ):
             if getattr(self, name) not in allowed:
                 raise RecaserError(f"{flag(name)} is {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
-        for sigma in (self.sigma, *self.sigma_grid):
+        for name, sigma in (("sigma", self.sigma), *(("sigma_grid", x) for x in self.sigma_grid)):
             # NaN would pass 'sigma <= 0' and leave weights unfitted; past the bounds, the prior's 1 / sigma^2
             # overflows or vanishes in the middle of the fit
             if not (math.isfinite(sigma) and SIGMA_RANGE[0] <= sigma <= SIGMA_RANGE[1]):
                 raise RecaserError(
-                    f"--sigma must be a positive number from {SIGMA_RANGE[0]:g} to {SIGMA_RANGE[1]:g} (the default is "
-                    f"1), got {sigma}"
+                    f"{flag(name)} must be a positive number from {SIGMA_RANGE[0]:g} to {SIGMA_RANGE[1]:g} (the "
+                    f"default sigma is 1), got {sigma}"
                 )
         for name, least, what in (
             ("heldout_folds", 2, "statistics from the other folds"),

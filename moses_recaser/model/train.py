@@ -43,7 +43,15 @@ from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.outputs import model_target
-from moses_recaser.stats.build import Corpus, LMSettings, Statistics, is_arpa, lm_is_arpa, statistics
+from moses_recaser.stats.build import (
+    Corpus,
+    LMSettings,
+    Statistics,
+    is_arpa,
+    lm_is_arpa,
+    model_lm_file,
+    statistics,
+)
 from moses_recaser.stats.counter import ReservedToken, reserved_at
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
@@ -274,7 +282,8 @@ def train(
             stats = _train_statistics(train, train_set, settings, lmplz, work, jobs, dev_lines, memory)
             tables, tables_file, lm_path, lm_arrays = stats.tables, stats.tables_file, stats.lm, stats.lm_arrays
         files["tables.npz"] = str(tables_file)
-        files["lm.arpa" if is_arpa(str(lm_path)) else "lm.bin"] = str(lm_path)
+        name, copy = model_lm_file(Path(lm_path), work)
+        files[name] = copy
         if lm_arrays is not None:
             files["lm.npz"] = str(lm_arrays)
 

@@ -49,6 +49,6 @@ def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = 
     from moses_recaser.textio import read_lines
 
     tok = tokenizer(lang, aggressive_dash_splits)
-    with atomic_output(out) as fh:
+    with atomic_output(out, compress=True) as fh:
         for line in read_lines(raw):
             fh.write(" ".join(tok(line)) + "\n")

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -35,7 +36,7 @@ from moses_recaser.stats.parallel import count_corpus
 from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.runs import remove
 from moses_recaser.stats.tables import Tables, write_tables
-from moses_recaser.textio import BOM, open_binary, read_lines, split_tokens
+from moses_recaser.textio import BOM, COMPRESSED, open_binary, read_lines, split_tokens
 from moses_recaser.triples import Triple
 from moses_recaser.workers import in_child
 
@@ -229,7 +230,7 @@ def estimate_lm(
     scratch = scratch or Scratch(None)
     t0 = time.perf_counter()
     sink = ArrayLMWriter(scratch, memory.working(), counts.lm_vocab()) if arrays is not None else None
-    with atomic_output(arpa) as out:
+    with atomic_output(arpa, compress=True) as out:
         report = estimate(counts, out, discount_fallback, prune, sink, memory.left())
     if sink is not None and arrays is not None:
         save_npz(arrays, sink.arrays())
@@ -314,8 +315,21 @@ def build_statistics(
     )
     stats = statistics(corpus, lm, work, jobs=jobs, memory=memory, lm_arrays=False)
     files["tables.npz"] = str(stats.tables_file)
-    files["lm.arpa" if is_arpa(str(stats.lm)) else "lm.bin"] = str(stats.lm)
+    name, copy = model_lm_file(stats.lm, work)
+    files[name] = copy
     return stats, files
+
+
+def model_lm_file(lm: Path, work: Path) -> tuple[str, str]:
+    """The LM's name in a model (``lm.arpa`` or, a KenLM binary, ``lm.bin``) and the file to copy there: a
+    compressed one (``lm.arpa.gz``) decompressed into ``work`` first, as the model's readers and KenLM take it."""
+    name = "lm.arpa" if is_arpa(str(lm)) else "lm.bin"
+    if not str(lm).endswith(COMPRESSED):
+        return name, str(lm)
+    plain = work / f"given.{name}"
+    with open_binary(str(lm)) as src, open(plain, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+    return name, str(plain)
 
 
 def is_arpa(path: str | os.PathLike[str]) -> bool:

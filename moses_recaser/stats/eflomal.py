@@ -9,6 +9,7 @@ alignment file is deterministic.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.outputs import atomic_output, work_dir
 from moses_recaser.stats.symal import symmetrize
-from moses_recaser.textio import split_tokens
+from moses_recaser.textio import open_binary, split_tokens
 from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ def align(
         tgt_lines = [_safe(t) for t in target]
         aligner = eflomal.Aligner()
         log.info("aligning %d sentence pairs with eflomal", len(source))
-        with open(priors, encoding="utf-8") if priors else contextlib.nullcontext() as pri:
+        # (priors written to a .gz or .xz name are compressed: read as every input is)
+        given = io.TextIOWrapper(open_binary(os.fspath(priors)), encoding="utf-8") if priors else None
+        with given if given is not None else contextlib.nullcontext() as pri:
             aligner.align(
                 src_lines,
                 tgt_lines,
@@ -77,7 +80,7 @@ def align(
         rev = (d / "rev").read_text(encoding="utf-8").split("\n")[: len(source)]
         if priors_out is not None:
             stats = eflomal.calculate_priors(src_lines, tgt_lines, fwd, rev)
-            with atomic_output(priors_out) as fh:
+            with atomic_output(priors_out, compress=True) as fh:
                 eflomal.write_priors(fh, *stats)
     out = []
     for f_line, r_line in zip(fwd, rev):
@@ -119,7 +122,7 @@ def priors_of_alignment(
             src.append(_safe(fs))
             tgt.append(_safe(es))
             links.append(" ".join(f"{i}-{j}" for i, j in pairs))
-    with atomic_output(out) as fh:
+    with atomic_output(out, compress=True) as fh:
         eflomal.write_priors(fh, *eflomal.calculate_priors(src, tgt, links, links))
 
 
