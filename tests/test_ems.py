@@ -481,7 +481,7 @@ def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(
             ["-headline", str(extra), "-o", str(out)],
             f"{extra}:{_seg_at(extra, 3)}: <seg> line 3, but -in {inp} has 2 lines",
         ),
-        (["-o", str(moses)], f"{moses}: this output is also the --moses input"),
+        (["-o", str(moses)], f"{moses}: this output is also the -moses input"),
         (["-o", str(table)], f"{table}: this output is also {table}, a file of the -model moses.ini"),
     ):
         assert ems_main(["-q", "recase", "-in", str(inp), "-model", str(ini), "-moses", str(moses), *flags]) == 2
@@ -585,9 +585,9 @@ def test_the_recase_step_never_writes_over_a_file_it_reads(ems_work, tmp_path, c
     common = ["-q", "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", str(pointer)]
     common += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
     for extra, out, flag in (
-        (["-alignment", str(wa)], wa, "--alignment"),
-        (["-decoder-settings", f"-threads 2 -alignment-output-file {wa}"], wa, "--decoder-settings -alignment"),
-        ([], pointer, "--model"),
+        (["-alignment", str(wa)], wa, "-alignment"),
+        (["-decoder-settings", f"-threads 2 -alignment-output-file {wa}"], wa, "-decoder-settings -alignment"),
+        ([], pointer, "-model"),
     ):
         assert ems_main([*common, *extra, "-o", str(out)]) == 2
         err = capsys.readouterr().err

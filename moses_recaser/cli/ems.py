@@ -63,7 +63,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         # read when they are there: the output may not replace them either
         reads_if_there=("alignment", "model", "decoder_alignment", "moses"),
         decoder_alignment=None,
-        input_flags={"decoder_alignment": "--decoder-settings -alignment-output-file"},
+        input_flags={"decoder_alignment": "-decoder-settings -alignment-output-file"},
         writes=("output",),
         rewrites=("input",),
     )
