@@ -68,20 +68,16 @@ def open_binary(path: str) -> BinaryIO:
         raise RecaserError("is a directory, not a file", path) from None
     except OSError as exc:
         raise RecaserError(f"cannot open: {exc.strerror}", path) from None
-    return compression(fh, path, "rb")
+    if path.endswith(COMPRESSED[0]):
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    if path.endswith(COMPRESSED[1]):
+        return lzma.LZMAFile(fh, mode="rb")  # type: ignore[return-value]
+    return fh
 
 
 COMPRESSED = (".gz", ".xz")  # names read through gzip and xz, and written so by outputs that compress
-
-
-def compression(fh: BinaryIO, path: str, mode: str = "rb") -> BinaryIO:
-    """``fh`` read through the decompression its name says (``.gz``, ``.xz``), else as it is. Closing the returned
-    file leaves ``fh`` open."""
-    if path.endswith(COMPRESSED[0]):
-        return gzip.GzipFile(filename="", fileobj=fh, mode=mode)  # type: ignore[return-value]
-    if path.endswith(COMPRESSED[1]):
-        return lzma.LZMAFile(fh, mode=mode)  # type: ignore[return-value]
-    return fh
+# what reading a file can raise: the system's errors, and a compressed stream cut short or damaged
+READ_FAULTS = (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError)
 
 
 BOM = b"\xef\xbb\xbf"
@@ -165,7 +161,7 @@ class LineReader:
                 if not raw.endswith(b"\n") and self.require_newline:
                     raise self.error("truncated last line (no newline at the end): the file looks cut short")
                 yield decode_line(raw, self.name, self.lineno)
-        except (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError) as exc:
+        except READ_FAULTS as exc:
             raise self.error(f"read error: {exc}") from None
         finally:
             self.close()

@@ -9,16 +9,14 @@ decoded, with their line numbers for error messages.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import lzma
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import COMPRESSED
+from moses_recaser.textio import COMPRESSED, READ_FAULTS
 
 
 @dataclass(frozen=True)
@@ -124,7 +122,7 @@ def corpus_digest(files: Sequence[str]) -> str:
             with open_binary(f) as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     one.update(block)
-        except (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError) as exc:
+        except READ_FAULTS as exc:
             raise RecaserError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", f) from None
         whole.update(one.digest())
     return whole.hexdigest()
