@@ -605,9 +605,12 @@ def test_the_recase_step_reads_word_links_from_a_pipe(ems_work, tmp_path):
     from_file = subprocess.run([EMS, "recase", *args, "-alignment", wa], check=True, capture_output=True, text=True)
     cmd = " ".join([EMS, "recase", *args, "-alignment", f"<(cat {wa})"])
     piped = subprocess.run(["bash", "-c", cmd], check=True, capture_output=True, text=True)
-    without = subprocess.run([EMS, "recase", *args], check=True, capture_output=True, text=True)
-    assert "no word alignment file" not in piped.stderr
-    assert piped.stdout == from_file.stdout != without.stdout
+    # a file taken as absent is said so (whether the links change the output depends on the fixture's model,
+    # whose eflomal alignment seeds itself at random: once they did not)
+    absent = [EMS, "recase", *args, "-alignment", f"{tmp_path}/none.wa"]
+    skipped = subprocess.run(absent, check=True, capture_output=True, text=True)
+    assert "no word alignment file" in skipped.stderr and "no word alignment file" not in piped.stderr
+    assert piped.stdout == from_file.stdout
 
 
 def test_the_recase_step_reads_unknown_word_marks_from_the_decoder_settings(ems_work, tmp_path):
