@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.errors import RecaserError, flag_of
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
@@ -72,9 +72,9 @@ def train(
     from moses_recaser.outputs import work_dir
     from moses_recaser.workers import check_workers
 
-    check_workers(jobs, "--jobs")
+    check_workers(jobs, flag_of("jobs"))
     if isinstance(dev_size, bool) or not isinstance(dev_size, int):
-        raise RecaserError(f"--dev-size must be a whole number of sentence pairs, not {dev_size!r}")
+        raise RecaserError(f"{flag_of('dev_size')} must be a whole number of sentence pairs, not {dev_size!r}")
     if dev_trace_options is not None and not isinstance(dev_trace_options, TraceOptions):
         raise RecaserError(f"dev_trace_options must be a TraceOptions, not {type(dev_trace_options).__name__}")
     _check_paths(
@@ -151,7 +151,7 @@ def _check_paths(**paths: object) -> None:
         if value is None and name != "model":
             continue
         if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-            flag = "-o" if name == "model" else f"--{name.replace('_', '-')}"  # as the command line spells it
+            flag = "-o" if name == "model" else flag_of(name)  # as the command line spells it
             raise RecaserError(f"{flag} must be a file name, not {value!r}")
 
 
@@ -212,7 +212,7 @@ def _bitexts(
     if training is None:
         raise RecaserError("with --stats, give the dev set (--dev-source and --dev-target)")
     if dev_size < 1:
-        raise RecaserError(f"--dev-size must be at least 1 sentence pair, got {dev_size}")
+        raise RecaserError(f"{flag_of('dev_size')} must be at least 1 sentence pair, got {dev_size}")
     n = corpus_lines([f for f in (training.source, training.target, training.alignment) if f])
     if n < 2:
         raise RecaserError("the corpus needs at least 2 lines (training and dev)", training.target)

@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.errors import RecaserError, flag_of
 
 DEFAULT_MEMORY = "2G"
 WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after counting (``Memory.working``)
@@ -120,10 +120,11 @@ class Memory:
             return setting
         if isinstance(setting, int) and not isinstance(setting, bool):
             if setting < LIBRARY_FLOOR:  # (bytes are the library's and the tests': spilling everything is allowed)
-                raise RecaserError(f"--memory of {setting} bytes is too small: give at least {LIBRARY_FLOOR >> 20}M")
+                least = LIBRARY_FLOOR >> 20
+                raise RecaserError(f"{flag_of('memory')} of {setting} bytes is too small: give at least {least}M")
             return cls(setting, f"{setting >> 20}M")
         if setting is not None and not isinstance(setting, str):
-            raise RecaserError(f"--memory must be a size such as 2G, 500M or 50%, or bytes, not {setting!r}")
+            raise RecaserError(f"{flag_of('memory')} must be a size such as 2G, 500M or 50%, or bytes, not {setting!r}")
         text = DEFAULT_MEMORY if setting is None else setting
         return cls(parse_memory(text), text)
 
@@ -154,6 +155,6 @@ class Memory:
         """Refuse, in one line naming the setting, what cannot fit."""
         if nbytes > self.bytes:
             raise RecaserError(
-                f"{what} needs {mib(nbytes)} in memory, more than --memory {self.setting} leaves it "
-                f"({mib(self.bytes)}): give more with --memory (-S)"
+                f"{what} needs {mib(nbytes)} in memory, more than {flag_of('memory')} {self.setting} leaves it "
+                f"({mib(self.bytes)}): give more with {flag_of('memory')}"
             )

@@ -1040,6 +1040,28 @@ def test_ems_train_names_cores_as_ems_spells_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
 
 
+def test_ems_train_errors_from_the_library_name_the_flags_as_ems_spells_them(tmp_path):
+    """Settings the library refuses (-lmplz-options without -lmplz, a -dev-size of 0) are named by the step's
+    own flags, not moses-recaser's (--lmplz-options); the main command still says --dev-size."""
+    c = tmp_path / "c"
+    c.write_text("a b\n" * 4)
+    (tmp_path / "a").write_text("0-0 1-1\n" * 4)
+    args = ["train", "-corpus", "c", "-source-corpus", "c", "-alignment", "a", "-dir", "d", "-config", "i"]
+    for extra, said in (
+        (["-lmplz-options", "-S 1G"], "-lmplz-options are options of lmplz: give -lmplz too"),
+        (["-dev-size", "0"], "-dev-size must be at least 1 sentence pair, got 0"),
+        (["-lm", "c", "-lmplz", "/bin/true"], "-lmplz cannot be combined with -lm:"),
+    ):
+        proc = subprocess.run([EMS, *args, *extra], capture_output=True, text=True, cwd=tmp_path)
+        error = [x for x in proc.stderr.splitlines() if "error" in x]  # (after the step's info lines)
+        assert proc.returncode == 2 and len(error) == 1 and error[0].startswith(f"moses-recaser-ems: error: {said}")
+        assert "--" not in proc.stderr and "Traceback" not in proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "c"]
+    main_args = ["train", "--source", "c", "--target", "c", "--alignment", "a", "-o", "m", "--dev-size", "0"]
+    proc = subprocess.run([EMS[: -len("-ems")], *main_args], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and "error: --dev-size must be at least 1" in proc.stderr
+
+
 def _seg_at(sgm: Path, n: int) -> int:
     """The line number of the n-th <seg> line of an SGM file."""
     return [k for k, x in enumerate(sgm.read_text(encoding="utf-8").splitlines(), 1) if x.startswith("<seg")][n - 1]

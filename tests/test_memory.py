@@ -44,7 +44,7 @@ def test_bad_memory_sizes_are_one_line_errors(text):
 
 def test_memory_that_cannot_hold_what_must_stay_says_which_setting_to_raise():
     with pytest.raises(
-        RecaserError, match=r"needs 2 MiB in memory, more than --memory 1G leaves it .* --memory \(-S\)"
+        RecaserError, match=r"needs 2 MiB in memory, more than --memory 1G leaves it .*: give more with --memory$"
     ):
         Memory(1 << 20, "1G").need(2 << 20, "this")
 

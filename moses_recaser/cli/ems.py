@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser.cli.common import command_parser, main_of
-from moses_recaser.cli.options import add
-from moses_recaser.errors import RecaserError
+from moses_recaser.cli.options import OPTIONS, add
+from moses_recaser.errors import RecaserError, flag_of, spelled_as
 from moses_recaser.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
@@ -123,6 +123,13 @@ TRAIN_SETTINGS = (
 )
 
 
+# how train's flags name what the library calls source, target and the settings (``errors.spelled_as``)
+TRAIN_SPELLINGS = {
+    "source": "-source-corpus",
+    "target": "-corpus",
+    **{name: spelling for name in ("alignment", *TRAIN_SETTINGS) if (spelling := OPTIONS[name].ems)},
+}
+
 # the patched meta's train step passes [RECASING] tokenized as "-mono IN2", which EMS leaves empty when the
 # config names none (experiment.perl's input of an ignored step): "-mono" then stands before the next flag
 TRAIN_OVERRIDES: dict[str, dict[str, Any]] = {"monolingual": {"nargs": "?", "action": _AppendGiven}}
@@ -146,19 +153,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.memory import parse_memory
     from moses_recaser.workers import check_workers
 
-    check_workers(args.jobs, "-cores")  # as EMS spells it; the library names it --jobs
-    if args.memory is not None:
-        parse_memory(args.memory, "-memory")  # (and --memory)
-    steps.train_step(
-        steps.TrainStep(
-            dir=args.dir,
-            corpus=args.corpus,
-            config=args.config,
-            source_corpus=args.source_corpus,
-            alignment=args.alignment,
-            settings={name: getattr(args, name) for name in TRAIN_SETTINGS},
+    with spelled_as(TRAIN_SPELLINGS):  # the library's errors name the settings as this command spells them
+        check_workers(args.jobs, flag_of("jobs"))
+        if args.memory is not None:
+            parse_memory(args.memory, flag_of("memory"))
+        steps.train_step(
+            steps.TrainStep(
+                dir=args.dir,
+                corpus=args.corpus,
+                config=args.config,
+                source_corpus=args.source_corpus,
+                alignment=args.alignment,
+                settings={name: getattr(args, name) for name in TRAIN_SETTINGS},
+            )
         )
-    )
     return 0
 
 

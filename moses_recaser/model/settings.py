@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.errors import RecaserError, flag_of
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.signature import signature
 
@@ -36,9 +36,9 @@ DERIVED = ("alignment_source", "lm_estimator", "dev_decoded", "monolingual_diges
 
 
 def flag(name: str) -> str:
-    """A setting as the command line spells it (``max_iter`` is ``--max-iter``): errors name it so. Those the
-    command line has no flag for (npa_lengths comes from --lengths-trace) keep their name."""
-    return name if name in ("npa_lengths", *DERIVED) else "--" + name.replace("_", "-")
+    """A setting as the command line spells it (``max_iter`` is ``--max-iter``, ``errors.flag_of``): errors name it
+    so. Those the command line has no flag for (npa_lengths comes from --lengths-trace) keep their name."""
+    return name if name in ("npa_lengths", *DERIVED) else flag_of(name)
 
 
 @dataclass

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
+from moses_recaser.errors import flag_of
 from moses_recaser.sentences import chunks
 from moses_recaser.triples import Triple
 from moses_recaser.workers import Workers, check_workers
@@ -28,7 +29,7 @@ def zip_recased(
     item. ``jobs`` > 1 uses worker processes forked after the model is loaded (they share its pages
     copy-on-write instead of loading it again), with one chunk per worker in flight (bounded memory)."""
     pick: Callable[[T], Triple] = triple_of or (lambda x: x)  # type: ignore[assignment,return-value]
-    if check_workers(jobs, "--jobs") == 1:
+    if check_workers(jobs, flag_of("jobs")) == 1:
         for chunk in chunks(items, CHUNK):
             yield from zip(chunk, recaser.recase_batch([pick(x) for x in chunk]))
         return

@@ -457,24 +457,24 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
         changed = [n for n in STATS_SETTINGS if getattr(settings, n) != getattr(default, n)]
         # (a switch on by default is turned off as --no-NAME)
         fixed = ["--no-" + flag(n)[2:] if getattr(settings, n) is False else flag(n) for n in changed]
-        fixed += ["--lmplz"] if lmplz is not None else []
+        fixed += [flag("lmplz")] if lmplz is not None else []
         if fixed:
             raise RecaserError(
                 f"{', '.join(fixed)} cannot be combined with --stats: the statistics model's LM is final (set "
                 "them when it is made, with moses-recaser stats or merge)"
             )
     elif settings.lm is not None and (lmplz is not None or settings.lmplz_options):
-        given = "--lmplz" if lmplz is not None else "--lmplz-options"
-        raise RecaserError(f"{given} cannot be combined with --lm: the LM is given, lmplz would not run")
+        given = flag("lmplz") if lmplz is not None else flag("lmplz_options")
+        raise RecaserError(f"{given} cannot be combined with {flag('lm')}: the LM is given, lmplz would not run")
     elif settings.lmplz_options and lmplz is None:
         raise RecaserError(
-            "--lmplz-options are options of lmplz: give --lmplz too (without it the LM is estimated here, and they "
-            "would go unused)"
+            f"{flag('lmplz_options')} are options of lmplz: give {flag('lmplz')} too (without it the LM is estimated "
+            "here, and they would go unused)"
         )
     if settings.lm is not None:
         lm_is_arpa(settings.lm)  # what the file is, before alignment and counting
     if stats_model is not None and settings.heldout_sentences:
-        raise RecaserError("--heldout-sentences needs the training bitext; it cannot be combined with --stats")
+        raise RecaserError(f"{flag('heldout_sentences')} needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:
         raise RecaserError(
             "--monolingual cannot be combined with --stats (the statistics model is final); estimate an "

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from moses_recaser.diskarrays import Scratch
-from moses_recaser.errors import RecaserError
+from moses_recaser.errors import RecaserError, flag_of
 from moses_recaser.memory import Memory, map_large_blocks
 from moses_recaser.modeldir import save_npz
 from moses_recaser.outputs import atomic_output, model_target, work_dir
@@ -68,7 +68,7 @@ class StatsSettings:
 def check_prune(threshold: int) -> None:
     """A pruning threshold is 0 (none) or a count."""
     if threshold < 0:
-        raise RecaserError(f"--lm-prune must be 0 (no pruning) or a count, not {threshold}")
+        raise RecaserError(f"{flag_of('lm_prune')} must be 0 (no pruning) or a count, not {threshold}")
 
 
 @dataclass
