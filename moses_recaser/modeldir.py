@@ -64,9 +64,18 @@ def words_of(a: np.ndarray) -> list[str]:
     return s.split("\n") if s else []
 
 
-def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: Mapping[str, np.ndarray | Stored]) -> None:
+# the member of a ``save_npz(..., digest=True)`` file that holds the sha256 of the others (``MappedArrays.digest``)
+DIGEST = "digest"
+
+
+def save_npz(
+    path: str | os.PathLike[str] | IO[bytes], arrays: Mapping[str, np.ndarray | Stored], *, digest: bool = False
+) -> None:
     """np.savez with fixed zip timestamps, so equal arrays give equal bytes (and equal checksums). A ``Stored``
-    array (one dimension) is copied from its file a block at a time: nothing is held in memory whole."""
+    array (one dimension) is copied from its file a block at a time: nothing is held in memory whole. With
+    ``digest``, a last member DIGEST holds the sha256 of the others (names and bytes): a file that travels alone
+    (a shard count file) is checked by it where it is read."""
+    h = hashlib.sha256() if digest else None
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
             value = arrays[name]
@@ -78,11 +87,20 @@ def save_npz(path: str | os.PathLike[str] | IO[bytes], arrays: Mapping[str, np.n
             )
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.file_size = head.tell() + int(np.prod(shape, dtype=np.int64)) * array.dtype.itemsize
+            if h is not None:
+                h.update(name.encode("utf-8") + b"\0" + head.getvalue())
             with zf.open(info, "w") as out:  # what ZipFile.writestr does, its size known before
                 out.write(head.getvalue())
                 chunks = blocks_of(value, max((16 << 20) // max(array.dtype.itemsize, 1), 1))
                 for chunk in chunks if isinstance(value, Stored) else [array]:
-                    out.write(np.ascontiguousarray(chunk).data)
+                    data = np.ascontiguousarray(chunk).data
+                    out.write(data)
+                    if h is not None:
+                        h.update(data)
+        if h is not None:
+            held = io.BytesIO()
+            np.lib.format.write_array(held, np.array(h.hexdigest()))
+            zf.writestr(zipfile.ZipInfo(f"{DIGEST}.npy", date_time=(1980, 1, 1, 0, 0, 0)), held.getvalue())
 
 
 def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None, user_file: bool = False) -> int:
@@ -238,6 +256,24 @@ class MappedArrays(Mapping[str, np.ndarray]):
         if len(shape) != 1:
             raise RecaserError(f"array {name!r} is damaged (shape {shape}, not one dimension)", self.path)
         return Stored(self.path, dtype, int(shape[0]), offset)
+
+    def digest(self) -> str:
+        """The sha256 ``save_npz(..., digest=True)`` stores of every member but DIGEST, of the bytes as they are
+        now (read a block at a time with the file's reads, not its map: a large file's pages are not held)."""
+        h = hashlib.sha256()
+        fd = open_regular(self.path, user_file=True)
+        with os.fdopen(fd, "rb") as fh:
+            for name in sorted(n for n in self._where if n != DIGEST):
+                start, size = self._where[name]
+                h.update(name.encode("utf-8") + b"\0")
+                fh.seek(start)
+                while size > 0:
+                    block = fh.read(min(size, 1 << 24))
+                    if not block:
+                        raise RecaserError(f"member {name} runs past the end of the file", self.path)
+                    h.update(block)
+                    size -= len(block)
+        return h.hexdigest()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)

@@ -82,6 +82,36 @@ READ_FAULTS = (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError)
 
 BOM = b"\xef\xbb\xbf"
 
+# A line is read LINE_PIECE bytes at a time: a file without line ends (binary data, /dev/zero) is refused at its
+# first NUL, and a line past MAX_LINE_BYTES (no sentence is that long) before it fills memory.
+LINE_PIECE = 1 << 16
+MAX_LINE_BYTES = 1 << 26
+
+
+def read_line(fh: BinaryIO, path: str, lineno: int) -> bytes:
+    """``fh.readline()`` (b"" at the end), in bounded memory: a NUL in a long line, or a line longer than
+    MAX_LINE_BYTES, is a RecaserError at ``path``:``lineno`` as soon as it is read."""
+    raw = fh.readline(LINE_PIECE)
+    if len(raw) < LINE_PIECE or raw.endswith(b"\n"):
+        return raw
+    parts: list[bytes] = []
+    size = -len(BOM) if lineno == 1 and raw.startswith(BOM) else 0  # (decode_line counts after a BOM)
+    while True:
+        nul = raw.find(b"\0")
+        if nul >= 0:
+            raise RecaserError(f"a NUL byte at byte {size + nul} of the line: not a text file", path, lineno)
+        parts.append(raw)
+        size += len(raw)
+        if size > MAX_LINE_BYTES:
+            raise RecaserError(
+                f"a line longer than {MAX_LINE_BYTES >> 20} MiB: not sentences (a file without line ends?)",
+                path,
+                lineno,
+            )
+        if len(raw) < LINE_PIECE or raw.endswith(b"\n"):
+            return b"".join(parts)
+        raw = fh.readline(LINE_PIECE)
+
 
 def decode_line(raw: bytes, path: str, lineno: int) -> str:
     """A line's text: without its line end (\\n or Windows' \\r\\n) and, on line 1, a UTF-8 byte-order
@@ -155,8 +185,9 @@ class LineReader:
     def __iter__(self) -> Iterator[str]:
         if self._fh is None:
             self._fh = open_binary(self.path)
+        fh = self._fh
         try:
-            for raw in self._fh:
+            for raw in iter(lambda: read_line(fh, self.name, self.lineno + 1), b""):
                 self.lineno += 1
                 if not raw.endswith(b"\n") and self.require_newline:
                     raise self.error("truncated last line (no newline at the end): the file looks cut short")

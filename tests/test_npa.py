@@ -71,6 +71,15 @@ def test_no_links_gives_one_phrase():
     assert phrase_align(3, 2, [], lengths={1: 1.0}) == [(0, 2, 0, 1)]
 
 
+def test_a_pair_with_an_empty_source_gets_no_phrases_as_recasing_reads_it():
+    """An uncleaned dev corpus' pair with an empty source line: its target is unaligned (the phrase aligner
+    refused it, so train and phrase-align stopped without naming the file or line), and the triple is valid."""
+    assert phrase_align(0, 3, []) == []
+    triple = Triple(id=4, source=[], target=["One", "thing", "."], links=[])
+    out = phrase_align_triple(triple)
+    assert out.phrases == [] and out.target == triple.target
+
+
 def test_length_distribution_from_trace_triples():
     t = [Triple(0, ["a"] * 5, ["b"] * 3, phrases=[(0, 1, 0, 0), (2, 2, 1, 1), (3, 4, 2, 2)])]
     assert length_distribution(t) == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3)}

@@ -178,6 +178,43 @@ def test_shard_files_are_read_through_symlinks(bitext, tmp_path, capsys):
     assert "fifo: not a shard count file (is not a regular file; it must be a regular file)" in capsys.readouterr().err
 
 
+def test_a_damaged_or_edited_shard_file_is_refused_before_the_merge(bitext, tmp_path, capsys):
+    """A shard file travels alone (from a cluster's nodes): a bad copy (one bit flipped in its counts) or arrays
+    saved again by hand (negated counts, which the merge took and train --stats then crashed on; a shard place
+    of two numbers; an LM order of 10^12, whose tables the merge tried to allocate) is refused by the sha256 the
+    file holds, in one line, and no model is written."""
+    import numpy as np
+
+    d = bitext
+    files = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    for i in (1, 2):
+        assert main(["-q", "count", *files, "--shard", f"{i}/2", "-o", str(tmp_path / f"s{i}.npz")]) == 0
+    good = (tmp_path / "s2.npz").read_bytes()
+    with np.load(tmp_path / "s2.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    at = good.index(arrays["cased_pairs.counts"].tobytes()[:64])  # inside the counts' data
+    flipped = bytearray(good)
+    flipped[at + 8] ^= 1
+    (tmp_path / "flipped.npz").write_bytes(bytes(flipped))
+    for name, change in (
+        ("negated", {"cased_pairs.counts": -arrays["cased_pairs.counts"]}),
+        ("place", {"shard": np.array([2, 2])}),
+        ("order", {"order": np.array(10**12)}),
+    ):
+        np.savez(tmp_path / f"{name}.npz", **{**arrays, **change})
+    capsys.readouterr()
+    for name in ("flipped", "negated", "place", "order"):
+        out = tmp_path / f"m-{name}"
+        assert main(["-q", "merge", str(tmp_path / "s1.npz"), str(tmp_path / f"{name}.npz"), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"moses-recaser: error: {tmp_path / name}.npz: the shard count file is damaged or was changed after "
+            "counting (its checksum does not match): count this shard again\n"
+        )
+        assert not out.exists()
+    assert main(["-q", "merge", str(tmp_path / "s1.npz"), str(tmp_path / "s2.npz"), "-o", str(tmp_path / "m")]) == 0
+
+
 def test_shard_arithmetic():
     assert [shard_range(10, i, 3) for i in (1, 2, 3)] == [(0, 3), (3, 6), (6, 10)]
     assert parse_shard("2/5") == (2, 5)

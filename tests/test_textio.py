@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from moses_recaser import textio
 from moses_recaser.errors import RecaserError
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.outputs import atomic_directory, atomic_output
@@ -121,3 +122,23 @@ def test_a_long_alignment_line_is_read_pair_by_pair():
     assert parse_links(" ".join(["0-0", "1-1"] * 100_000)) == [(0, 0), (1, 1)]
     with pytest.raises(RecaserError, match="malformed alignment pair 'x-1'"):
         parse_links("0-0 " * 100_000 + "x-1")
+
+
+def test_a_file_without_line_ends_is_refused_as_it_is_read_not_held_whole(tmp_path, monkeypatch):
+    """A NUL in a long line is named where it is (counted after a byte-order mark, as in a short line), and a line
+    past MAX_LINE_BYTES is refused at its line: /dev/zero was read whole before its NUL was seen (out of memory)."""
+    monkeypatch.setattr(textio, "MAX_LINE_BYTES", 1 << 20)
+    for size in (100, 3 * textio.LINE_PIECE):  # short, and read in pieces
+        path = tmp_path / f"nul{size}"
+        path.write_bytes(textio.BOM + b"a" * 97 + b"\0" + b"b" * size + b"\n")
+        with pytest.raises(RecaserError, match=r":1: a NUL byte at byte 97 of the line: not a text file$"):
+            list(LineReader(path))
+    long = tmp_path / "long"
+    long.write_bytes(b"ok\n" + b"a" * (3 << 20))
+    reader = LineReader(long)
+    with pytest.raises(RecaserError, match=r"long:2: a line longer than 1 MiB: not sentences"):
+        for line in reader:
+            assert line == "ok"
+    fine = tmp_path / "fine"
+    fine.write_bytes(b"x" * ((1 << 20) - 5) + b"\r\ny\n")  # long, but within the limit
+    assert list(LineReader(fine)) == ["x" * ((1 << 20) - 5), "y"]

@@ -17,6 +17,7 @@ import yaml
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.model.settings import TrainSettings
+from moses_recaser.textio import read_text
 
 log = logging.getLogger(__name__)
 
@@ -167,13 +168,7 @@ def _check_systems(node: yaml.Node, path: str) -> None:
 
 def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
     p = os.fspath(path)
-    try:
-        with open(p, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise RecaserError("config file not found", p) from None
-    except UnicodeDecodeError as exc:
-        raise RecaserError(f"invalid UTF-8 at byte {exc.start}", p) from None
+    text = read_text(p)  # (bad UTF-8 named at its line; a file without line ends refused, not read whole)
     try:
         node = yaml.compose(text)
     except RecursionError:

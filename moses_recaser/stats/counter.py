@@ -35,7 +35,7 @@ from moses_recaser.columns import WordTypes
 from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
 from moses_recaser.memory import Memory, release, rss
-from moses_recaser.modeldir import MappedArrays, save_npz, text_array
+from moses_recaser.modeldir import DIGEST, MappedArrays, save_npz, text_array
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.sentences import SENTENCE_END, first_in_sentence, positional
 from moses_recaser.stats.keycounts import KeyCounts, add_padded
@@ -50,8 +50,9 @@ N_TAGS = len(Tag)
 CHUNK_LINES = 20_000
 KEEP_KNOWN = 1 << 16  # word types of each vocabulary kept in its dict by a spill (the first met: frequent ones)
 # shard count files: 3, numpy arrays of the streamed counter; 4, each key table one sorted array (n-grams as
-# packed or big-endian keys), read a block at a time; 5, with the digest of the corpus a shard was counted from
-FORMAT = 5
+# packed or big-endian keys), read a block at a time; 5, with the digest of the corpus a shard was counted from;
+# 6, with the sha256 of the file's own arrays (``modeldir.DIGEST``): a bad copy is refused, not merged
+FORMAT = 6
 MAX_ORDER = 6  # KenLM's default build (KENLM_MAX_ORDER), which reads the LM when lmplz or --lm gives it
 _LINK_LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
 # a block of such lines, each ended, with numbers of at most 9 digits (parsed as int64 in one go)
@@ -267,7 +268,7 @@ def save_shard(out: str | IO[bytes], shard: Shard, scratch: Scratch, memory: Mem
         table = collect(merge_blocks([converted(r, kind, rows) for r in runs]), kind, scratch.stem(name))
         merged.append(table)
         arrays[f"{name}.keys"], arrays[f"{name}.counts"] = table.keys, table.counts
-    save_npz(out, arrays)  # type: ignore[arg-type]
+    save_npz(out, arrays, digest=True)  # type: ignore[arg-type]
     remove(merged)
     if shard.owned:
         remove(t for runs in shard.tables.values() for t in runs)
@@ -282,13 +283,19 @@ def load_shard(path: str) -> Shard:
         raise RecaserError(f"not a shard count file ({getattr(exc, 'reason', exc)})", path) from None
     if fmt != FORMAT:
         raise RecaserError("a shard count file of another format (count it again with this moses-recaser)", path)
+    if DIGEST not in z or str(z[DIGEST]) != z.digest():
+        raise RecaserError(
+            "the shard count file is damaged or was changed after counting (its checksum does not match): count "
+            "this shard again",
+            path,
+        )
     order = int(z["order"])
     tables = {}
     for name in table_names(order):
         keys, counts = z.stored(f"{name}.keys"), z.stored(f"{name}.counts")
         tables[name] = [Table(table_kind(name, keys.dtype), keys, counts)]
     table_files = {f"{n}.{c}" for n in tables for c in ("keys", "counts")}
-    return Shard({k: np.array(z[k]) for k in z if k not in table_files}, tables)
+    return Shard({k: np.array(z[k]) for k in z if k not in table_files and k != DIGEST}, tables)
 
 
 @dataclass

@@ -148,7 +148,7 @@ def pieces(files: Sequence[str], jobs: int, lines: tuple[int, int] | None = None
 def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple[int, str]]:
     """Lines [first, first + count) of a file from byte ``start`` (-1: read from the beginning), decoded,
     with their 1-based line numbers; errors name the file and line."""
-    from moses_recaser.textio import LineReader, decode_line
+    from moses_recaser.textio import LineReader, decode_line, read_line
 
     if start < 0:
         reader = LineReader(path)
@@ -161,7 +161,7 @@ def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple
     with open(path, "rb") as fh:
         fh.seek(start)
         for k in range(count):
-            yield first + k + 1, decode_line(fh.readline(), path, first + k + 1)
+            yield first + k + 1, decode_line(read_line(fh, path, first + k + 1), path, first + k + 1)
 
 
 def read_piece(piece: Piece, k: int = 0) -> Iterator[tuple[int, str]]:
@@ -178,10 +178,11 @@ def piece_blocks(piece: Piece, k: int, size: int) -> Iterator[list[str]]:
         for done in range(0, piece.lines, size):
             yield [next(lines) for _ in range(min(size, piece.lines - done))]
         return
-    from moses_recaser.textio import decode_lines
+    from moses_recaser.textio import decode_lines, read_line
 
     with open(path, "rb") as fh:
         fh.seek(start)
         for done in range(0, piece.lines, size):
             n = min(size, piece.lines - done)
-            yield decode_lines([fh.readline() for _ in range(n)], path, piece.first + done + 1)
+            line = piece.first + done + 1
+            yield decode_lines([read_line(fh, path, line + j) for j in range(n)], path, line)
