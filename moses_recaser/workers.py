@@ -71,7 +71,11 @@ class Workers:
             with forking():
                 for _ in range(n):
                     here, there = ctx.Pipe()
-                    proc = ctx.Process(target=_serve, args=(there, fn, list(self._conns)), daemon=True)
+                    # the worker closes this process's ends, its own included: once this process is gone, however
+                    # it went (killed, or an interrupt that cut its clean-up short), the worker reads the end of
+                    # its pipe and leaves; holding both ends, it waited for a task for ever (found by a Ctrl-C
+                    # during ``train --jobs 2``: two orphans holding the caller's stderr open)
+                    proc = ctx.Process(target=_serve, args=(there, fn, [*self._conns, here]), daemon=True)
                     proc.start()
                     there.close()
                     self._procs.append(proc)
@@ -139,7 +143,15 @@ class Workers:
         self.kill()
 
     def kill(self) -> None:
-        """Kill the workers still running and reap them all."""
+        """Kill the workers still running and reap them all (again, if a second interrupt, such as the SIGTERM
+        that follows a Ctrl-C, cut the first pass short)."""
+        try:
+            self._kill()
+        except KeyboardInterrupt:
+            self._kill()
+            raise
+
+    def _kill(self) -> None:
         for proc in self._procs:
             if proc.exitcode is None:
                 proc.kill()
@@ -153,8 +165,8 @@ def _serve(conn: Any, fn: Callable[[Any], Any], inherited: list[Any]) -> None:
     """In a worker: answer tasks until told to stop (None) or until the parent is gone (its end of the pipe
     closed)."""
     worker_signals()
-    for other in inherited:  # the pipes of the workers forked before: held here, they would not close with them
-        other.close()
+    for other in inherited:  # the parent's ends of this worker's pipe and of those forked before: held here,
+        other.close()  # they would not close when the parent ends
     while True:
         try:
             task = conn.recv()
@@ -180,7 +192,7 @@ def in_child(fn: Callable[..., T], *args: Any) -> T:
 
     ctx = mp.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn, args))
+    proc = ctx.Process(target=_child, args=(send, fn, args, receive))
     proc.start()
     send.close()
     try:
@@ -198,8 +210,10 @@ def in_child(fn: Callable[..., T], *args: Any) -> T:
     return value
 
 
-def _child(send: Any, fn: Callable[..., object], args: tuple[Any, ...]) -> None:
-    """In the child: run, send back what came of it, and leave without the parent's exit handlers."""
+def _child(send: Any, fn: Callable[..., object], args: tuple[Any, ...], receive: Any) -> None:
+    """In the child: run, send back what came of it, and leave without the parent's exit handlers. The parent's
+    end is closed here: with the parent gone, sending a large result fails instead of waiting for ever."""
+    receive.close()
     try:
         out: tuple[bool, object] = (True, fn(*args))
     except BaseException as exc:  # noqa: BLE001 (raised in the parent)

@@ -4,6 +4,7 @@ Viterbi (tests/oracles.py) that the split Viterbi is checked against."""
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -192,6 +193,38 @@ def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations():
     warm = fit(batches, 3, sigma=1.0, init=cold.weights + 0.01)
     assert warm.weights == pytest.approx(cold.weights, abs=1e-3)
     assert len(warm.log) < len(cold.log)
+
+
+def _fit_workers() -> list[int]:
+    """The pids of this process's CRF workers (children running ``crf.serve``)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    serving = b"crf import serve" in fh.read()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if ppid == os.getpid() and serving:
+                pids.append(int(entry))
+    return pids
+
+
+def test_fit_workers_are_out_of_reach_of_the_terminals_ctrl_c():
+    """A Ctrl-C goes to the terminal's foreground process group: a CRF worker (a fresh interpreter) that got it
+    while still importing printed a KeyboardInterrupt traceback. In a session of its own it does not get it; the
+    training process that does ends it."""
+    rng = np.random.default_rng(15)
+    batches = batch_of([random_lattice(rng, n) for n in (2, 3, 4, 5)], max_batch=2)
+    with likelihood(batches, 2) as objective:
+        objective(rng.normal(size=4))
+        pids = _fit_workers()
+        assert len(pids) == 2
+        for pid in pids:
+            assert os.getpgid(pid) != os.getpgid(0) and os.getsid(pid) == pid
+    assert _fit_workers() == []
 
 
 def test_a_fit_worker_whose_parent_is_gone_ends_quietly():

@@ -58,3 +58,43 @@ def test_stopping_early_ends_the_workers():
         assert next(replies) == 0
         replies.close()
     assert None not in workers.exit_codes
+
+
+def _orphan_workers(report: int) -> None:
+    """In a child: fork two workers, give one a task, write their pids to ``report``, and end at once, without
+    the clean-up that kills them (as when a second interrupt cuts it short, or the process is killed)."""
+    workers = Workers(2, _slow_square)
+    assert next(workers.map([2])) == 4
+    os.write(report, " ".join(map(str, workers.pids)).encode())
+    os._exit(0)
+
+
+def test_workers_whose_parent_is_gone_end_by_themselves():
+    """Each worker held both ends of its own pipe, so it never read the end of it: a Ctrl-C during
+    ``train --jobs 2`` whose clean-up a second signal cut short left two orphans waiting for a task for ever,
+    holding the caller's stderr open (``... | tee log`` never ended)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        _orphan_workers(write)
+    os.close(write)
+    pids = [int(p) for p in os.read(read, 100).split()]
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert len(pids) == 2
+
+    def alive(p: int) -> bool:
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # (a zombie has ended)
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 20
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left

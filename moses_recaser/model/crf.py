@@ -318,8 +318,15 @@ class _Worker:
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env = {**os.environ, **_WORKER_ENV, "PYTHONPATH": path}
         code = "from moses_recaser.model.crf import serve; serve()"
+        # a session of its own: a Ctrl-C at the terminal reaches this process, which ends the worker, and not the
+        # worker, which would print a KeyboardInterrupt traceback while it imports; with this process gone, it
+        # reads the end of its input and leaves
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
         )
         self._pickle = pickle
         try:
