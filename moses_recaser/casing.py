@@ -74,7 +74,7 @@ def tag_by_characters(token: str) -> Tag:
     n_upper = 0
     first_upper = False
     for c in _masked(token):
-        if c.isupper():
+        if c.isupper() or c.istitle():  # a titlecase letter ('ǅ', 'ǈ': neither upper nor lower) capitalizes
             if n_cased == 0:
                 first_upper = True
             n_cased += 1
@@ -106,6 +106,13 @@ def _upper_char(c: str) -> str:
     return u if len(u) == 1 and u.lower() == c.lower() else c
 
 
+def _title_char(c: str) -> str:
+    """A word's first letter capitalized: its titlecase form where that is one character of the same lowercase
+    ('ǆ' gives 'ǅ', not the upper 'Ǆ'; 'ᾳ' gives 'ᾼ', whose upper case is two letters), else ``_upper_char``."""
+    t = c.title()
+    return t if len(t) == 1 and t.lower() == c.lower() else _upper_char(c)
+
+
 def upper_all(token: str) -> str:
     """AU(w): every character upper-cased where that keeps the length and the lowercase."""
     if token.isascii() and "&" not in token:
@@ -131,8 +138,8 @@ def upper_first(token: str) -> str:
     if len(low) != len(token):
         low = token  # a length-changing lowercase (e.g. 'İ'): work on the token as given
     for i, c in enumerate(_masked(low)):
-        if c.isupper() or c.islower():
-            out = _dotted(low[:i] + _upper_char(c) + low[i + 1 :])
+        if c.isupper() or c.islower() or c.istitle():
+            out = _dotted(low[:i] + _title_char(c) + low[i + 1 :])
             return out if lower(out) == lower(token) else token
     return token
 
@@ -173,9 +180,9 @@ def is_capitalized(token: str) -> bool:
 
 
 def is_capitalized_by_characters(token: str) -> bool:
-    """``is_capitalized``'s definition, character by character."""
+    """``is_capitalized``'s definition, character by character (a titlecase letter, 'ǅ', capitalizes)."""
     for c in _masked(token):
-        if c.isupper():
+        if c.isupper() or c.istitle():
             return True
         if c.islower():
             return False

@@ -521,9 +521,11 @@ def _resolved(path: Path) -> Path:
     if not stat.S_ISREG(kind):
         raise RecaserError("not a model directory or a model pointer file (a file 'model: DIR')", str(p))
     try:
-        text = read_small(Path(os.path.realpath(p))).decode("utf-8")  # a pointer may be a symlink: EMS's own files
+        # a pointer may be a symlink (EMS's own files); an editor's byte-order mark is dropped, as in any text input
+        text = read_small(Path(os.path.realpath(p))).decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise RecaserError("not a moses-recaser model pointer (not UTF-8 text)", str(p)) from None
+    found: Path | None = None
     for lineno, line in enumerate(text.splitlines(), 1):
         if line.startswith("model:"):
             name = line.split(":", 1)[1].strip()
@@ -531,11 +533,15 @@ def _resolved(path: Path) -> Path:
                 raise RecaserError(
                     "not a moses-recaser model pointer (its 'model:' names no directory)", str(p), lineno
                 )
+            if found is not None:
+                raise RecaserError("a second 'model:' line: a pointer names one model", str(p), lineno)
             target = Path(name)
-            return _put_back(target if target.is_absolute() else p.parent / target)
-        if line.strip() and not line.startswith("#"):
+            found = target if target.is_absolute() else p.parent / target
+        elif line.strip() and not line.startswith("#"):
             raise RecaserError("not a moses-recaser model pointer (expected 'model: DIR')", str(p), lineno)
-    raise RecaserError("not a moses-recaser model pointer (no 'model:' line)", str(p))
+    if found is None:
+        raise RecaserError("not a moses-recaser model pointer (no 'model:' line)", str(p))
+    return _put_back(found)
 
 
 def _put_back(p: Path) -> Path:

@@ -454,9 +454,9 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
     A regular file (or a new one) is written under a temporary name beside it and renamed over it at the end; on
     any exception, KeyboardInterrupt included, the temporary file is removed and the old file is untouched. A
     symlink is written through; a FIFO or device in place. ``None`` or ``-`` is stdout. Write errors are
-    ``RecaserError``s naming the file. With ``compress`` (a data output, which the readers here decompress by
-    name; not a config file that another program reads), text whose file is named ``.gz`` or ``.xz`` (the file
-    written: a symlink's target) is compressed so.
+    ``RecaserError``s naming the file. With ``compress`` (a data output, which the readers here decompress,
+    knowing it by its bytes; not a config file that another program reads), text whose file is named ``.gz`` or
+    ``.xz`` (the file written: a symlink's target) is compressed so.
     """
     if path is None or os.fspath(path) == "-":
         yield from _to_stdout(binary)

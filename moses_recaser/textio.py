@@ -57,25 +57,56 @@ def split_tokens(line: str) -> list[str]:
 
 
 def open_binary(path: str) -> BinaryIO:
-    """A file's bytes as the reader takes them: ``-`` is stdin, ``.gz`` and ``.xz`` are decompressed."""
-    if path == "-":
-        return sys.stdin.buffer
+    """A file's bytes as the reader takes them: ``-`` is stdin; a gzip or xz file, known by its first bytes
+    (``compression``), is decompressed."""
     try:
-        fh: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by LineReader
+        fh = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed by LineReader
     except FileNotFoundError:
         raise RecaserError("no such file", path) from None
     except IsADirectoryError:
         raise RecaserError("is a directory, not a file", path) from None
     except OSError as exc:
         raise RecaserError(f"cannot open: {exc.strerror}", path) from None
-    if path.endswith(COMPRESSED[0]):
+    try:
+        # (a pipe's bytes too: peeked, not consumed; stdin replaced by a stream without peek is taken as it is)
+        kind = compression(fh.peek(len(_XZ))) if hasattr(fh, "peek") else None
+    except OSError as exc:
+        if path != "-":
+            fh.close()
+        raise RecaserError(f"cannot read: {exc.strerror}", path) from None
+    if kind == COMPRESSED[0]:
         return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
-    if path.endswith(COMPRESSED[1]):
+    if kind == COMPRESSED[1]:
         return lzma.LZMAFile(fh, mode="rb")  # type: ignore[return-value]
     return fh
 
 
-COMPRESSED = (".gz", ".xz")  # names read through gzip and xz, and written so by outputs that compress
+# Compressed input is known by its first bytes, not its name: a symlink 'x.gz' to plain text that an output
+# through it wrote (outputs compress by the name of the file written), or 'L' to 'data.xz', reads as it was
+# written. No UTF-8 text starts with either (0x8b and 0xfd start no character), so text is never taken for them.
+_GZIP, _XZ = b"\x1f\x8b", b"\xfd7zXZ\x00"
+
+
+def compression(head: bytes) -> str | None:
+    """The suffix (of ``COMPRESSED``) of the compression a file starting with ``head`` holds; None: plain."""
+    if head.startswith(_GZIP):
+        return COMPRESSED[0]
+    if head[:1] == _XZ[:1] and _XZ.startswith(head[: len(_XZ)]):
+        return COMPRESSED[1]
+    return None
+
+
+def compressed(path: str) -> bool:
+    """Whether a (regular) file is gzip or xz, from its first bytes; a file that cannot be read is not (its
+    reader says why)."""
+    try:
+        with open(path, "rb") as fh:
+            return compression(fh.read(len(_XZ))) is not None
+    except OSError:
+        return False
+
+
+COMPRESSED = (".gz", ".xz")  # gzip and xz: input known by its bytes, outputs compressed by these names
 # what reading a file can raise: the system's errors, and a compressed stream cut short or damaged
 READ_FAULTS = (OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError)
 

@@ -93,7 +93,7 @@ def test_tag_shortcuts_agree_with_the_definition(token):
         ("&apos;malley", "&apos;Malley", "&apos;MALLEY"),
         ("&quot;", "&quot;", "&quot;"),
         ("at&amp;t", "At&amp;t", "AT&amp;T"),
-        ("ǆ", "Ǆ", "Ǆ"),  # a digraph: IU upper-cases (Ǆ), it does not title-case (ǅ)
+        ("ǆ", "ǅ", "Ǆ"),  # a digraph: IU title-cases (ǅ, as str.capitalize does), AU upper-cases (Ǆ)
     ],
 )
 def test_surface_forms_change_case_only(token, iu, au):
@@ -131,3 +131,15 @@ def test_dotted_capital_i_comes_back_from_its_lowercase():
 def test_positional(tokens, expected):
     assert positional(tokens) == expected
     assert positional_words([tokens]) == [expected]  # the batch form
+
+
+def test_titlecase_letters_capitalize_a_word():
+    """'ǅ', 'ǈ', 'ǋ', 'ǲ' (Unicode's titlecase letters, neither upper nor lower) begin a capitalized word: 'ǅungla'
+    was tagged all lowercase, and the capital of 'ǆungla' was the upper-case 'Ǆungla' ('DŽungla'), so a source
+    word 'ǅungla' could not be copied."""
+    assert casing.tag("ǅungla") == Tag.IU and casing.is_capitalized("ǅungla")
+    assert casing.tag("ǄUNGLA") == Tag.AU and casing.tag("ǆungla") == Tag.AL
+    assert casing.upper_first("ǆungla") == "ǅungla" and casing.upper_all("ǆungla") == "ǄUNGLA"
+    assert casing.upper_first("ǉubljana") == "ǈubljana"
+    assert casing.upper_first("ᾳδης") == "ᾼδης"  # (its upper case is two letters, 'ΑΙ': it stayed 'ᾳ')
+    assert casing.upper_first("straße") == "Straße" and casing.upper_first("ßa") == "ßa"

@@ -320,6 +320,24 @@ def test_recase_step_without_the_wa_file(ems_work, tmp_path):
     assert len(out.read_text().splitlines()) == 150
 
 
+def test_recase_step_with_a_directory_as_its_word_links_is_one_line(ems_work, tmp_path):
+    """'Skipped if absent' is for a file EMS did not write; a directory given (as -alignment, or as the decoder
+    settings' -alignment-output-file) is a mistake, refused as the main command refuses it: it was taken for an
+    absent file, with a warning that -q hides, and recasing went on without the links."""
+    w = ems_work
+    (tmp_path / "links.wa").mkdir()
+    base = [EMS, "-q", "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1"]
+    base += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
+    out = tmp_path / "out"
+    for extra in (
+        ["-alignment", str(tmp_path / "links.wa")],
+        ["-decoder-settings", f"-alignment-output-file {tmp_path}"],
+    ):
+        proc = subprocess.run([*base, *extra, "-o", str(out)], capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr.endswith(": is a directory, not a file\n"), proc.stderr
+        assert proc.stderr.count("\n") == 1 and not out.exists()
+
+
 def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
     w = ems_work
     lines = (w / "evaluation" / "test.cleaned.1").read_text(encoding="utf-8").splitlines()[:3]

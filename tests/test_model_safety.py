@@ -383,6 +383,18 @@ def test_a_pointer_naming_no_directory_is_refused_at_its_line(model, tmp_path, l
         Recaser.load(pointer)
 
 
+def test_a_pointer_with_a_byte_order_mark_loads_and_one_with_two_models_is_refused(model, tmp_path):
+    """An editor's UTF-8 byte-order mark is dropped, as in any text input (the pointer was 'not a model
+    pointer'); a second 'model:' line is refused at its line, not left unread while the first wins."""
+    pointer = tmp_path / "bom.ptr"
+    pointer.write_bytes(b"\xef\xbb\xbfmodel: " + str(model).encode() + b"\r\n")
+    assert Recaser.load(pointer).recase("the cat .") == Recaser.load(model).recase("the cat .")
+    two = tmp_path / "two.ptr"
+    two.write_text(f"model: {model}\n# another\nmodel: {tmp_path / 'nosuch'}\n", encoding="utf-8")
+    with pytest.raises(RecaserError, match=re.escape(f"{two}:3: a second 'model:' line: a pointer names one model")):
+        Recaser.load(two)
+
+
 def test_a_model_loaded_by_a_relative_name_is_found_after_a_chdir(model, tmp_path, monkeypatch):
     """What a loaded model reads later (--align's priors) is where it was loaded from, whatever the working
     directory has become (it was looked for relative to the new one, and could be another model's)."""

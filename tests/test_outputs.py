@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from moses_recaser import textio
 from moses_recaser.cli.main import main
 from moses_recaser.errors import RecaserError
 from moses_recaser.outputs import HOST, TAG, atomic_directory, atomic_output, clean_stale, work_dir
@@ -974,10 +975,11 @@ def test_text_to_a_compressed_name_is_compressed_as_the_readers_take_it(tmp_path
     text = "".join(f"line {k}\n" for k in range(50_000))
     (tmp_path / f"copy{suffix}").write_bytes(_through_a_fifo(tmp_path / f"pipe{suffix}", text, compress=True))
     assert list(read_lines(str(tmp_path / f"copy{suffix}"))) == text.splitlines()
-    # an output cut short by an error ends without the stream's end, which its reader reports
-    (tmp_path / f"cut{suffix}").write_bytes(
-        _through_a_fifo(tmp_path / f"cut{suffix}.pipe", text, compress=True, fail=True)
-    )
+    # an output cut short by an error ends without the stream's end, which its reader reports (the FIFO named
+    # so: 'cut.gz.pipe' got plain text, refused only because the reader went by the name 'cut.gz')
+    cut = _through_a_fifo(tmp_path / f"cut-pipe{suffix}", text, compress=True, fail=True)
+    assert textio.compression(cut) == suffix
+    (tmp_path / f"cut{suffix}").write_bytes(cut)
     with pytest.raises(RecaserError):
         list(read_lines(str(tmp_path / f"cut{suffix}")))
 

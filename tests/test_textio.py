@@ -142,3 +142,31 @@ def test_a_file_without_line_ends_is_refused_as_it_is_read_not_held_whole(tmp_pa
     fine = tmp_path / "fine"
     fine.write_bytes(b"x" * ((1 << 20) - 5) + b"\r\ny\n")  # long, but within the limit
     assert list(LineReader(fine)) == ["x" * ((1 << 20) - 5), "y"]
+
+
+def test_compressed_input_is_known_by_its_bytes_not_its_name(tmp_path, monkeypatch):
+    """An output through a symlink 'out.gz' to 'out.txt' is written plain (by the name of the file written), and
+    read back as such; a link 'L' to 'data.xz' and gzip data under any name are decompressed, plain text named
+    '.gz' is read as it is, and so is gzip on stdin (they were decided by the name given: 'Not a gzipped file',
+    or a NUL byte at line 1 of a file that is fine)."""
+    import gzip
+    import io
+    import lzma
+    import sys
+
+    lines = ["the cat .", "ß İ ǅ"]
+    text = "".join(x + "\n" for x in lines).encode("utf-8")
+    (tmp_path / "data.xz").write_bytes(lzma.compress(text))
+    (tmp_path / "L").symlink_to("data.xz")
+    (tmp_path / "plain.gz").write_bytes(text)
+    (tmp_path / "blob").write_bytes(gzip.compress(text))
+    (tmp_path / "z.gz").symlink_to("blob")
+    (tmp_path / "out.gz").symlink_to("out.txt")
+    with atomic_output(str(tmp_path / "out.gz"), compress=True) as out:
+        out.write("".join(x + "\n" for x in lines))
+    assert (tmp_path / "out.txt").read_bytes() == text and (tmp_path / "out.gz").is_symlink()
+    for name in ("data.xz", "L", "plain.gz", "blob", "z.gz", "out.gz"):
+        assert list(LineReader(tmp_path / name)) == lines, name
+    stdin = io.TextIOWrapper(io.BufferedReader(io.BytesIO(gzip.compress(text))), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert list(LineReader("-")) == lines

@@ -137,7 +137,10 @@ def word_alignment(alignment: str | None, decoder_settings: str) -> str | None:
 
 
 def _there(path: str) -> bool:
-    return os.path.exists(path) and not os.path.isdir(path)
+    """The file is there (a pipe or device too); a directory given is a mistake, not an absent file."""
+    if os.path.isdir(path):
+        raise RecaserError("is a directory, not a file", path)
+    return os.path.exists(path)
 
 
 def _checked_trace(

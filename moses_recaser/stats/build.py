@@ -36,7 +36,7 @@ from moses_recaser.stats.parallel import count_corpus
 from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.runs import remove
 from moses_recaser.stats.tables import Tables, write_tables
-from moses_recaser.textio import BOM, COMPRESSED, open_binary, read_lines, split_tokens
+from moses_recaser.textio import BOM, compressed, open_binary, read_lines, split_tokens
 from moses_recaser.triples import Triple
 from moses_recaser.workers import in_child
 
@@ -324,7 +324,7 @@ def model_lm_file(lm: Path, work: Path) -> tuple[str, str]:
     """The LM's name in a model (``lm.arpa`` or, a KenLM binary, ``lm.bin``) and the file to copy there: a
     compressed one (``lm.arpa.gz``) decompressed into ``work`` first, as the model's readers and KenLM take it."""
     name = "lm.arpa" if is_arpa(str(lm)) else "lm.bin"
-    if not str(lm).endswith(COMPRESSED):
+    if not compressed(str(lm)):
         return name, str(lm)
     plain = work / f"given.{name}"
     with open_binary(str(lm)) as src, open(plain, "wb") as out:

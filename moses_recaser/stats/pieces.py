@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import COMPRESSED, READ_FAULTS
+from moses_recaser.textio import READ_FAULTS, compressed
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Piece:
 
 
 def _seekable(path: str) -> bool:
-    return not path.endswith(COMPRESSED) and path != "-"
+    return path != "-" and not compressed(path)
 
 
 def line_offsets(path: str, wanted: Sequence[int]) -> tuple[int, list[int]]:
