@@ -113,6 +113,14 @@ def _title_char(c: str) -> str:
     return t if len(t) == 1 and t.lower() == c.lower() else _upper_char(c)
 
 
+def case_like(c: str, model: str) -> str:
+    """The character ``c`` in the case of the character ``model``: upper or titlecase ('ǅ') where that is one
+    character of the same lowercase, else as it is."""
+    if model.isupper():
+        return _upper_char(c)
+    return _title_char(c) if model.istitle() else c
+
+
 def upper_all(token: str) -> str:
     """AU(w): every character upper-cased where that keeps the length and the lowercase."""
     if token.isascii() and "&" not in token:

@@ -29,6 +29,8 @@ from moses_recaser.stats.tables import Tables
         ("mcdonald", (), ("McDonald", "house"), ["mcdonald", "Mcdonald", "MCDONALD", "McDonald"]),
         ("montreal", (), ("Montréal",), ["montreal", "Montreal", "MONTREAL"]),  # diacritics: the case pattern
         ("ebay", (), ("EBay", "eBay"), ["ebay", "Ebay", "EBAY", "EBay", "eBay"]),
+        # a titlecase letter in the pattern is copied as one ('ǅ'): it was taken for a lowercase letter
+        ("xǆungla", (), ("xǅüngla",), ["xǆungla", "Xǆungla", "XǄUNGLA", "xǅungla"]),
     ],
 )
 def test_gen_hand_cases(token, seen, source, want):

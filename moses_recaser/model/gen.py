@@ -55,7 +55,7 @@ def gen(
             add(form)
         else:
             # the same word up to diacritics (Montréal-Trudeau / montreal-trudeau): copy its case pattern
-            add("".join(t.upper() if f.isupper() and len(t.upper()) == 1 else t for t, f in zip(low, form)))
+            add("".join(casing.case_like(t, f) for t, f in zip(low, form)))
     for form in seen_forms:
         if len(out) >= max_candidates:
             break
