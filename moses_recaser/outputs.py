@@ -292,7 +292,7 @@ class _Compressing(io.RawIOBase):
     def __init__(self, out: IO, suffix: str) -> None:
         super().__init__()
         self._out = out
-        self._packer: Any = zlib.compressobj(6, zlib.DEFLATED, 31) if suffix == ".gz" else lzma.LZMACompressor()
+        self._packer: Any = zlib.compressobj(6, zlib.DEFLATED, 31) if suffix == COMPRESSED[0] else lzma.LZMACompressor()
 
     def writable(self) -> bool:
         return True

@@ -322,7 +322,8 @@ def build_statistics(
 
 def model_lm_file(lm: Path, work: Path) -> tuple[str, str]:
     """The LM's name in a model (``lm.arpa`` or, a KenLM binary, ``lm.bin``) and the file to copy there: a
-    compressed one (``lm.arpa.gz``) decompressed into ``work`` first, as the model's readers and KenLM take it."""
+    compressed one (gzip or xz, whatever its name) decompressed into ``work`` first, as the model's readers and
+    KenLM take it."""
     name = "lm.arpa" if is_arpa(str(lm)) else "lm.bin"
     if not compressed(str(lm)):
         return name, str(lm)
@@ -333,7 +334,8 @@ def model_lm_file(lm: Path, work: Path) -> tuple[str, str]:
 
 
 def is_arpa(path: str | os.PathLike[str]) -> bool:
-    """Whether the file (``.gz`` and ``.xz`` decompressed, as KenLM reads them) starts as an ARPA file does."""
+    """Whether the file (gzip and xz decompressed, known by their first bytes as KenLM knows them) starts as an
+    ARPA file does."""
     with open_binary(os.fspath(path)) as fh:
         head = fh.read(64)
     return head.removeprefix(BOM).lstrip().startswith(b"\\data\\")
