@@ -178,7 +178,8 @@ def _settings(settings: TrainSettings | None, values: dict[str, Any]) -> TrainSe
     chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
     for m in chosen.monolingual:
         check_rereadable(m)  # (read twice: its digest, then its lines)
-    chosen.monolingual = [str(Path(m).resolve()) for m in chosen.monolingual]
+    # as given (errors name them so); the model records them resolved (``model.train``)
+    chosen.monolingual = [os.fspath(m) for m in chosen.monolingual]
     return chosen
 
 

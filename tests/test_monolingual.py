@@ -73,7 +73,8 @@ def test_mono_text_capitalizes_a_name_the_bitext_lacks(mono_model, tico):
     assert Recaser(tico / "model").recase_batch([t])[0][1] == "zorblax"
 
 
-def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
+def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     bad = tmp_path / "bad.en"
     bad.write_bytes(b"fine line\nbad \xff byte\n")
     args = [
@@ -90,9 +91,9 @@ def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys):
         "-o",
         str(tmp_path / "m"),
     ]
-    assert main([*args, "--monolingual", str(bad)]) != 0
+    assert main([*args, "--monolingual", "bad.en"]) != 0
     err = capsys.readouterr().err
-    assert "bad.en" in err and ":2" in err and "UTF-8" in err
+    assert err.startswith("moses-recaser: error: bad.en:2: ") and "UTF-8" in err  # named as given
     assert not (tmp_path / "m").exists()
     assert (
         main(

@@ -687,7 +687,8 @@ def _write(
     """The model directory, atomically: every setting, the signature, the weights and the fit's record."""
     write_model(
         model_dir,
-        settings=asdict(settings),
+        # the monolingual files as the user named them, resolved: the record says which files, from anywhere
+        settings={**asdict(settings), "monolingual": [str(Path(m).resolve()) for m in settings.monolingual]},
         signature=settings.signature(weights.matrix()),
         copy_files=files,
         extra={
