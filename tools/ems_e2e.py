@@ -4,7 +4,10 @@
 1. builds Moses from ../shared/moses (about 20 minutes on 2 cores; skipped when --moses-dir has bin/moses);
 2. takes Moses' example config (scripts/ems/example/config.toy) and points it at shipped data: a --pair
    (fr-en or de-en) system trained on newstest 2008-2012 (about 13.5k sentence pairs), its LM on the English
-   side, untuned (config.toy's weights), tested on the first --test-lines of newstest2014; scored with
+   side and, as a Moses user's LM has more text than the bitext, on English news from other WMT test sets
+   (``NEWS``, 0.75M words; ``config --merge`` has the recaser's training read that corpus as -mono; --lm-text
+   bitext: the English side alone), untuned (config.toy's weights), tested on the first --test-lines of
+   newstest2014; scored with
    tokenized BLEU (multi-bleu.perl, cased and -lc) and sacrebleu (cased and -lc), as EMS's report reads them;
 3. follows docs/ems.md twice, with ``moses-recaser-ems meta`` and ``moses-recaser-ems config --merge``:
    - ``truecase/``: config.toy's truecasing kept, ``config --merge --stock-set``: set ``test`` is
@@ -53,6 +56,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TRAIN = ["news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012"]
+# English news beyond the bitext, for the LM (--lm-text news): WMT test sets that share no document with either
+# pair's training (2008-2012) or test (newstest2014) sets; the 2008-2013 sets are one English text for both
+# pairs, and the two pairs' 2014 sets share their English-original documents, so none of those is here
+NEWS = [("de-en", f"newstest{y}") for y in range(2015, 2021)] + [("zh-en", f"newstest{y}") for y in range(2017, 2022)]
 BIN = Path(sys.executable).parent
 LAYOUTS = ("truecase", "lowercase")
 SCORES = ("multi-bleu-c", "multi-bleu", "sacre-bleu-c", "sacre-bleu")
@@ -103,8 +110,10 @@ def build_moses(target: Path) -> Path:
     return tree
 
 
-def prepare_data(corpora: Path, data: Path, pair: str, test_lines: int) -> None:
-    """Raw text: the training bitext (one stem, .SRC/.en) and the test set's first lines."""
+def prepare_data(corpora: Path, data: Path, pair: str, test_lines: int, lm_text: str) -> None:
+    """Raw text: the training bitext (one stem, .SRC/.en), the test set's first lines, and the LM's English
+    with ``lm_text`` "news" (``lm.en``): the bitext's side and the lines of NEWS (each once, none of the test
+    reference's)."""
     data.mkdir(parents=True, exist_ok=True)
     src = corpora / "wmt-newstest" / pair
     for lang in pair.split("-"):
@@ -113,11 +122,24 @@ def prepare_data(corpora: Path, data: Path, pair: str, test_lines: int) -> None:
                 out.write((src / f"{name}.{lang}").read_text(encoding="utf-8"))
         lines = (src / f"newstest2014.{lang}").read_text(encoding="utf-8").splitlines()[:test_lines]
         (data / f"test.{lang}").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    if lm_text == "news":
+        tgt = pair.split("-")[1]
+        test = set((data / f"test.{tgt}").read_text(encoding="utf-8").splitlines())
+        news: dict[str, None] = {}
+        for other, name in NEWS:
+            for line in (corpora / "wmt-newstest" / other / f"{name}.{tgt}").read_text(encoding="utf-8").splitlines():
+                if line.strip() and line not in test:
+                    news[line] = None
+        lm = (data / f"train.{tgt}").read_text(encoding="utf-8") + "".join(x + "\n" for x in news)
+        (data / f"lm.{tgt}").write_text(lm, encoding="utf-8")
 
 
-def system_config(moses: Path, exp: Path, data: Path, pair: str, cores: int, alignment: Path | None = None) -> str:
+def system_config(
+    moses: Path, exp: Path, data: Path, pair: str, cores: int, lm_text: str, alignment: Path | None = None
+) -> str:
     """config.toy, pointed at this Moses, this data and this machine: the working EMS setup the doc starts
-    from (still truecasing, as config.toy does); ``alignment``: a word alignment (stem) to use, not compute."""
+    from (still truecasing, as config.toy does); ``lm_text``: the LM's English (``prepare_data``);
+    ``alignment``: a word alignment (stem) to use, not compute."""
     src, tgt = pair.split("-")
     text = (moses / "scripts/ems/example/config.toy").read_text(encoding="utf-8")
     subs = {
@@ -133,7 +155,10 @@ def system_config(moses: Path, exp: Path, data: Path, pair: str, cores: int, ali
         text = re.sub(rf"(?m)^{re.escape(key)} = .*$", f"{key} = {value}", text)
     text = re.sub(r"(?m)^(srilm-dir|irstlm-dir|randlm-dir) = .*$", r"#\g<0>", text)
     text = text.replace("raw-stem = $toy-data/nc-5k", f"raw-stem = {data}/train")
-    text = text.replace("raw-corpus = $toy-data/nc-5k.$output-extension", f"raw-corpus = {data}/train.{tgt}")
+    text = text.replace(
+        "raw-corpus = $toy-data/nc-5k.$output-extension",
+        f"raw-corpus = {data}/{'lm' if lm_text == 'news' else 'train'}.{tgt}",
+    )
     # EMS's own eflomal step aligns (GIZA++ is not in the Moses source); its settings must not be empty
     training = '[TRAINING]\neflomal-settings = "-m 3"\n'
     if alignment is not None:  # experiment.perl runs no step whose output the config names
@@ -166,7 +191,9 @@ def write_configs(args: argparse.Namespace, moses: Path, alignment: Path | None)
             continue
         toy = work / f"{layout}.config.toy"
         stem = alignment if layout == "lowercase" else None
-        toy.write_text(system_config(moses, work / layout, data, args.pair, args.cores, stem), encoding="utf-8")
+        toy.write_text(
+            system_config(moses, work / layout, data, args.pair, args.cores, args.lm_text, stem), encoding="utf-8"
+        )
         config = work / f"{layout}.config"
         merge = [ems, "-q", "config", "--merge", str(toy), "--stock-set", "-o", str(config)]
         subprocess.run(merge + (["--lowercase"] if layout == "lowercase" else []), check=True)
@@ -380,7 +407,7 @@ def run(args: argparse.Namespace, moses: Path) -> None:
     finished one is kept."""
     work = args.work.resolve()
     if not args.resume:
-        prepare_data(args.data_root, work / "data", args.pair, args.test_lines)
+        prepare_data(args.data_root, work / "data", args.pair, args.test_lines, args.lm_text)
         for layout in LAYOUTS:
             if (work / layout).exists():
                 shutil.rmtree(work / layout)
@@ -412,6 +439,7 @@ def report(args: argparse.Namespace) -> dict:
     result = {
         "pair": args.pair,
         "test_lines": args.test_lines,
+        "lm_text": args.lm_text,
         "runs": {layout: got[layout]["run"] for layout in LAYOUTS},
         "arms": {
             arm: {"system": ARMS[arm][4], "set": f"{ARMS[arm][0]}/{ARMS[arm][1]}", **r} for arm, r in rows.items()
@@ -426,7 +454,7 @@ def report(args: argparse.Namespace) -> dict:
     }
     (work / "result.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(
-        f"newstest2014 {args.pair}, first {args.test_lines} lines; runs: "
+        f"newstest2014 {args.pair}, first {args.test_lines} lines; LM text: {args.lm_text}; runs: "
         + ", ".join(f"{k}/ run {v}" for k, v in result["runs"].items())
     )
     print("\n| arm | system | tokenized BLEU, cased | case-insensitive | sacrebleu, cased | case-insensitive |")
@@ -453,6 +481,13 @@ def main() -> int:
     ap.add_argument("--pair", choices=["fr-en", "de-en"], default="fr-en")
     ap.add_argument("--data-root", type=Path, default=SHARED / "corpora")
     ap.add_argument("--test-lines", type=int, default=500)
+    ap.add_argument(
+        "--lm-text",
+        choices=["news", "bitext"],
+        default="news",
+        help="the LM's English: the bitext's side and English news from other WMT test sets (NEWS; the recaser's "
+        "training reads it as -mono, as config --merge sets it up), or the bitext's side alone (default: news)",
+    )
     ap.add_argument("--cores", type=int, default=min(2, os.cpu_count() or 2), help="EMS's cores (default: 2)")
     ap.add_argument("--max-active", type=int, default=1, help="EMS steps run at once (experiment.perl -max-active)")
     mode = ap.add_mutually_exclusive_group()
@@ -465,9 +500,10 @@ def main() -> int:
     if args.rerecase or args.resume or args.report_only:  # the pair and test lines of the runs in --work
         saved = json.loads(settings.read_text(encoding="utf-8"))
         args.pair, args.test_lines, args.moses_dir = saved["pair"], saved["test_lines"], Path(saved["moses"])
+        args.lm_text = saved.get("lm_text", "bitext")  # (runs before the setting had the bitext's side alone)
     else:
         moses = args.moses_dir.resolve() if args.moses_dir else build_moses(args.work.resolve())
-        saved = {"pair": args.pair, "test_lines": args.test_lines, "moses": str(moses)}
+        saved = {"pair": args.pair, "test_lines": args.test_lines, "moses": str(moses), "lm_text": args.lm_text}
         settings.write_text(json.dumps(saved), encoding="utf-8")
         args.moses_dir = moses
     if not args.report_only:
