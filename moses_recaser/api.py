@@ -67,7 +67,7 @@ def train(
     Errors name the settings as the command line spells them (``dev_source`` is ``--dev-source``).
     """
     from moses_recaser.memory import Memory
-    from moses_recaser.model.train import DecoderOutput
+    from moses_recaser.model.train import DecoderOutput, check_stats_fixed
     from moses_recaser.model.train import train as fit
     from moses_recaser.outputs import work_dir
     from moses_recaser.workers import check_workers
@@ -101,6 +101,8 @@ def train(
             )
     budget = Memory.of(memory)
     chosen = _settings(settings, setting_values)
+    if stats is not None:  # a setting the statistics model fixed, named here, would go unused at any value
+        check_stats_fixed(chosen, [k for k, v in setting_values.items() if v is not None], _str(lmplz))
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
     if dev_trace_alignment is not None and dev_trace is None:
         raise RecaserError("--dev-trace-alignment goes with --dev-trace")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import moses_recaser
 from moses_recaser.cli.main import main
 from moses_recaser.errors import RecaserError
 from moses_recaser.modeldir import read_manifest
@@ -293,6 +294,7 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
     assert main(["-q", "stats", *args, "-o", str(tmp_path / "stats")]) == 0
     dev = ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en")]
+    lib_dev = {"dev_source": tico / "dev.fr", "dev_target": tico / "dev.en"}
     assert main(["train", "--stats", str(tmp_path / "stats"), *args, *dev, "-o", str(tmp_path / "m")]) == 2
     assert "--stats replaces" in capsys.readouterr().err
     # the LM's settings are the statistics model's: given with --stats they would go unused
@@ -301,9 +303,15 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
         (["--lm", str(tmp_path / "other.arpa")], "--lm cannot"),
         (["--lm-order", "4", "--lm-prune", "1"], "--lm-order, --lm-prune cannot"),
         (["--no-discount-fallback"], "--no-discount-fallback cannot"),  # as given, not as --discount-fallback
+        # given at their defaults (the statistics model's order may be another): named, they are refused too
+        (["--lm-order", "3"], "--lm-order cannot"),
+        (["--order", "3"], "--lm-order cannot"),  # (an earlier spelling)
+        (["--discount-fallback", "--lm-prune", "0"], "--lm-prune, --discount-fallback cannot"),
     ):
         assert main(["train", "--stats", str(tmp_path / "stats"), *extra, *dev, "-o", str(tmp_path / "m")]) == 2
         assert f"{named} be combined with --stats" in capsys.readouterr().err
+    with pytest.raises(RecaserError, match="--lm-order cannot be combined with --stats"):
+        moses_recaser.train(None, None, tmp_path / "m", stats=tmp_path / "stats", lm_order=3, **lib_dev)
     # a statistics model of an older format
     manifest = tmp_path / "stats" / "manifest.yaml"
     doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, say, trace_options
-from moses_recaser.cli.options import add, deprecated
+from moses_recaser.cli.options import add, deprecated, unset_unless_given
 from moses_recaser.errors import RecaserError
+from moses_recaser.model.settings import STATS_SETTINGS
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
 from moses_recaser.outputs import atomic_output
 
@@ -303,7 +304,8 @@ def add_train(p: argparse.ArgumentParser) -> None:
     )
     add(p, "dev_trace_alignment")
     for name in TRAIN_SETTINGS:
-        add(p, name)
+        # what a statistics model fixes is passed on only when given: with --stats, at any value, it is refused
+        add(p, name, **(unset_unless_given(name) if name in STATS_SETTINGS and name != "lm" else {}))
     add(p, "alignment_mode")
     add(p, "lmplz")
     add_npa_lengths(p)
@@ -338,10 +340,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.api import train
     from moses_recaser.modeldir import read_manifest
 
-    values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode")}
+    values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode") if hasattr(args, name)}
     values["sigma_grid"] = tuple(values["sigma_grid"] or ())
     values["monolingual"] = values["monolingual"] or []
-    values["lmplz_options"] = values["lmplz_options"] or ""
     model = train(
         args.source,
         args.target,

@@ -334,6 +334,15 @@ def add(
     return action
 
 
+def unset_unless_given(name: str) -> dict[str, Any]:
+    """``add``'s overrides for a setting that stays out of the namespace unless the command line gives it
+    (argparse's SUPPRESS), for a command that must tell a given default from none; its help still shows the
+    default."""
+    o = OPTIONS[name]
+    default = o.kwargs.get("default")
+    return {"default": argparse.SUPPRESS, "help": o.help.replace("%(default)s", str(default))}
+
+
 REQUIRED = "required_settings"
 
 

@@ -33,6 +33,8 @@ ALIGNMENT_SOURCES = ("files", "eflomal", "files+dev:eflomal")
 # set by train from its inputs (the aligner run or not, lmplz given, dev decoder output, the monolingual text's
 # contents), not by the caller: what the signature says of them is then true
 DERIVED = ("alignment_source", "lm_estimator", "dev_decoded", "monolingual_digest")
+# what a statistics model fixed when it was made (``moses-recaser stats``/``merge``): train cannot change them
+STATS_SETTINGS = ("lm", "lm_order", "lm_prune", "discount_fallback", "lmplz_options")
 
 
 def flag(name: str) -> str:

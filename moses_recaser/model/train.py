@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -38,7 +38,7 @@ from moses_recaser.model.lattice import Flat
 from moses_recaser.model.modes import BY_NAME, CASE_SUFFIX, CASED_MODES, MODES, Weights, mask_of
 from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
-from moses_recaser.model.settings import TrainSettings, flag
+from moses_recaser.model.settings import STATS_SETTINGS, TrainSettings, flag
 from moses_recaser.model.streaming import CHUNK
 from moses_recaser.modeldir import release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
@@ -443,8 +443,20 @@ def _timed(report: TrainReport, stage: str) -> Iterator[None]:
     report.seconds[stage] = time.perf_counter() - t0
 
 
-# what a statistics model fixed when it was made (``moses-recaser stats``/``merge``): train cannot change them
-STATS_SETTINGS = ("lm", "lm_order", "lm_prune", "discount_fallback", "lmplz_options")
+def check_stats_fixed(settings: TrainSettings, given: Collection[str] = (), lmplz: str | None = None) -> None:
+    """For training with a statistics model: the settings it fixed (STATS_SETTINGS) that ``settings`` changes, or
+    that the caller names as ``given`` (at any value: ``--lm-order 3`` on an order-4 model would go unused), and
+    ``lmplz``, are refused."""
+    default = TrainSettings()
+    named = [n for n in STATS_SETTINGS if n in given or getattr(settings, n) != getattr(default, n)]
+    # (a switch on by default is turned off as --no-NAME)
+    fixed = ["--no-" + flag(n)[2:] if getattr(settings, n) is False else flag(n) for n in named]
+    fixed += [flag("lmplz")] if lmplz is not None else []
+    if fixed:
+        raise RecaserError(
+            f"{', '.join(fixed)} cannot be combined with --stats: the statistics model's LM is final (set "
+            "them when it is made, with moses-recaser stats or merge)"
+        )
 
 
 def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: str | None, lmplz: str | None) -> None:
@@ -453,16 +465,7 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
     if (train is None) == (stats_model is None):
         raise RecaserError("give the training bitext or a statistics model, not both")
     if stats_model is not None:
-        default = TrainSettings()
-        changed = [n for n in STATS_SETTINGS if getattr(settings, n) != getattr(default, n)]
-        # (a switch on by default is turned off as --no-NAME)
-        fixed = ["--no-" + flag(n)[2:] if getattr(settings, n) is False else flag(n) for n in changed]
-        fixed += [flag("lmplz")] if lmplz is not None else []
-        if fixed:
-            raise RecaserError(
-                f"{', '.join(fixed)} cannot be combined with --stats: the statistics model's LM is final (set "
-                "them when it is made, with moses-recaser stats or merge)"
-            )
+        check_stats_fixed(settings, lmplz=lmplz)
     elif settings.lm is not None and (lmplz is not None or settings.lmplz_options):
         given = flag("lmplz") if lmplz is not None else flag("lmplz_options")
         raise RecaserError(f"{given} cannot be combined with {flag('lm')}: the LM is given, lmplz would not run")
