@@ -167,10 +167,11 @@ def _ints(value: Any, key: str) -> list[int]:
 _NOT_IN_FIELD = re.compile(r"[\n\r\0]")
 
 
-def _str_list(value: Any, key: str, *, tokens: bool = False) -> list[str]:
+def _str_list(value: Any, key: str, *, tokens: bool = False, in_token: bool = False) -> list[str]:
     """A list of strings that can be written back on one line: ``tokens``, each a non-empty token that splits
-    back into itself (``textio.NOT_IN_TOKEN``: other Unicode white space is a token's, as in Moses); else strings
-    without line ends. Text that is not Unicode (a lone surrogate, "\\ud800") is refused:
+    back into itself (``textio.NOT_IN_TOKEN``: other Unicode white space is a token's, as in Moses);
+    ``in_token``, parts written onto a token (a word's extra factors), empty or not, none splitting it; else
+    strings without line ends. Text that is not Unicode (a lone surrogate, "\\ud800") is refused:
     it cannot be written as UTF-8."""
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise RecaserError(f"'{key}' must be a list of strings")
@@ -183,6 +184,11 @@ def _str_list(value: Any, key: str, *, tokens: bool = False) -> list[str]:
         if tokens and ((k == 0 and x.startswith(EDGE)) or (k == len(value) - 1 and x.endswith(EDGE))):
             raise RecaserError(
                 f"'{key}' entry {k} ({x!r}) has a carriage return at the line's edge, which a line's reader trims"
+            )
+        if in_token and NOT_IN_TOKEN.search(x):
+            raise RecaserError(
+                f"'{key}' entry {k} ({x!r}) holds a space, tab, newline or NUL: it is written onto its word, which "
+                "it would split"
             )
         if not tokens and _NOT_IN_FIELD.search(x):
             raise RecaserError(f"'{key}' entry {k} ({x!r}) holds a line end or a NUL")
@@ -232,7 +238,7 @@ def triple_from_json(obj: Any) -> Triple:
         rank=rank,
         nbest=None if obj.get("nbest") is None else _str_list(obj["nbest"], "nbest"),
         unknown=_ints(obj.get("unknown", []), "unknown"),
-        factors=None if obj.get("factors") is None else _str_list(obj["factors"], "factors"),
+        factors=None if obj.get("factors") is None else _str_list(obj["factors"], "factors", in_token=True),
         passthrough=passthrough,
     )
     if triple.factors is not None and len(triple.factors) != len(triple.target):

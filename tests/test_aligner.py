@@ -72,3 +72,27 @@ def test_priors_of_an_existing_alignment_align_new_text_as_it_does(bitext, tmp_p
     alone = align(src[250:], tgt[250:])
     agree = [sum(len(set(a) & set(b)) for a, b in zip(x, joint[250:])) for x in (new, alone)]
     assert agree[0] > agree[1], agree  # the priors carry the joint run's knowledge to 50 sentences aligned alone
+
+
+def test_a_pair_too_long_for_eflomal_is_named_in_a_warning(bitext, tmp_path, caplog):
+    """eflomal gives no links to a pair of 1024 tokens or more on a side: the line came out empty, exit 0, and
+    nothing said why (train and recase --align lost its links the same way)."""
+    from moses_recaser.cli.main import main
+    from moses_recaser.stats.eflomal import EFLOMAL_MAX_TOKENS
+
+    src, tgt = bitext
+    long_src = [w for s in src for w in s][:EFLOMAL_MAX_TOKENS]
+    lines = {"fr": [" ".join(s) for s in src[:20]], "en": [" ".join(t) for t in tgt[:20]]}
+    lines["fr"][3] = " ".join(long_src)  # line 4: the limit on the source side alone
+    lines["fr"][7] = " ".join(long_src[:-1])  # line 8: one token under it, aligned
+    for lang, text in lines.items():
+        (tmp_path / f"s.{lang}").write_text("".join(x + "\n" for x in text), encoding="utf-8")
+    argv = ["align", "--source", str(tmp_path / "s.fr"), "--target", str(tmp_path / "s.en"), "-o", str(tmp_path / "a")]
+    assert main(argv) == 0
+    warning = [
+        r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "eflomal aligns" in r.getMessage()
+    ]
+    assert len(warning) == 1 and warning[0].startswith(f"{tmp_path / 's.fr'}:4: {EFLOMAL_MAX_TOKENS} source and")
+    assert "(1 such pair in all)" in warning[0]
+    out = (tmp_path / "a").read_text(encoding="utf-8").split("\n")
+    assert out[3] == "" and out[7] != "" and len(out) == 21

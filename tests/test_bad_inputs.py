@@ -268,6 +268,9 @@ def _line(**kw: str) -> str:
         (_line(target='[""]'), "is not a token"),
         (_line(target='["a\\u0000b"]'), "is not a token"),
         (_line(passthrough='"a\\nb"'), "'passthrough' must be a string without line ends"),
+        # a factor is written onto its word: with a space or a tab it made the output line's tokens more
+        (_line(factors='[" X Y"]'), r"'factors' entry 0 \(' X Y'\) holds a space, tab"),
+        (_line(factors='["|a\\tb"]'), "'factors' entry 0 .* holds a space, tab"),
         (_line(target="[" + ", ".join(['"w"'] * 10_001) + "]"), "10001 tokens on one line, more than the limit"),
     ],
     ids=[
@@ -284,6 +287,8 @@ def _line(**kw: str) -> str:
         "empty",
         "nul",
         "passthrough-newline",
+        "factor-space",
+        "factor-tab",
         "too-long",
     ],
 )
@@ -648,3 +653,41 @@ def test_a_given_lm_that_is_no_lm_is_refused_before_alignment(tico, tmp_path, mo
             dev_target=tico / "dev.en",
             lm=text,
         )
+
+
+@pytest.mark.parametrize("dev", ["blank", "lowercased", "a trace of other words"])
+def test_a_dev_set_that_carries_no_case_is_refused_before_the_work(tico, tmp_path, capsys, dev):
+    """A dev target of blank lines (a failed earlier step), a lowercased one, or a dev trace none of whose words
+    are the reference's: every weight was fitted to 0 (or sentence starts to lowercase), exit 0, and the model
+    lowercased what it recased."""
+    src, ref = tico / "dev.fr", tico / "dev.en"
+    lines = ref.read_text(encoding="utf-8").splitlines()
+    argv = ["train", "--source", str(tico / "train.fr"), "--target", str(tico / "train.en")]
+    argv += ["--dev-source", str(src), "-o", str(tmp_path / "m")]
+    if dev == "blank":
+        bad = _write(tmp_path / "dev.en", "\n" * len(lines))
+        argv += ["--dev-target", bad]
+        said = f"the dev target's {len(lines)} lines have no words"
+    elif dev == "lowercased":
+        bad = _write(tmp_path / "dev.en", "".join(x.lower() + "\n" for x in lines))
+        argv += ["--dev-target", bad]
+        said = "the dev target has no word with a capital letter"
+    else:
+        sources = src.read_text(encoding="utf-8").splitlines()
+        bad = _write(tmp_path / "dev.trace", "".join(f"zzz |0-{len(s.split()) - 1}| \n" for s in sources))
+        argv += ["--dev-target", str(ref), "--dev-trace", bad]
+        said = "none of the decoder output's .* words matches the dev reference"
+    _fails(capsys, argv, bad, None, said, tmp_path / "m")
+
+
+def test_links_that_differ_from_the_trace_lines_own_are_refused(tmp_path, capsys):
+    """A -print-alignment-info line carries its own word links: an --alignment file that says otherwise (another
+    run's) won silently, the line's links unread."""
+    src = _write(tmp_path / "src", "le chat est noir .\n")
+    trace = _write(tmp_path / "trace", "the cat is black . ||| 0-0 1-1 2-2 3-3 4-4\n")
+    same = _write(tmp_path / "same", "4-4 3-3 2-2 1-1 0-0\n")  # the same links, in another order: read
+    out = tmp_path / "o"
+    assert main(["triples", "--source", src, "--trace", trace, "--alignment", same, "-o", str(out)]) == 0
+    other = _write(tmp_path / "other", "0-4 1-3 2-2 3-1 4-0\n")
+    argv = ["triples", "--source", src, "--trace", trace, "--alignment", other, "-o", str(out)]
+    _fails(capsys, argv, other, 1, "differ from the trace line's own \\(-print-alignment-info, in .*trace\\)")

@@ -338,6 +338,19 @@ def test_recase_step_with_a_directory_as_its_word_links_is_one_line(ems_work, tm
         assert proc.stderr.count("\n") == 1 and not out.exists()
 
 
+def test_decoder_settings_naming_no_alignment_file_are_one_line(ems_work, tmp_path):
+    """-alignment-output-file with no file after it (the decoder refuses it) was read as no file: the links went
+    unread, exit 0."""
+    w = ems_work
+    base = [EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1"]
+    base += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
+    for settings in ("-threads 2 -alignment-output-file", "-alignment-output-file -threads 2"):
+        out = tmp_path / "out"
+        proc = subprocess.run([*base, "-decoder-settings", settings, "-o", str(out)], capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "-alignment-output-file without a file name" in proc.stderr and not out.exists()
+
+
 def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
     w = ems_work
     lines = (w / "evaluation" / "test.cleaned.1").read_text(encoding="utf-8").splitlines()[:3]
@@ -499,7 +512,7 @@ def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(
             ["-headline", str(extra), "-o", str(out)],
             f"{extra}:{_seg_at(extra, 3)}: <seg> line 3, but -in {inp} has 2 lines",
         ),
-        (["-o", str(moses)], f"{moses}: this output is also the -moses input"),
+        (["-o", str(moses)], f"{moses}: this output is also the file given as -moses"),
         (["-o", str(table)], f"{table}: this output is also {table}, a file of the -model moses.ini"),
     ):
         assert ems_main(["-q", "recase", "-in", str(inp), "-model", str(ini), "-moses", str(moses), *flags]) == 2
@@ -609,7 +622,7 @@ def test_the_recase_step_never_writes_over_a_file_it_reads(ems_work, tmp_path, c
     ):
         assert ems_main([*common, *extra, "-o", str(out)]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"moses-recaser-ems: error: {out}: this output is also the {flag}")
+        assert err.startswith(f"moses-recaser-ems: error: {out}: this output is also the file given as {flag}")
         assert err.count("\n") == 1
         assert all(p.read_bytes() == b for p, b in keep.items())
 

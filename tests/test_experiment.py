@@ -249,3 +249,23 @@ def test_config_keys_are_the_settings_names_and_old_keys_still_read_with_a_warni
     assert (cfg.alignment_mode, cfg.heldout_sentences, cfg.feature_set) == ("links", 7, "full")
     warned = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
     assert len(warned) == 3 and f"{old}:" in warned[0] and "use 'feature_set'" in " ".join(warned)
+
+
+def test_stage_keys_follow_the_files_they_name_also_in_lists(tmp_path):
+    """A cached model or alignment is keyed by the files it read, given one by one or as a list (a list was keyed
+    by the names alone: a stage outlived a change to its training or test data)."""
+    import os
+
+    from moses_recaser.harness.stages import stage_key
+
+    a, b = tmp_path / "train.fr", tmp_path / "train.en"
+    a.write_text("un\n", encoding="utf-8")
+    b.write_text("one\n", encoding="utf-8")
+    keys = [stage_key(a, "x"), stage_key([a, b], "x"), stage_key([[str(a)], (a, b)], "x")]
+    assert keys == [stage_key(a, "x"), stage_key([a, b], "x"), stage_key([[str(a)], (a, b)], "x")]  # stable
+    b.write_text("two\n", encoding="utf-8")  # the same size, another time
+    made = b.stat().st_mtime_ns
+    os.utime(b, ns=(made + 10**9, made + 10**9))
+    assert stage_key(a, "x") == keys[0]
+    assert stage_key([a, b], "x") != keys[1] and stage_key([[str(a)], (a, b)], "x") != keys[2]
+    assert stage_key([a, b], "x") != stage_key([a, b], "y") and stage_key([a], b) != stage_key([a, b])

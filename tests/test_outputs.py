@@ -368,16 +368,16 @@ def test_an_output_that_is_an_input_read_beside_it_is_refused(tico, tmp_path, ca
         args = ["-q", "recase", "--model", str(tico / "model"), "--source", str(src), "--input", str(inp)]
         assert main([*args, "-o", str(out)]) == 2
         assert capsys.readouterr().err == (
-            f"moses-recaser: error: {out}: this output is also the --source input, which the command only reads: "
+            f"moses-recaser: error: {out}: this output is also the file given as --source, which the command only reads: "
             "give another output\n"
         )
         assert src.read_bytes() == before
     assert main(["-q", "lm", "--input", str(inp), "-o", str(inp)]) == 2
-    assert "also the --input input" in capsys.readouterr().err
+    assert "also the file given as --input," in capsys.readouterr().err
     pointer = tmp_path / "model.ini"  # a model pointer file, as the EMS train step writes
     pointer.write_text(f"model: {tico / 'model'}\n", encoding="utf-8")
     assert main(["-q", "recase", "--model", str(pointer), "--input", str(inp), "-o", str(pointer)]) == 2
-    assert "also the --model input" in capsys.readouterr().err
+    assert "also the file given as --model," in capsys.readouterr().err
     assert pointer.read_text(encoding="utf-8") == f"model: {tico / 'model'}\n"
     assert (
         main(

@@ -165,9 +165,22 @@ def attached_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+class _Formatter(logging.Formatter):
+    """``PROG: message``, and ``PROG: warning: message`` for a warning (as a deprecated flag is said)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(f"{prog}: %(message)s")
+        self.warning = logging.Formatter(f"{prog}: warning: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.warning.format(record) if record.levelno == logging.WARNING else super().format(record)
+
+
 def _setup_logging(args: argparse.Namespace, prog: str) -> None:
     level = logging.ERROR if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
-    logging.basicConfig(level=level, format=f"{prog}: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter(prog))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def check_destinations(args: argparse.Namespace) -> None:
@@ -204,8 +217,8 @@ def check_destinations(args: argparse.Namespace) -> None:
         output = file_id(getattr(args, name))
         if output != NOT_A_FILE and output in inputs:
             raise RecaserError(
-                f"this output is also the {_input_flag(args, inputs[output])} input, which the command only reads: "
-                "give another output",
+                f"this output is also the file given as {_input_flag(args, inputs[output])}, which the command only "
+                "reads: give another output",
                 os.fspath(getattr(args, name)),
             )
     if getattr(args, "prints", False) and sys.stdout is None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
@@ -67,15 +68,27 @@ def prepare_data(cfg: ExperimentConfig, root: Path, cache: Path) -> Prepared:
     return Prepared(sets, aligned["priors"], mono)
 
 
-def _key(*parts: object) -> str:
+def stage_key(*parts: object) -> str:
+    """A short hash of ``parts`` for a stage's cache: a file (a Path, also inside a list or a tuple) by its name,
+    size and modification time, so that a stage is redone when a file it reads changes (a list of files was keyed
+    by their names only: a cached model or alignment outlived a change to its training or test data); anything
+    else by its JSON."""
     h = hashlib.sha256()
-    for p in parts:
-        if isinstance(p, Path) and p.is_file():
-            st = p.stat()
-            h.update(f"{p}:{st.st_size}:{st.st_mtime_ns}".encode())
-        else:
-            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+    _feed(h, parts)
     return h.hexdigest()[:16]
+
+
+def _feed(h: Any, part: object) -> None:
+    if isinstance(part, Path) and part.is_file():
+        st = part.stat()
+        h.update(f"{part}:{st.st_size}:{st.st_mtime_ns}".encode())
+    elif isinstance(part, (list, tuple)):
+        h.update(b"[")
+        for p in part:
+            _feed(h, p)
+        h.update(b"]")
+    else:
+        h.update(json.dumps(part, sort_keys=True, default=str).encode())
 
 
 _SLICE = re.compile(r"(.+)\[([0-9]*):([0-9]*)\]")
@@ -134,7 +147,7 @@ def _check_pivot(root: Path, cfg: ExperimentConfig, names: list[str], src_dir: s
 def align_all(files: dict[str, Sides], cfg: ExperimentConfig, cache: Path) -> dict[str, Path]:
     """One eflomal run over every set (its alignment of each, and ``priors``), cached."""
     paths = [p for s in files.values() for p in (s.source, s.target)]
-    key = _key(
+    key = stage_key(
         [str(p) for p in paths],
         paths,
         cfg.symmetrization,
@@ -166,7 +179,7 @@ def align_all(files: dict[str, Sides], cfg: ExperimentConfig, cache: Path) -> di
 def subset(train: Aligned, words: int, cache: Path, name: str) -> Aligned:
     """The first lines of the training data holding ``words`` target words (named after the files they
     come from, so that other training data makes other subsets)."""
-    key = _key(train.source, train.target, train.alignment)
+    key = stage_key(train.source, train.target, train.alignment)
     out = [cache / "subsets" / f"{name}.{words}.{key}.{x}" for x in ("src", "tgt", "align")]
     _head([train.source, train.target, train.alignment], 1, words, out)
     return Aligned(out[0], out[1], out[2])
@@ -175,7 +188,7 @@ def subset(train: Aligned, words: int, cache: Path, name: str) -> Aligned:
 def mono_subset(mono: Path, words: int, cache: Path) -> Path:
     """The first lines of the monolingual text holding ``words`` words (the learning curve scales the
     monolingual text with the bitext, so that each point's LM and case prior see the same share)."""
-    out = cache / "subsets" / f"{mono.name}.{words}.{_key(mono)}"
+    out = cache / "subsets" / f"{mono.name}.{words}.{stage_key(mono)}"
     _head([mono], 0, words, [out])
     return out
 
@@ -216,7 +229,7 @@ def monolingual_text(cfg: ExperimentConfig, root: Path, cache: Path, held_out: S
         if not raw.is_file():
             raise RecaserError("monolingual file not found (config key 'monolingual')", str(raw))
         parts.append((tokenized(raw, cfg.target, cache), start, end))
-    out = concatenate(parts, cache / "sets" / f"{cfg.name}.mono.{_key(cfg.monolingual)}.{cfg.target}")
+    out = concatenate(parts, cache / "sets" / f"{cfg.name}.mono.{stage_key(cfg.monolingual)}.{cfg.target}")
     text = set(read_lines(out))
     for path in held_out:
         lines = [x for x in read_lines(path) if len(x.split()) >= 5]
@@ -266,7 +279,8 @@ def train_model(
     # settings added later count only when used, so that models cached before them stay valid
     doc = {k: v for k, v in asdict(settings).items() if v or k not in ("monolingual", "monolingual_digest")}
     files = [train.source, train.target, train.alignment, dev.source, dev.target, dev.alignment]
-    key = _key(files, doc, __version__, feature_names(cfg.feature_set, []), feature_revision())
+    files += [Path(mono)] if mono is not None else []
+    key = stage_key(files, doc, __version__, feature_names(cfg.feature_set, []), feature_revision())
     model = cache / "models" / f"{cfg.name}.{tag}.{key}"
     if (model / "manifest.yaml").is_file():
         return model

@@ -224,11 +224,33 @@ class DecoderOutput:
         if len(out) != len(references):
             raise RecaserError(f"{len(out)} decoder output lines for {len(references)} dev sentences", self.trace)
         carried = [carry_case(lowered(t).target, r.target) for t, r in zip(out, references)]
-        log.info(
-            "dev from decoder output: %.1f%% of its words carry the reference's case",
-            100 * sum(w is not None for c in carried for w in c) / max(sum(map(len, carried)), 1),
-        )
+        hits, words = sum(w is not None for c in carried for w in c), sum(map(len, carried))
+        if not hits:  # (every weight would be fitted to 0: a model that lowercases everything)
+            raise RecaserError(
+                f"none of the decoder output's {words} words matches the dev reference, so none carries its case: "
+                "give the decoder's output for the dev source (--dev-source)",
+                self.trace,
+            )
+        log.info("dev from decoder output: %.1f%% of its words carry the reference's case", 100 * hits / words)
         return out, carried
+
+
+def _check_dev(dev_set: Sequence[Triple], dev: Bitext) -> None:
+    """A dev reference that weights can be fitted on, checked before any work: it has words, and some of them
+    case (on blank lines, a failed earlier step's output, every weight was fitted to 0, and the model lowercased
+    everything; on a lowercased reference, the model left sentence starts in lowercase)."""
+    if not any(t.target for t in dev_set):
+        raise RecaserError(
+            f"the dev target's {len(dev_set)} lines have no words, so no weights can be fitted on them (in a "
+            "pipeline this is usually a failed earlier step)",
+            dev.target,
+        )
+    if all(lowered(t) is t for t in dev_set):
+        raise RecaserError(
+            "the dev target has no word with a capital letter: it is lowercased (the weights are fitted on the "
+            "cased reference)",
+            dev.target,
+        )
 
 
 def train(
@@ -264,8 +286,11 @@ def train(
         if preloaded is not None:
             settings = replace(settings, lm_order=preloaded.lm_order, lm=preloaded.lm, lm_prune=preloaded.lm_prune)
         dev_set = dev.triples()
+        _check_dev(dev_set, dev)
+        # the decoder's dev output, read (and checked) before the work as well
+        decoded = dev_output.triples(dev, dev_set) if dev_output is not None else None
         train_set, aligned = _read_and_align(
-            train, dev_set, dev.alignment is None and dev_output is None, settings, work
+            train, dev_set, dev.alignment is None and dev_output is None, settings, work, dev.source
         )
         if aligned:
             files["aligner.priors"] = str(work / "aligner.priors")
@@ -287,11 +312,11 @@ def train(
         if lm_arrays is not None:
             files["lm.npz"] = str(lm_arrays)
 
-    if dev_output is None:
+    if decoded is None:
         dev_triples = [phrase_align_triple(t, settings.npa_lengths, settings.npa_seed) for t in dev_set]
         dev_refs: list[list[str | None]] = [list(t.target) for t in dev_set]
     else:
-        dev_triples, dev_refs = dev_output.triples(dev, dev_set)
+        dev_triples, dev_refs = decoded
     dev_file = dev.target if dev_output is None else dev_output.trace
     punct = punctuation_vocabulary(dev_triples, settings.punct_min_count, tables.punct, dev_file)
     names = feature_names(settings.feature_set, punct, decoded=settings.input_case == "cased")
@@ -497,7 +522,12 @@ def _resolved(settings: TrainSettings, lmplz: str | None, dev_output: DecoderOut
 
 
 def _read_and_align(
-    train: Bitext | None, dev_set: list[Triple], dev_links: bool, settings: TrainSettings, work: Path
+    train: Bitext | None,
+    dev_set: list[Triple],
+    dev_links: bool,
+    settings: TrainSettings,
+    work: Path,
+    dev_source: str,
 ) -> tuple[list[Triple], bool]:
     """The training sentences read into memory (only where that cannot be avoided: eflomal, held-out folds),
     and whether eflomal aligned anything: the training bitext without an alignment, and dev when ``dev_links``
@@ -516,12 +546,18 @@ def _read_and_align(
         assert train is not None and train.alignment is not None
         priors_of_alignment(train.source, train.target, train.alignment, priors, train.lines)
     both = ([] if given else train_set) + dev_set
+    n_train = len(both) - len(dev_set)
+
+    def where(k: int) -> str:  # (a triple's id is its line's index in its file)
+        return f"{train.source if k < n_train else dev_source}:{both[k].id + 1}"  # type: ignore[union-attr]
+
     links = align(
         [t.source for t in both],
         [t.target for t in both],
         settings.symmetrization,
         priors=priors if given else None,
         priors_out=None if given else priors,
+        where=where,
     )
     for t, a in zip(both, links):
         if t.links is None:

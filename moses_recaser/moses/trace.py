@@ -104,8 +104,11 @@ def decoder_setting(words: Sequence[str], name: str) -> list[str] | None:
 
 
 def decoder_alignment_file(settings: str) -> str | None:
-    """The ``-alignment-output-file`` the decoder's settings name (None: none)."""
+    """The ``-alignment-output-file`` the decoder's settings name (None: none; the flag without a file is an error,
+    as it is the decoder's)."""
     values = decoder_setting(decoder_words(settings), "alignment-output-file")
+    if values == []:
+        raise RecaserError("-decoder-settings has -alignment-output-file without a file name")
     return values[0] if values else None
 
 
@@ -312,6 +315,12 @@ def trace_triple(
         try:
             links = parse_links(alignment)
             check_links(links, len(src), len(parsed.tokens))
+            if parsed.links is not None and set(links) != set(parsed.links):  # (one would go unread)
+                trace = where[0] or "the trace"
+                raise RecaserError(
+                    f"these word links differ from the trace line's own (-print-alignment-info, in {trace}): the "
+                    "two come from other runs; give one of them"
+                )
         except RecaserError as exc:
             raise exc.at(where[2], lineno) from None
     try:

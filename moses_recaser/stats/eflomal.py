@@ -12,7 +12,7 @@ import contextlib
 import io
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,20 +44,28 @@ def _safe(tokens: Sequence[str]) -> str:
     return " ".join("".join("_" if c.isspace() else c for c in casing.lower(t)) for t in tokens) + "\n"
 
 
+# eflomal gives no links to a pair with this many tokens or more on a side (its sentence length limit)
+EFLOMAL_MAX_TOKENS = 1024
+
+
 def align(
     source: Sequence[Sequence[str]],
     target: Sequence[Sequence[str]],
     method: str = "grow-diag-final-and",
     priors: str | os.PathLike[str] | None = None,
     priors_out: str | os.PathLike[str] | None = None,
+    where: Callable[[int], str] | None = None,
 ) -> list[list[tuple[int, int]]]:
     """Align tokenized sentence pairs; returns symmetrized (source, target) links per sentence.
 
     ``priors`` reads eflomal priors (as written by ``eflomal-makepriors``); ``priors_out`` writes
-    priors computed from this alignment, for aligning new sentences later.
+    priors computed from this alignment, for aligning new sentences later. A pair too long for eflomal
+    (EFLOMAL_MAX_TOKENS) gets no links, with a warning that names the first such pair (``where``: its file and
+    line, from its index).
     """
     if len(source) != len(target):
         raise RecaserError(f"cannot align {len(source)} source sentences to {len(target)} target sentences")
+    _warn_too_long(source, target, where or (lambda k: f"sentence pair {k + 1}"))
     eflomal = _eflomal()
     with work_dir("moses-recaser-align") as tmp:
         d = Path(tmp)
@@ -87,6 +95,24 @@ def align(
         # eflomal's forward links give each target word one source (symal's b), reverse the other way
         out.append(symmetrize(parse_links(r_line), parse_links(f_line), method))
     return out
+
+
+def _warn_too_long(
+    source: Sequence[Sequence[str]], target: Sequence[Sequence[str]], where: Callable[[int], str]
+) -> None:
+    too_long = [k for k, (s, t) in enumerate(zip(source, target)) if max(len(s), len(t)) >= EFLOMAL_MAX_TOKENS]
+    if too_long:
+        k = too_long[0]
+        log.warning(
+            "%s: %d source and %d target tokens: eflomal aligns no pair with %d tokens or more on a side, so it "
+            "gets no word links (%d such pair%s in all)",
+            where(k),
+            len(source[k]),
+            len(target[k]),
+            EFLOMAL_MAX_TOKENS,
+            len(too_long),
+            "" if len(too_long) == 1 else "s",
+        )
 
 
 # training lines whose links make the priors for aligning new text (more take longer and add little)
@@ -136,7 +162,12 @@ def aligned_bitext(
     """The sentence pairs of two tokenized files, with the links ``align`` gives them."""
     triples = list(read_aligned_bitext(source, target))
     links = align(
-        [t.source for t in triples], [t.target for t in triples], method, priors=priors, priors_out=priors_out
+        [t.source for t in triples],
+        [t.target for t in triples],
+        method,
+        priors=priors,
+        priors_out=priors_out,
+        where=lambda k: f"{source}:{k + 1}",
     )
     for t, a in zip(triples, links):
         t.links = a
