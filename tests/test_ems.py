@@ -338,19 +338,6 @@ def test_recase_step_with_a_directory_as_its_word_links_is_one_line(ems_work, tm
         assert proc.stderr.count("\n") == 1 and not out.exists()
 
 
-def test_decoder_settings_naming_no_alignment_file_are_one_line(ems_work, tmp_path):
-    """-alignment-output-file with no file after it (the decoder refuses it) was read as no file: the links went
-    unread, exit 0."""
-    w = ems_work
-    base = [EMS, "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1"]
-    base += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
-    for settings in ("-threads 2 -alignment-output-file", "-alignment-output-file -threads 2"):
-        out = tmp_path / "out"
-        proc = subprocess.run([*base, "-decoder-settings", settings, "-o", str(out)], capture_output=True, text=True)
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-        assert "-alignment-output-file without a file name" in proc.stderr and not out.exists()
-
-
 def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
     w = ems_work
     lines = (w / "evaluation" / "test.cleaned.1").read_text(encoding="utf-8").splitlines()[:3]

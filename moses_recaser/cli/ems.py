@@ -77,10 +77,7 @@ class _DecoderSettings(argparse.Action):
         from moses_recaser.moses.trace import decoder_alignment_file
 
         setattr(namespace, self.dest, values)
-        try:
-            namespace.decoder_alignment = decoder_alignment_file(values)
-        except RecaserError as exc:  # (raised inside argparse, it would be a traceback)
-            parser.error(str(exc))
+        namespace.decoder_alignment = decoder_alignment_file(values)
 
 
 def cmd_recase(args: argparse.Namespace) -> int:

@@ -104,11 +104,9 @@ def decoder_setting(words: Sequence[str], name: str) -> list[str] | None:
 
 
 def decoder_alignment_file(settings: str) -> str | None:
-    """The ``-alignment-output-file`` the decoder's settings name (None: none; the flag without a file is an error,
-    as it is the decoder's)."""
+    """The ``-alignment-output-file`` the decoder's settings name (None: none; the flag without a file is none, as
+    the decoder reads it: BookkeepingOptions.cpp writes no alignment then)."""
     values = decoder_setting(decoder_words(settings), "alignment-output-file")
-    if values == []:
-        raise RecaserError("-decoder-settings has -alignment-output-file without a file name")
     return values[0] if values else None
 
 
