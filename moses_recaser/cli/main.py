@@ -305,6 +305,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
     add(p, "dev_trace_alignment")
     for name in TRAIN_SETTINGS:
         # what a statistics model fixes is passed on only when given: with --stats, at any value, it is refused
+        # (--lm is None unless given, and a file the command checks it reads, so it keeps its default)
         add(p, name, **(unset_unless_given(name) if name in STATS_SETTINGS and name != "lm" else {}))
     add(p, "alignment_mode")
     add(p, "lmplz")

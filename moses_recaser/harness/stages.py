@@ -279,7 +279,7 @@ def train_model(
     # settings added later count only when used, so that models cached before them stay valid
     doc = {k: v for k, v in asdict(settings).items() if v or k not in ("monolingual", "monolingual_digest")}
     files = [train.source, train.target, train.alignment, dev.source, dev.target, dev.alignment]
-    files += [Path(mono)] if mono is not None else []
+    files += [mono] if mono is not None else []
     key = stage_key(files, doc, __version__, feature_names(cfg.feature_set, []), feature_revision())
     model = cache / "models" / f"{cfg.name}.{tag}.{key}"
     if (model / "manifest.yaml").is_file():
