@@ -722,8 +722,9 @@ def is_model_dir(path: Path) -> bool:
 
 
 def foreign_entries(directory: Path) -> list[str]:
-    """What a model directory holds besides its manifest and the files the manifest names (a user's notes, say),
-    sorted; every entry if the manifest cannot be read as a mapping with ``files``."""
+    """What a model directory holds besides its manifest and the regular files the manifest names (a user's notes,
+    say; a named entry that is a directory, link or FIFO is no file the tool wrote), sorted; every entry if the
+    manifest cannot be read as a mapping with ``files``."""
     import yaml
 
     try:
@@ -733,7 +734,14 @@ def foreign_entries(directory: Path) -> list[str]:
         entries = os.listdir(directory)
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, TypeError):
         return [MANIFEST]
-    return sorted(e for e in entries if e != MANIFEST and e not in names)
+    return sorted(e for e in entries if e != MANIFEST and (e not in names or not _regular(directory / e)))
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -743,12 +751,14 @@ class DirKind:
 
     noun: str  # "model"
     mark: str  # what tells one: "manifest.yaml of ours"
-    unnamed: str  # what the foreign entries are: "which its manifest does not name"
+    unnamed: str  # what the foreign entries are: "which its manifest does not name as a file"
     ours: Callable[[Path], bool]
     foreign: Callable[[Path], list[str]]
 
 
-MODEL = DirKind("model", "manifest.yaml of ours", "which its manifest does not name", is_model_dir, foreign_entries)
+MODEL = DirKind(
+    "model", "manifest.yaml of ours", "which its manifest does not name as a file", is_model_dir, foreign_entries
+)
 
 
 def model_target(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Path:

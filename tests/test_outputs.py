@@ -197,12 +197,29 @@ def test_a_model_holding_a_users_file_is_not_replaced(tmp_path, capsys):
     assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 2
     err = capsys.readouterr().err
     assert err == (
-        f"moses-recaser: error: {model}: is a model, but also holds 'notes.txt', which its manifest does not name; "
+        f"moses-recaser: error: {model}: is a model, but also holds 'notes.txt', which its manifest does not name as a file; "
         "move them out of it, or give the model a new path\n"
     )
     assert {p.name: p.read_bytes() for p in model.iterdir()} == before and not _ours(tmp_path)
     (model / "notes.txt").unlink()
     assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+
+
+def test_a_named_entry_that_is_no_file_is_the_users(tmp_path, capsys):
+    """A manifest (edited, or another version's) that names a directory: what the directory holds is not the
+    tool's to remove, so the model is not replaced."""
+    import yaml
+
+    model = tmp_path / "model"
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+    (model / "extra.d").mkdir()
+    (model / "extra.d" / "thesis.tex").write_text("three years of work")
+    doc = yaml.safe_load((model / "manifest.yaml").read_text())
+    doc["files"]["extra.d"] = "0" * 64
+    (model / "manifest.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 2
+    assert "also holds 'extra.d', which its manifest does not name as a file" in capsys.readouterr().err
+    assert (model / "extra.d" / "thesis.tex").read_text() == "three years of work" and not _ours(tmp_path)
 
 
 @pytest.mark.parametrize("exchange", [True, False])
