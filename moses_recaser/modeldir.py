@@ -51,6 +51,7 @@ from moses_recaser.textio import sha256
 
 FORMAT_VERSION = 6
 MANIFEST = "manifest.yaml"
+PRIORS = "aligner.priors"  # eflomal's priors, for recase --align
 
 
 def text_array(words: Iterable[str]) -> np.ndarray:
@@ -467,7 +468,7 @@ class ModelSnapshot:
                 raise RecaserError(exc.reason, str(self.directory) + exc.path[len(str(self.root)) :], exc.line)
         elif isinstance(exc, DAMAGED):
             raise RecaserError(
-                f"the model is damaged ({type(exc).__name__}: {exc}); train it again or copy it anew",
+                f"the model is damaged ({f'{type(exc).__name__}: {exc}'[:300]}); train it again or copy it anew",
                 str(self.directory),
             ) from None
 

@@ -264,6 +264,8 @@ def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Itera
         raise
     finally:
         remove_tree(path)
+        # what was put in place in it went with it: not an output to name after an interrupt
+        _WRITTEN[:] = [w for w in _WRITTEN if not w.startswith(str(path) + os.sep)]
 
 
 class _Guarded(io.FileIO):

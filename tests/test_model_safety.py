@@ -417,3 +417,66 @@ def test_a_model_path_that_is_no_directory_or_pointer_says_so(tmp_path):
     ):
         with pytest.raises(RecaserError, match=re.escape(f"{tmp_path / name}: {said}")):
             Recaser.load(tmp_path / name)
+
+
+def test_align_reads_only_the_priors_its_manifest_names(model, tmp_path, tico):
+    """--align's priors are read as every model file is: named by the manifest, a regular file inside the model,
+    its checksum checked; priors that are not eflomal's are one error at their line, not eflomal's IndexError."""
+    other = tmp_path / "other.priors"
+    shutil.copyfile(model / "aligner.priors", other)
+    doc = _manifest(model)
+    del doc["files"]["aligner.priors"]
+    doc.get("sizes", {}).pop("aligner.priors", None)
+    _write_manifest(model, doc)
+    (model / "aligner.priors").unlink()
+    (model / "aligner.priors").symlink_to(other)
+    with pytest.raises(RecaserError, match="--align needs a model trained with eflomal alignment"):
+        Recaser.load(model).aligner_priors()
+    (model / "aligner.priors").unlink()
+    (model / "aligner.priors").write_text("0-0 1-1\n", encoding="utf-8")  # a word alignment, not priors
+    doc["files"]["aligner.priors"] = hashlib.sha256(b"0-0 1-1\n").hexdigest()
+    _write_manifest(model, doc)
+    cmd = [CLI, "recase", "--model", str(model), "--input", str(tico / "test.lc.en"), "--source", str(tico / "test.fr")]
+    _one_error(
+        subprocess.run(cmd + ["--align"], capture_output=True, text=True, timeout=120),
+        "aligner.priors:1: not eflomal priors",
+    )
+
+
+def test_align_refuses_priors_that_are_not_eflomals_at_their_line(tico, tmp_path):
+    """``align --priors`` given another file (a word alignment, a line with a word for its number): one error at
+    the line, before eflomal reads it."""
+    priors = tmp_path / "priors"
+    cmd = [CLI, "align", "--source", str(tico / "dev.fr"), "--target", str(tico / "dev.en"), "--priors", str(priors)]
+    for text, line in (("0-0 1-1\n", 1), ("LEX\tle\tthe\t1.5\nHMMF\tfar\t2\n", 2), ("LEX\tle\tthe\tmany\n", 1)):
+        priors.write_text(text, encoding="utf-8")
+        proc = subprocess.run(cmd + ["-o", str(tmp_path / "wa")], capture_output=True, text=True, timeout=120)
+        _one_error(proc, f"{priors}:{line}: not eflomal priors")
+        assert not (tmp_path / "wa").exists()
+
+
+def test_two_outputs_naming_one_file_are_refused(tico, tmp_path):
+    """``align -o X --priors-out X`` wrote the priors and then the alignment over them: refused before the work,
+    as is the same file through a symlink; two outputs to /dev/null are fine."""
+    cmd = [CLI, "align", "--source", str(tico / "dev.fr"), "--target", str(tico / "dev.en")]
+    (tmp_path / "link").symlink_to(tmp_path / "same")
+    for a, b in (("same", "same"), ("same", "link")):
+        proc = subprocess.run(
+            cmd + ["-o", str(tmp_path / a), "--priors-out", str(tmp_path / b)], capture_output=True, text=True
+        )
+        _one_error(proc, f"{tmp_path / b}: this output is also the one given as --output")
+        assert not (tmp_path / "same").exists()
+    proc = subprocess.run(
+        cmd + ["-o", os.devnull, "--priors-out", os.devnull], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_recase_signature_says_what_a_recaser_was_told_to_read(model):
+    """``alignment_mode`` at recase changes the output of input with phrases and links: the signature the recase
+    logs says so."""
+    assert Recaser.load(model).recase_signature == Recaser.load(model).signature
+    for mode in ("phrase", "links"):
+        assert (
+            Recaser.load(model, alignment_mode=mode).recase_signature == Recaser.load(model).signature + f"|read:{mode}"
+        )

@@ -1030,3 +1030,17 @@ def test_binary_outputs_are_written_as_given_whatever_their_name(tmp_path):
     with atomic_output(tmp_path / "x.gz", binary=True, compress=True) as out:
         out.write(b"raw bytes")
     assert (tmp_path / "x.gz").read_bytes() == b"raw bytes"
+
+
+def test_what_a_scratch_directory_held_is_no_output_to_name(tmp_path):
+    """An interrupt names the outputs already in place; a file put in place in a scratch directory went with it
+    (an interrupted train named its scratch aligner.priors as 'already written whole')."""
+    from moses_recaser.outputs import written
+
+    with atomic_output(tmp_path / "kept") as fh:
+        fh.write("x\n")
+    with work_dir("moses-recaser-test", tmp_path) as work:
+        with atomic_output(Path(work) / "aligner.priors") as fh:
+            fh.write("LEX\ta\tb\t1\n")
+        assert written()[-1] == str(Path(work) / "aligner.priors")
+    assert written()[-1] == str(tmp_path / "kept") and not any(w.startswith(work) for w in written())

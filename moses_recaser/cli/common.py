@@ -212,6 +212,7 @@ def check_destinations(args: argparse.Namespace) -> None:
         if getattr(args, name) is not None:
             one_reader(getattr(args, name), name)
         inputs.setdefault(file_id(getattr(args, name)), name)
+    outputs: dict[object, str] = {}
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
         output = file_id(getattr(args, name))
@@ -221,11 +222,32 @@ def check_destinations(args: argparse.Namespace) -> None:
                 "reads: give another output",
                 os.fspath(getattr(args, name)),
             )
+        key = _output_key(getattr(args, name), output)
+        if key is not None and key in outputs:
+            raise RecaserError(
+                f"this output is also the one given as {_input_flag(args, outputs[key])}: give each output a file of "
+                "its own",
+                os.fspath(getattr(args, name)),
+            )
+        outputs.setdefault(key, name)
     if getattr(args, "prints", False) and sys.stdout is None:
         raise RecaserError("standard output is closed, and this command prints its result there", STDOUT)
 
 
 STDIN = "<stdin>"
+
+
+def _output_key(path: str | os.PathLike[str] | None, output: tuple[int, int]) -> object:
+    """What two outputs must not share (one would replace the other): a regular file, a name not there yet, or
+    stdout (``-``); None for an output not asked for, or a FIFO or device (written in place: /dev/null twice is
+    fine)."""
+    if path is None:
+        return None
+    if os.fspath(path) == "-":
+        return STDOUT
+    if output != NOT_A_FILE:
+        return output
+    return None if os.path.lexists(path) and not os.path.islink(path) else os.path.realpath(path)
 
 
 def _stream(path: str | os.PathLike[str]) -> object:

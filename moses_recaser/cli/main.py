@@ -440,7 +440,7 @@ def cmd_recase(args: argparse.Namespace) -> int:
             return 0
         for line in recaser.recase_records(records, jobs=args.jobs):
             out.write(line + "\n")
-    log.info("signature: %s", recaser.signature)
+    log.info("signature: %s", recaser.recase_signature)
     return 0
 
 

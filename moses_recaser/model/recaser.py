@@ -36,7 +36,7 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import Weights, mode_of
 from moses_recaser.model.settings import TrainSettings, weights_digest
 from moses_recaser.model.streaming import zip_recased
-from moses_recaser.modeldir import Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
+from moses_recaser.modeldir import PRIORS, Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.moses.formats import FORMATS, Line, Record
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.trace import TraceOptions
@@ -241,6 +241,12 @@ class Recaser:
         """Every setting the model was trained with, and a hash of its weights (as ``train`` prints it)."""
         return self.manifest.signature
 
+    @property
+    def recase_signature(self) -> str:
+        """The model's signature and what this Recaser was told to read of input with phrases and links
+        (``read:phrase`` or ``read:links``, from ``alignment_mode``; nothing for both): what its output depends on."""
+        return self.signature + (f"|read:{self.prefer}" if self.prefer else "")
+
     def recase(
         self,
         hyp: str,
@@ -340,13 +346,15 @@ class Recaser:
             yield tokens
 
     def aligner_priors(self) -> Path:
-        """The eflomal priors of the training alignment, for aligning new text to its source (``--align``)."""
-        priors = self._where / "aligner.priors"
-        if not priors.is_file():
+        """The eflomal priors of the training alignment, for aligning new text to its source (``--align``): the
+        file the manifest names, checked as at load (a model that names none cannot ``--align``)."""
+        if PRIORS not in self.manifest.files:
             raise RecaserError(
-                "--align needs a model trained with eflomal alignment (it stores aligner.priors)", str(self.dir)
+                f"--align needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
             )
-        return priors
+        # read only as the manifest names it: a regular file inside the model, its checksum checked again now
+        verify_files(self._where, {PRIORS: self.manifest.files[PRIORS]}, sizes=self.manifest.sizes)
+        return self._where / PRIORS
 
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:

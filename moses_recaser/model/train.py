@@ -40,7 +40,7 @@ from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
 from moses_recaser.model.settings import STATS_SETTINGS, TrainSettings, flag
 from moses_recaser.model.streaming import CHUNK
-from moses_recaser.modeldir import release_mapped, write_model
+from moses_recaser.modeldir import PRIORS, release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.outputs import model_target
 from moses_recaser.stats.build import (
@@ -294,7 +294,7 @@ def train(
             train, dev_set, dev.alignment is None and dev_output is None, settings, work, dev.source
         )
         if aligned:
-            files["aligner.priors"] = str(work / "aligner.priors")
+            files[PRIORS] = str(work / PRIORS)
             # the tables' alignment is what the signature names first; dev's alone is told apart
             source = "eflomal" if train is not None and train.alignment is None else "files+dev:eflomal"
             settings = replace(settings, alignment_source=source)
@@ -541,7 +541,7 @@ def _read_and_align(
         return train_set, False
     from moses_recaser.stats.eflomal import align, priors_of_alignment
 
-    priors = work / "aligner.priors"
+    priors = work / PRIORS
     given = train is not None and train.alignment is not None
     if given:
         assert train is not None and train.alignment is not None

@@ -24,7 +24,7 @@ from pathlib import Path
 from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError, flag_of
 from moses_recaser.memory import Memory, map_large_blocks
-from moses_recaser.modeldir import save_npz
+from moses_recaser.modeldir import PRIORS, save_npz
 from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
 from moses_recaser.signature import signature
@@ -304,12 +304,12 @@ def build_statistics(
     if corpus is None:
         from moses_recaser.stats.eflomal import aligned_bitext
 
-        priors = work / "aligner.priors"
+        priors = work / PRIORS
         corpus = Corpus(
             triples=aligned_bitext(source, target, settings.symmetrization, priors_out=priors), triples_target=target
         )
         settings.alignment = "eflomal"
-        files["aligner.priors"] = str(priors)
+        files[PRIORS] = str(priors)
     lm = LMSettings(
         order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm, prune=settings.lm_prune
     )

@@ -65,6 +65,8 @@ def align(
     """
     if len(source) != len(target):
         raise RecaserError(f"cannot align {len(source)} source sentences to {len(target)} target sentences")
+    if priors:
+        check_priors(priors)
     _warn_too_long(source, target, where or (lambda k: f"sentence pair {k + 1}"))
     eflomal = _eflomal()
     with work_dir("moses-recaser-align") as tmp:
@@ -95,6 +97,42 @@ def align(
         # eflomal's forward links give each target word one source (symal's b), reverse the other way
         out.append(symmetrize(parse_links(r_line), parse_links(f_line), method))
     return out
+
+
+# eflomal's priors lines (``eflomal.read_priors``): kind -> (fields, the integer ones); the last is a number
+PRIORS_LINES = {"LEX": (4, ()), "HMMF": (3, (1,)), "HMMR": (3, (1,)), "FERF": (4, (2,)), "FERR": (4, (2,))}
+
+
+def check_priors(path: str | os.PathLike[str]) -> None:
+    """The lines of an eflomal priors file are what ``eflomal.read_priors`` takes (tab-separated, ``PRIORS_LINES``),
+    else a RecaserError at the first line that is not (eflomal's reader fails with an IndexError or a ValueError
+    and no line)."""
+    name = os.fspath(path)
+    if name == "-":  # read once, by eflomal
+        return
+    with open_binary(name) as fh:
+        for n, raw in enumerate(fh, 1):
+            if not _priors_line(raw):
+                raise RecaserError(
+                    "not eflomal priors: expected UTF-8 lines of tab-separated fields, LEX, HMMF, HMMR, FERF or FERR "
+                    "first and a number last",
+                    name,
+                    n,
+                )
+
+
+def _priors_line(raw: bytes) -> bool:
+    try:
+        fields = raw.decode("utf-8").rstrip("\n").split("\t")
+        shape = PRIORS_LINES.get(fields[0])
+        if shape is None or len(fields) != shape[0]:
+            return False
+        float(fields[-1])
+        for i in shape[1]:
+            int(fields[i])
+    except ValueError:  # not a number, or (UnicodeDecodeError) not UTF-8
+        return False
+    return True
 
 
 def _warn_too_long(
