@@ -714,7 +714,7 @@ def is_model_dir(path: Path) -> bool:
     """A directory of this tool's: it holds a regular manifest.yaml that starts as ours does."""
     manifest = path / MANIFEST
     try:
-        if not stat.S_ISREG(os.lstat(manifest).st_mode):
+        if not _regular(manifest):
             return False
         with open(manifest, "rb") as fh:
             head = fh.read(64)

@@ -84,14 +84,19 @@ def with_search(command: str, settings: str) -> str:
     return new
 
 
-def replay(work: Path, layout: str, settings: str | None, pair: str) -> Path:
+def copy_test_set(whole: Path, pair: str) -> None:
+    """The whole of newstest2014, both sides, as WHOLE/newstest2014.LANG (the replayed steps' raw files)."""
+    whole.mkdir(parents=True, exist_ok=True)
+    for lang in pair.split("-"):
+        src = SHARED / "corpora" / "wmt-newstest" / pair / f"newstest2014.{lang}"
+        (whole / f"newstest2014.{lang}").write_bytes(src.read_bytes())
+
+
+def replay(work: Path, layout: str, settings: str | None) -> Path:
     """Every step of ``STEPS[layout]``, moved to WORK/whole-test/LAYOUT; returns that directory."""
     exp, whole = work / layout, work / "whole-test"
     run, out = last_run(exp), whole / layout
     out.mkdir(parents=True, exist_ok=True)
-    for lang in pair.split("-"):
-        src = SHARED / "corpora" / "wmt-newstest" / pair / f"newstest2014.{lang}"
-        (whole / f"newstest2014.{lang}").write_bytes(src.read_bytes())
     for name, step in STEPS[layout]:
         path, commands = step_commands(exp, run, name, step)
         for command in commands:
@@ -140,10 +145,10 @@ def main() -> int:
     work = args.work.resolve()
     saved = json.loads((work / "settings.json").read_text(encoding="utf-8"))
     moses, slice_lines = Path(saved["moses"]), int(saved["test_lines"])
+    if not args.report_only:
+        copy_test_set(work / "whole-test", saved["pair"])
     dirs = {
-        layout: work / "whole-test" / layout
-        if args.report_only
-        else replay(work, layout, args.decoder_settings, saved["pair"])
+        layout: work / "whole-test" / layout if args.report_only else replay(work, layout, args.decoder_settings)
         for layout in LAYOUTS
     }
     ref = read_lines(dirs["truecase"] / "reference.tok")
