@@ -20,9 +20,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from moses_recaser.api import Recaser, train
+    from moses_recaser.io.lines import read_lines
     from moses_recaser.model.settings import TrainSettings
     from moses_recaser.moses.trace import TraceOptions
-    from moses_recaser.textio import read_lines
 
 __all__ = ["Recaser", "RecaserError", "TraceOptions", "TrainSettings", "Triple", "__version__", "read_lines", "train"]
 
@@ -31,7 +31,7 @@ _LAZY = {
     "train": "moses_recaser.api",
     "TrainSettings": "moses_recaser.model.settings",
     "TraceOptions": "moses_recaser.moses.trace",
-    "read_lines": "moses_recaser.textio",
+    "read_lines": "moses_recaser.io.lines",
 }
 
 

@@ -66,10 +66,10 @@ def train(
     An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
     Errors name the settings as the command line spells them (``dev_source`` is ``--dev-source``).
     """
+    from moses_recaser.io.outputs import work_dir
     from moses_recaser.memory import Memory
     from moses_recaser.model.train import DecoderOutput, check_stats_fixed
     from moses_recaser.model.train import train as fit
-    from moses_recaser.outputs import work_dir
     from moses_recaser.workers import check_workers
 
     check_workers(jobs, flag_of("jobs"))

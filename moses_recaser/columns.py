@@ -149,18 +149,8 @@ class WordTypes:
         self._cols.spill(scratch)
 
     def restore(self, z: Mapping[str, np.ndarray], prefix: str) -> None:
-        """Take the types of ``arrays`` (into an empty registry): one row per type in every column, each of its
-        declared kind of dtype (a damaged model is a ValueError)."""
-        from moses_recaser.modeldir import check_shapes
-
+        """Take the types of ``arrays`` (into an empty registry)."""
         self.ids = Vocab.load(z, f"{prefix}.words")
-        for c, dtype in self.columns:
-            check_shapes(
-                prefix,
-                {c: z[f"{prefix}.{c}"]},
-                "iu" if np.dtype(dtype).kind in "iu" else np.dtype(dtype).kind,
-                len(self.ids),
-            )
         self._cols.take({c: z[f"{prefix}.{c}"] for c, _ in self.columns})
 
     def __getitem__(self, name: str) -> np.ndarray:

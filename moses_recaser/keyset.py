@@ -104,7 +104,7 @@ class KeySet:
     def subset(self, keep: Callable[[np.ndarray], np.ndarray], block: int = 1 << 20) -> tuple[KeySet, np.ndarray]:
         """The set of the keys ``keep`` (keys -> mask) keeps, read a block at a time (the pages of a mapped set
         read dropped after each, ``modeldir.release_mapped``), and the position here of each of its keys."""
-        from moses_recaser.modeldir import release_mapped
+        from moses_recaser.io.modeldir import release_mapped
 
         keys, where = [], []
         for start in range(0, len(self), block):
@@ -144,7 +144,7 @@ class KeySet:
             todo, at, end, low = todo[more], at[more] + 1, end[more], low[more]
         if not self.low.flags.owndata:  # a mapped set: a round of lookups maps nearly all of it (the kernel maps
             # a page cache folio of up to 2 MiB per fault), so its pages are dropped until the next round
-            from moses_recaser.modeldir import trim_mapped
+            from moses_recaser.io.modeldir import trim_mapped
 
             trim_mapped()
         return pos, found
@@ -167,18 +167,8 @@ class KeySet:
 
     @classmethod
     def load(cls, z: Mapping[str, np.ndarray], prefix: str) -> KeySet:
-        """A stored key set, checked to fit itself (a damaged model is a ValueError)."""
+        """A stored key set (``arrays``)."""
         starts, low, bits = z[f"{prefix}.starts"], z[f"{prefix}.low"], int(z[f"{prefix}.bits"])
-        if (
-            starts.ndim != 1
-            or low.ndim != 1
-            or starts.dtype.kind not in "iu"
-            or low.dtype.kind not in "iu"
-            or len(starts) < 2
-            or int(starts[-1]) != len(low)
-            or not 1 <= bits <= 63
-        ):
-            raise ValueError(f"{prefix}: the key set's arrays do not fit each other")
         return cls(starts, low, bits)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import EDGE, NOT_IN_TOKEN, LineReader, check_length
+from moses_recaser.io.lines import EDGE, NOT_IN_TOKEN, LineReader, check_length
 
 Phrase = tuple[int, int, int, int]
 Link = tuple[int, int]

@@ -27,14 +27,19 @@ def check_workers(n: int, what: str) -> int:
     return n
 
 
+# what ends a worker at once (a hang-up of the terminal, a kill sent to the process group); SIGINT is the parent's
+_ENDING = {signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
 def worker_signals() -> None:
     """Leave interruptions to the parent: it handles Ctrl-C, cleans up and kills its workers; a SIGTERM that
     reaches a worker (sent to the whole process group) ends it at once. The handler a forked worker inherits
     (``cli.common``: SIGTERM raises KeyboardInterrupt) would raise wherever the worker happens to be: a
     traceback on stderr, which EMS reads as a crash."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # held back by ``forking``: it ends us now
+    for sig in _ENDING:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _ENDING)  # held back by ``forking``: one pending ends us now
 
 
 @contextlib.contextmanager
@@ -45,7 +50,7 @@ def forking() -> Iterator[None]:
     signal state after the fork: the worker went on, and once waited on a pool's queue for ever, the parent
     joining it (seen once in the test suite). Blocked, it stays pending until the default action is set, and
     then ends the worker."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _ENDING)
     try:
         yield
     finally:

@@ -11,7 +11,7 @@ import pytest
 import moses_recaser
 from moses_recaser import Recaser, RecaserError, Triple, train
 from moses_recaser.cli.main import main
-from moses_recaser.textio import split_tokens
+from moses_recaser.io.lines import split_tokens
 
 
 def _segments(n_src: int, n_tgt: int) -> list[tuple[int, int, int, int]]:

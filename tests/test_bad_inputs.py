@@ -305,8 +305,8 @@ def test_jsonl_tokens_that_survive_a_round_trip_are_kept(tmp_path, char):
     """White space other than spaces and tabs (what str.split() would split on, and Moses does not) is part of a
     token in JSON Lines as in text input: the two readers give the same tokens, and the line written from them
     splits back into them."""
+    from moses_recaser.io.lines import split_tokens
     from moses_recaser.moses.bitext import read_monolingual
-    from moses_recaser.textio import split_tokens
     from moses_recaser.triples import read_triples
 
     tokens = [f"a{char}b", "c", f"{char}d"]
@@ -322,7 +322,7 @@ def test_the_token_limit_per_line(tico, tmp_path, capsys):
     """MAX_TOKENS tokens recase (test_ten_thousand_token_line_works); one more is one line naming file and line,
     in every reader: plain text, text with a source, decoder output, and the monolingual EMS step."""
     from moses_recaser.cli.ems import main as ems_main
-    from moses_recaser.textio import MAX_TOKENS
+    from moses_recaser.io.lines import MAX_TOKENS
 
     assert MAX_TOKENS == 10_000
     words = ["w"] * (MAX_TOKENS + 1)
@@ -702,3 +702,19 @@ def test_links_that_differ_from_the_trace_lines_own_are_refused(tmp_path, capsys
     other = _write(tmp_path / "other", "0-4 1-3 2-2 3-1 4-0\n")
     argv = ["triples", "--source", src, "--trace", trace, "--alignment", other, "-o", str(out)]
     _fails(capsys, argv, other, 1, "differ from the trace line's own \\(-print-alignment-info, in .*trace\\)")
+
+
+def test_a_missing_lmplz_is_refused_before_any_work(tmp_path, capsys):
+    """`--lmplz` naming no program is one line before alignment and counting (it was lmplz's own failure, after
+    them), and no model is written."""
+    src = _write(tmp_path / "c.fr", "Le chat .\n" * 20)
+    tgt = _write(tmp_path / "c.en", "The cat .\n" * 20)
+    wa = _write(tmp_path / "c.wa", "0-0 1-1 2-2\n" * 20)
+    argv = ["-q", "train", "--source", src, "--target", tgt, "--alignment", wa, "--lmplz", str(tmp_path / "lmplz")]
+    assert main([*argv, "--dev-size", "5", "-o", str(tmp_path / "model")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"moses-recaser: error: {tmp_path / 'lmplz'}: no such program, or not executable: give the path of KenLM's lmplz\n"
+    )
+    assert not (tmp_path / "model").exists()

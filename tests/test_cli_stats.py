@@ -9,7 +9,7 @@ import pytest
 from conftest import TRACES
 
 from moses_recaser.cli.main import main
-from moses_recaser.modeldir import read_manifest
+from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.stats.tables import Tables
 
 

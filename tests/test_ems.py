@@ -259,7 +259,7 @@ def test_training_step_writes_the_config_later_steps_receive(ems_work):
     config = (ems_work / "recasing" / "moses.ini.1").read_text(encoding="utf-8")
     assert config.startswith("# moses-recaser model") and "model: " in config
     assert (ems_work / "recasing" / "moses.ini.1.model" / "model" / "manifest.yaml").is_file()
-    from moses_recaser.modeldir import read_manifest
+    from moses_recaser.io.modeldir import read_manifest
 
     m = read_manifest(ems_work / "recasing" / "moses.ini.1.model" / "model")
     assert m.settings["monolingual"] == [str(ems_work / "lm" / "corpus.en")] and "|mono:" in m.signature
@@ -389,8 +389,8 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
 
     def refused(infile: Path, headline: Path) -> str:
         cmd = [EMS, "recase", "-in", str(infile), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(headline)]
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-        assert proc.returncode == 2 and proc.stdout == ""
+        proc = subprocess.run([*cmd, "-o", str(tmp_path / "none")], check=False, capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stdout == "" and not (tmp_path / "none").exists()
         return proc.stderr
 
     at = next(k for k, x in enumerate(longer.read_text(encoding="utf-8").splitlines(), 1) if 'id="4"' in x)

@@ -393,7 +393,7 @@ def _interrupted_when_busy(argv: list[str], tmp: Path, out: Path) -> subprocess.
     )
 
     def working() -> list[Path]:
-        return [*scratch.glob(".moses-recaser.*.work"), *out.glob("**/.moses-recaser.*.work")]
+        return [*scratch.glob(".moses-recaser*.work"), *out.glob("**/.moses-recaser*.work")]
 
     deadline = time.monotonic() + 120
     while not working() and proc.poll() is None and time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import load_config
-from moses_recaser.modeldir import read_manifest
+from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.nbest import read_nbest
 from moses_recaser.moses.trace import read_trace

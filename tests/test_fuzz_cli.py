@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from moses_recaser.cli import ems as ems_cli
 from moses_recaser.cli import main as main_cli
-from moses_recaser.outputs import TAG
+
+TAG = "moses-recaser"  # in every temporary name
 
 _piece = st.one_of(
     st.sampled_from(

@@ -1,4 +1,4 @@
-"""Interrupting recasing or training (SIGINT, SIGTERM) leaves no half-written output or model."""
+"""Interrupting recasing or training (SIGINT, SIGTERM, SIGHUP, SIGQUIT) leaves no half-written output or model."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _ended_by_interrupt(proc: subprocess.Popen, err: str, out: Path) -> None:
     assert not out.exists() and _leftovers(out.parent, out.name) == []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     out = tmp_path / "out"
     proc = _recasing_under_way(tico, out, jobs=1, own_group=False)
@@ -72,7 +72,7 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     _ended_by_interrupt(proc, err, out)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_recasing_workers_signalled_with_their_parent_end_it(tico, tmp_path, sig):
     """Ctrl-C at a terminal, or a service manager's SIGTERM, goes to the whole process group: the workers of
     `recase --jobs 2` get it too (SIGTERM ends them first). The run must still end at once, with its one line and

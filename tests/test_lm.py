@@ -11,10 +11,10 @@ import pytest
 from conftest import DATA
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.lines import read_lines
 from moses_recaser.stats.build import lm_from_text
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.kneser_ney import estimate
-from moses_recaser.textio import read_lines
 
 LMPLZ = DATA / "lmplz"
 

@@ -15,9 +15,9 @@ import moses_recaser.memory as memory_module
 from moses_recaser.cli.main import main
 from moses_recaser.diskarrays import Scratch, Sink, whole
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.keyset import KeySet, pack_blocks
 from moses_recaser.memory import Memory, parse_memory, physical_memory
-from moses_recaser.modeldir import read_manifest
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.keycounts import KeyCounts

@@ -12,8 +12,8 @@ from moses_recaser.cli.main import main
 from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import ExperimentConfig, SplitConfig
 from moses_recaser.harness.stages import Sides, held_out_targets, monolingual_text
+from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.model.recaser import Recaser
-from moses_recaser.modeldir import read_manifest
 from moses_recaser.stats.tables import Tables
 from moses_recaser.triples import Triple
 

@@ -12,7 +12,7 @@ import pytest
 import moses_recaser
 from moses_recaser.cli.main import main
 from moses_recaser.errors import RecaserError
-from moses_recaser.modeldir import read_manifest
+from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.shards import parse_shard, shard_range

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from moses_recaser import textio
 from moses_recaser.errors import RecaserError
+from moses_recaser.io import lines as textio
+from moses_recaser.io.lines import LineReader, iter_tokens, split_tokens, zip_readers
+from moses_recaser.io.outputs import atomic_directory, atomic_output
 from moses_recaser.moses.pharaoh import parse_links
-from moses_recaser.outputs import atomic_directory, atomic_output
-from moses_recaser.textio import LineReader, iter_tokens, split_tokens, zip_readers
 
 
 def test_invalid_utf8_names_line(tmp_path):

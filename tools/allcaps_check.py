@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from moses_recaser.casing import upper_all
-from moses_recaser.textio import read_lines
+from moses_recaser.io.lines import read_lines
 
 
 def main() -> int:

@@ -103,10 +103,10 @@ def test_set(work: Path, data_root: Path, base: Path) -> dict[str, Path]:
     out = {k: work / f"test.{k}" for k in ("fr", "en", "lc.en", "align")}
     if all(p.is_file() for p in out.values()):
         return out
+    from moses_recaser.io.lines import read_lines
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.moses.tokenizer import tokenizer
     from moses_recaser.stats.eflomal import align
-    from moses_recaser.textio import read_lines
 
     raw = data_root / "wmt-newstest" / "fr-en"
     fr = [" ".join(tokenizer("fr")(x)) for x in read_lines(raw / "newstest2014.fr")]

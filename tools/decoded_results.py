@@ -69,7 +69,7 @@ def write_lines(path: Path, lines: list[str]) -> None:
 
 
 def read_lines(path: Path) -> list[str]:
-    from moses_recaser import textio
+    from moses_recaser.io import lines as textio
 
     return list(textio.read_lines(path))
 

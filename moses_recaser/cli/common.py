@@ -18,9 +18,18 @@ from typing import Any, NoReturn
 from moses_recaser import __version__
 from moses_recaser.cli.options import REQUIRED, add, finish_settings
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.lines import check_input
+from moses_recaser.io.outputs import (
+    ENDING_SIGNALS,
+    NOT_A_FILE,
+    STDOUT,
+    check_output,
+    file_id,
+    stdout_lines,
+    write_error,
+    written,
+)
 from moses_recaser.moses.trace import TraceOptions
-from moses_recaser.outputs import NOT_A_FILE, STDOUT, check_output, file_id, write_error, written
-from moses_recaser.textio import check_input
 from moses_recaser.workers import single_threaded_blas
 
 log = logging.getLogger("moses_recaser")
@@ -331,9 +340,10 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())
     _setup_logging(args, prog)
-    # SIGTERM behaves like Ctrl-C, so atomic outputs are cleaned up the same way.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    already = len(written())  # (outputs of earlier runs in this process: ``main`` called from Python)
+    # a kill or a hang-up ends the run as Ctrl-C does: temporary files and child processes go with it
+    for sig in ENDING_SIGNALS:
+        signal.signal(sig, signal.default_int_handler)
+    already, lines = len(written()), stdout_lines()  # (earlier runs in this process: ``main`` called from Python)
     try:
         check_destinations(args)
         with warnings.catch_warnings():
@@ -343,12 +353,17 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         _flush_stdout()
         return code
     except RecaserError as exc:
-        _error(prog, str(exc))
+        _error(prog, str(exc) + _on_stdout(stdout_lines() - lines))
         return 2
     except KeyboardInterrupt:
         if sys.stderr is not None:
             whole = written()[already:]  # (an interrupt held off while an output was put in place comes after it)
             said = f"{', '.join(whole)} already written whole, nothing else" if whole else "no output was written"
+            on_stdout = stdout_lines() - lines
+            if on_stdout:
+                said = f"{on_stdout:,} line{'s' * (on_stdout != 1)} already written to standard output" + (
+                    f"; {', '.join(whole)} written whole" if whole else ""
+                )
             print(f"{prog}: interrupted; {said}", file=sys.stderr)
         return 130
     except BrokenPipeError:
@@ -358,20 +373,24 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         return 0
     except OSError as exc:  # a fault no reader or writer of ours turned into a RecaserError
         where = f"{exc.filename}: " if exc.filename else ""
-        _error(prog, f"{where}{exc.strerror or exc}")
+        _error(prog, f"{where}{exc.strerror or exc}" + _on_stdout(stdout_lines() - lines))
         return 2
     except MemoryError:
-        _error(prog, "out of memory")
+        _error(prog, "out of memory" + _on_stdout(stdout_lines() - lines))
         return 2
     except RecursionError:
-        _error(prog, "input nested too deeply")
+        _error(prog, "input nested too deeply" + _on_stdout(stdout_lines() - lines))
         return 2
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, with the traceback on request
         log.debug("traceback of the internal error", exc_info=True)
-        _error(
-            prog, f"internal error (a bug; please report it, with the traceback -v prints): {type(exc).__name__}: {exc}"
-        )
+        bug = f"internal error (a bug; please report it, with the traceback -v prints): {type(exc).__name__}: {exc}"
+        _error(prog, bug + _on_stdout(stdout_lines() - lines))
         return 3
+
+
+def _on_stdout(lines: int) -> str:
+    """What an error adds when part of the output already went to standard output, which no rename can undo."""
+    return f" ({lines:,} line{'s' * (lines != 1)} of output were already written to standard output)" if lines else ""
 
 
 def _after_argparse(prog: str, done: SystemExit, text: str) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 from moses_recaser.cli.common import command_parser, main_of
 from moses_recaser.cli.options import OPTIONS, add
 from moses_recaser.errors import RecaserError, flag_of, spelled_as
-from moses_recaser.outputs import atomic_output
+from moses_recaser.io.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
 log = logging.getLogger("moses_recaser")
@@ -189,7 +189,7 @@ def _write_noted(path: str, text: str, notes: list[str]) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from moses_recaser.ems.config import merge
     from moses_recaser.errors import RecaserError
-    from moses_recaser.textio import read_text
+    from moses_recaser.io.lines import read_text
 
     try:
         merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set, lowercase=args.lowercase)
@@ -203,7 +203,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from moses_recaser.ems.config import check, read_config
     from moses_recaser.errors import RecaserError
-    from moses_recaser.textio import read_text
+    from moses_recaser.io.lines import read_text
 
     notes = check(read_config(read_text(args.config)))
     for note in notes:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, say, trace_options
 from moses_recaser.cli.options import add, deprecated, unset_unless_given
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.settings import STATS_SETTINGS
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
-from moses_recaser.outputs import atomic_output
 
 if TYPE_CHECKING:
     from moses_recaser.api import Recaser
@@ -339,7 +339,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.api import train
-    from moses_recaser.modeldir import read_manifest
+    from moses_recaser.io.modeldir import read_manifest
 
     values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode") if hasattr(args, name)}
     values["sigma_grid"] = tuple(values["sigma_grid"] or ())

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from moses_recaser.ems.lines import join_meta, logical_lines
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import read_text
+from moses_recaser.io.lines import read_text
 
 # experiment.perl's read_meta, regex by regex
 _SECTION = re.compile(r"^\[(.+)\]\s+(\S+)")

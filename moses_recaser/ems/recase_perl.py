@@ -10,7 +10,7 @@ from collections.abc import Callable
 from itertools import islice
 
 from moses_recaser import casing
-from moses_recaser.textio import read_lines
+from moses_recaser.io.lines import read_lines
 
 # recase.perl's %ALWAYS_LOWER for -lang en. It is a hash, so its "al-.+" and "el-.+" are looked up as
 # the literal strings, as recase.perl does, not as patterns.

@@ -23,6 +23,8 @@ from moses_recaser.ems.recase_perl import (
     title_case,
 )
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.lines import LineReader
+from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.bitext import read_monolingual
@@ -33,8 +35,6 @@ from moses_recaser.moses.trace import (
     parse_trace_line,
     read_trace,
 )
-from moses_recaser.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
-from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
@@ -65,21 +65,20 @@ class RecaseStep:
 
 
 def recase_step(step: RecaseStep) -> None:
-    """Recase ``infile`` (with its source and trace when given) and write it at once, completely or not at
-    all: recase.perl prints to stdout, and a failed step must leave nothing behind."""
+    """Recase ``infile`` (with its source and trace when given) to ``output``, streamed as ``moses-recaser recase``
+    streams it: a file appears whole or not at all; stdout, as recase.perl prints it (an error after lines went
+    there says how many)."""
     if (step.source is None) != (step.trace is None):
         raise RecaserError("-source and -trace go together (the cased decoder input and its -t output)")
     if step.alignment is not None and step.trace is None:
         raise RecaserError("-alignment links the -trace to its -source: give those too")
-    if is_moses_ini(step.model):
-        lines = _stock_model(step)
-    else:
-        lines = _recase(step, Recaser(step.model))
+    lines = _stock_model(step) if is_moses_ini(step.model) else _recase(step, Recaser(step.model))
     with atomic_output(step.output, compress=True) as out:
-        out.write("".join(x + "\n" for x in lines))
+        for line in lines:
+            out.write(line + "\n")
 
 
-def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
+def _recase(step: RecaseStep, recaser: Recaser) -> Iterator[str]:
     alignment = word_alignment(step.alignment, step.decoder_settings)
     if step.trace is not None:
         triples = _checked_trace(step.infile, step.source, step.trace, alignment, step.options)
@@ -87,17 +86,16 @@ def _recase(step: RecaseStep, recaser: Recaser) -> list[str]:
         triples = read_monolingual(step.infile)
     sgm = step.headline
     flags = headline_flags(sgm) if sgm else []
-    lines = []
-    for k, (_, tokens) in enumerate(zip_recased(triples, recaser)):
+    k = 0
+    for k, (_, tokens) in enumerate(zip_recased(triples, recaser), 1):
         if sgm:
-            if k >= len(flags):
-                check_headline_count(flags, k + 1, sgm, step.infile)
-            if flags[k]:
+            if k > len(flags):
+                check_headline_count(flags, k, sgm, step.infile)
+            if flags[k - 1]:
                 tokens = title_case(tokens, step.lang)
-        lines.append(" ".join(tokens))
+        yield " ".join(tokens)
     if sgm:
-        check_headline_count(flags, len(lines), sgm, step.infile)
-    return lines
+        check_headline_count(flags, k, sgm, step.infile)
 
 
 def _stock_model(step: RecaseStep) -> list[str]:

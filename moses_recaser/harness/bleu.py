@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import read_lines
+from moses_recaser.io.lines import read_lines
 from moses_recaser.triples import Triple
 
 if TYPE_CHECKING:

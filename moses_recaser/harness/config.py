@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.lines import read_text
 from moses_recaser.model.settings import TrainSettings
-from moses_recaser.textio import read_text
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.outputs import atomic_output
-from moses_recaser.textio import read_lines, sha256
+from moses_recaser.io.lines import read_lines, sha256
+from moses_recaser.io.outputs import atomic_output
 
 log = logging.getLogger(__name__)
 

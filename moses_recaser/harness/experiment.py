@@ -32,8 +32,8 @@ from moses_recaser.harness.report import plot_curve, results_markdown, split_cur
 from moses_recaser.harness.stages import Aligned, Prepared, mono_subset, prepare_data, subset, train_model, words_in
 from moses_recaser.harness.systems import Trained
 from moses_recaser.harness.systems import build as build_systems
+from moses_recaser.io.outputs import DirKind, atomic_directory, atomic_output, made_dirs, model_target
 from moses_recaser.moses.bitext import read_aligned_bitext
-from moses_recaser.outputs import DirKind, atomic_directory, atomic_output, made_dirs, model_target
 from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.triples import lowered

@@ -15,7 +15,7 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import TAG_NAMES, Tag
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import LineReader, split_tokens, zip_readers
+from moses_recaser.io.lines import LineReader, split_tokens, zip_readers
 
 
 def _has_upper(token: str) -> bool:

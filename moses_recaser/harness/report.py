@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from moses_recaser.outputs import atomic_output
+from moses_recaser.io.outputs import atomic_output
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from moses_recaser import __version__
 from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import concatenate, tokenized
+from moses_recaser.io.lines import read_lines
+from moses_recaser.io.outputs import atomic_output, work_dir
 from moses_recaser.moses.bitext import read_aligned_bitext
-from moses_recaser.outputs import atomic_output, work_dir
-from moses_recaser.textio import read_lines
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "dev", "test")

@@ -42,7 +42,7 @@ class Trained:
     @cached_property
     def truecaser(self) -> Any:
         from moses_recaser.harness.baselines import MosesTruecaserBaseline
-        from moses_recaser.textio import read_lines
+        from moses_recaser.io.lines import read_lines
 
         return MosesTruecaserBaseline(x.split() for p in self.target_text for x in read_lines(p))
 

@@ -25,9 +25,9 @@ from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import Columns, column, spec
 from moses_recaser.diskarrays import Column, Scratch
+from moses_recaser.io.modeldir import save_npz
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
-from moses_recaser.modeldir import check_range, check_shapes, save_npz
 from moses_recaser.stats.tables import Tables
 from moses_recaser.vocab import Vocab
 
@@ -297,39 +297,12 @@ class Candidates:
         self._pool = z["gen"]
         self._size = len(self._pool)
         self._facts.take({name: z[f"facts.{name}"] for name, _ in _FACTS})
-        self._seen = seen = (Vocab.load(z, "seen.tokens"), z["seen.offsets"], z["seen.ids"])
+        self._seen = (Vocab.load(z, "seen.tokens"), z["seen.offsets"], z["seen.ids"])
         if self.prior is not None:
             self.prior.use(z)
         self.sources = Vocab.load(z, "src.keys")
         self._src_facts.take({name: z[f"src.{name}"] for name, _ in _SOURCE_FACTS})
-        self._check_loaded(z, seen)
         return True
-
-    def _check_loaded(self, z: Mapping[str, np.ndarray], seen: tuple[Vocab, np.ndarray, np.ndarray]) -> None:
-        """Every number of a loaded registry that indexes something lies inside what it indexes (-1: none, where
-        allowed), and the log priors are log probabilities: a model edited with its checksums made to match is a
-        ValueError at load (a damaged model), not an IndexError in the middle of recasing."""
-        check_range("GEN", {"gen": self._pool}, 0, len(self.strings))
-        check_range("GEN", {"seg.start": self._plain_start, "seg.count": self._plain_count}, 0, self._size + 1)
-        check_range("GEN", {"seg.end": self._plain_start + self._plain_count}, 0, self._size + 1)
-        check_range("facts", {"facts.prior": z["facts.prior"]}, -np.inf, 1e-9)
-        sizes = {
-            "strip": len(self._strip),
-            "head": len(self._strip),
-            "cased": len(self.tables.cased.tgt_vocab),
-            "lm": max(self.lm_vocab, 0),
-        }
-        for name, size in sizes.items():
-            check_range("facts", {f"facts.{name}": z[f"facts.{name}"]}, -1, size)
-        check_range("facts", {"facts.tag": z["facts.tag"], "src.tag": z["src.tag"]}, 0, len(Tag))
-        check_range("source facts", {"src.cased": z["src.cased"]}, -1, len(self.tables.cased.src_vocab))
-        check_range("source facts", {"src.lower": z["src.lower"]}, -1, len(self.tables.lower.src_vocab))
-        lows, offsets, ids = seen
-        check_shapes("seen", {"seen.offsets": offsets}, "iu", len(lows) + 1)
-        check_range("seen", {"seen.ids": ids}, 0, len(self.tables.forms.vocab))
-        check_range("seen", {"seen.offsets": offsets}, 0, len(ids) + 1)
-        if offsets[0] != 0 or bool((offsets[1:] < offsets[:-1]).any()):
-            raise ValueError("seen: seen.offsets are not in order")
 
     def _settings(self) -> list[int]:
         return [int(self.prior is not None), self.max_candidates, self.lm_vocab]

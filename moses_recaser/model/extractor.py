@@ -21,7 +21,7 @@ from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.columns import WordTypes
 from moses_recaser.diskarrays import Scratch
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.modeldir import MappedArrays, release_mapped, text_array, trim_mapped, words_of
 from moses_recaser.model.batch import alignment_pairs
 from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.constraints import ConstraintInputs, fixed_forms
@@ -30,7 +30,6 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.lattice import Flat
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.modeldir import MappedArrays, check_range, release_mapped, text_array, trim_mapped, words_of
 from moses_recaser.sentences import (
     FINAL,
     SENTENCE_END,
@@ -125,7 +124,6 @@ class FeatureExtractor:
         self._keys = Vocab.of([])  # lowercase or stripped word -> number (GEN's source-word test)
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
-        self._gen_checked = np.zeros(0, dtype=bool)  # per target type: GEN's candidates checked (``_check_gen``)
         if candidates_file is not None:
             z = candidates_file if isinstance(candidates_file, MappedArrays) else MappedArrays(candidates_file)
             if self.candidates.load(z):
@@ -140,7 +138,7 @@ class FeatureExtractor:
         that what it holds grows by tens of bytes a type, not by a kilobyte, and its facts written to files
         beside ``path`` as they come (``spill``), removed once stored. The extractor's last use: its facts are
         then neither in memory nor in files."""
-        from moses_recaser.outputs import work_dir
+        from moses_recaser.io.outputs import work_dir
 
         with work_dir("moses-recaser-registry", Path(path).parent) as tmp:
             self.candidates.spill(Scratch(tmp, "candidates"))
@@ -187,21 +185,6 @@ class FeatureExtractor:
         self._keys = Vocab.load(z, "types.keys")
         self._target_types.restore(z, "types.target")
         self._source_types.restore(z, "types.source")
-        self._check_types()
-
-    def _check_types(self) -> None:
-        """Every number of the restored word types that indexes something lies inside what it indexes (-1: none,
-        where allowed): a model edited with its checksums made to match is a ValueError at load (a damaged model),
-        not an IndexError in the middle of recasing. (``strip_id`` is only compared, never an index.)"""
-        T, Sr, keys = self._target_types, self._source_types, len(self._keys)
-        check_range("target types", {"start": T["start"], "count": T["count"]}, 0, len(self.candidates.pool()) + 1)
-        check_range("target types", {"end": T["start"] + T["count"]}, 0, len(self.candidates.pool()) + 1)
-        check_range("target types", {"punct": T["punct"]}, -1, len(self.names))
-        check_range("target types", {"e_lower": T["e_lower"]}, -1, len(self.tables.lower.tgt_vocab))
-        check_range("word types", {"target low": T["low"], "target strip": T["strip"]}, 0, keys)
-        check_range("word types", {"source low": Sr["low"], "source strip": Sr["strip"]}, 0, keys)
-        check_range("source types", {"key": Sr["key"], "key_pos": Sr["key_pos"]}, 0, len(self.candidates.sources))
-        check_range("source types", {"strip_id": Sr["strip_id"]}, 0, np.iinfo(np.int32).max)
 
     def flat(
         self,
@@ -331,7 +314,6 @@ class FeatureExtractor:
         S = len(triples)
         target = list(chain.from_iterable(t.target for t in triples))
         tt = T.numbers(target)
-        self._check_gen(tt)
         b = BatchFacts(
             layout=layout,
             start=T["start"][tt],
@@ -361,28 +343,6 @@ class FeatureExtractor:
         if references is not None:
             self._gold(b, target, references)
         return b
-
-    def _check_gen(self, tt: np.ndarray) -> None:
-        """GEN's candidates of each target type in ``tt`` are recasings of it, checked once per type: they may come
-        from a stored registry, whose numbers an edit made to fit its checksums can point at other strings, and a
-        damaged model is then one RecaserError here, not a changed token in the output. (GEN made here, ``gen``,
-        keeps only recasings.)"""
-        T = self._target_types
-        if len(self._gen_checked) < len(T):
-            grown = np.zeros(len(T), dtype=bool)
-            grown[: len(self._gen_checked)] = self._gen_checked
-            self._gen_checked = grown
-        todo = np.unique(tt[~self._gen_checked[tt]])
-        pool, strings = self.candidates.pool(), self.candidates.strings
-        for k, start, count in zip(todo.tolist(), T["start"][todo].tolist(), T["count"][todo].tolist()):
-            word = T.ids[k]
-            for form in map(strings.__getitem__, pool[start : start + count].tolist()):
-                if not casing.is_recasing_of(form, word):
-                    raise RecaserError(
-                        f"the model's GEN gives {form!r} for {word!r}, which is not a recasing of it: the model is "
-                        "damaged; train it again or copy it anew"
-                    )
-        self._gen_checked[todo] = True
 
     def _constrain(
         self, b: BatchFacts, triples: Sequence[Triple], tt: np.ndarray, target: list[str], pairs: Pairs

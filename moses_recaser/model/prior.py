@@ -11,7 +11,7 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.modeldir import check_range, check_shapes, text_array, words_of
+from moses_recaser.io.modeldir import text_array, words_of
 from moses_recaser.stats.tables import Tables
 from moses_recaser.vocab import Vocab
 
@@ -131,8 +131,6 @@ class CasePrior:
     def use(self, z: Mapping[str, np.ndarray]) -> None:
         """Take ``arrays``' tables instead of working them out."""
         lower = Vocab.load(z, "prior.lower")
-        check_shapes("prior", {"prior.lower_counts": z["prior.lower_counts"]}, "iu", len(lower))
-        check_range("prior", {n: z[n] for n in ("prior.lower_counts", "prior.shape_counts")}, 0, np.iinfo(np.int64).max)
         self.__dict__["_lower"] = (lower, z["prior.lower_counts"])
         self.__dict__["_shape"] = dict(zip(words_of(z["prior.shapes"]), z["prior.shape_counts"]))
 

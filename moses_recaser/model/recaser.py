@@ -29,6 +29,15 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.modeldir import (
+    PRIORS,
+    Manifest,
+    MappedArrays,
+    ModelSnapshot,
+    open_verified,
+    read_manifest,
+    verify_files,
+)
 from moses_recaser.memory import release
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
@@ -36,7 +45,6 @@ from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.modes import Weights, mode_of
 from moses_recaser.model.settings import TrainSettings, weights_digest
 from moses_recaser.model.streaming import zip_recased
-from moses_recaser.modeldir import PRIORS, Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.moses.formats import FORMATS, Line, Record
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.trace import TraceOptions
@@ -114,46 +122,26 @@ class Recaser:
     def __init__(self, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> None:
         """``alignment_mode`` ("phrase" or "links"): for input with both, read only that (its mode's
         weights); None reads both. ``Recaser.load`` is the same call."""
-        from moses_recaser.modeldir import resolve_model
+        from moses_recaser.io.modeldir import resolve_model
 
         if alignment_mode not in (None, "phrase", "links"):
             raise RecaserError(f"alignment_mode is {alignment_mode!r}; choose phrase or links")
         self.dir = resolve_model(model_dir)
-        self._where = Path(os.path.abspath(self.dir))  # files read after load: the same after a chdir
         self.prefer = alignment_mode
         self._lock = threading.Lock()
         self._unfinished = False  # a batch ended by an exception: the registry of types met may be half-updated
         _LIVE.add(self)
         with ModelSnapshot(self.dir) as snap:
             self.manifest = read_manifest(snap.root, verify=False)
+            files, sizes = self.manifest.files, self.manifest.sizes
             # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
-            # read), before anything parses them
-            verify_files(
-                snap.root,
-                self.manifest.files,
-                {"lm.arpa"} if "lm.npz" in self.manifest.files else (),
-                self.manifest.sizes,
-            )
+            # read), before anything parses them; the aligner's priors are kept open as they were checked
+            verify_files(snap.root, files, {PRIORS, "lm.arpa"} if "lm.npz" in files else {PRIORS}, sizes)
+            self._priors = None
+            if PRIORS in files:
+                self._priors = open_verified(snap.root, PRIORS, files[PRIORS], sizes.get(PRIORS))
+                weakref.finalize(self, os.close, self._priors)
             self._load(snap.root)
-            self._probe()
-
-    def _probe(self) -> None:
-        """Recase one small sentence of every input mode now: arrays edited to fit their checksums but not each
-        other fail here, as a damaged model (``ModelSnapshot``), not in the middle of the user's input."""
-        words = ["the", "united", "states", "of", ",", "said", "i", "paris", "."]
-        self.recase_batch(
-            [
-                Triple(
-                    0,
-                    [w.capitalize() for w in words],
-                    list(words),
-                    [(0, 4, 0, 4), (5, 8, 5, 8)],
-                    [(i, i) for i in range(len(words))],
-                ),
-                Triple(1, [w.upper() for w in words], list(words), links=[(0, 0), (8, 8)]),
-                Triple(2, [], list(words)),
-            ]
-        )
 
     def _load(self, root: Path) -> None:
         where = str(root / "manifest.yaml")
@@ -347,30 +335,18 @@ class Recaser:
 
     def aligner_priors(self) -> Path:
         """The eflomal priors of the training alignment, for aligning new text to its source (``--align``): the
-        file the manifest names, checked as at load (a model that names none cannot ``--align``)."""
-        if PRIORS not in self.manifest.files:
+        file the manifest names, as it was checked at load (a model that names none cannot ``--align``)."""
+        if self._priors is None:
             raise RecaserError(
                 f"--align needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
             )
-        # read only as the manifest names it: a regular file inside the model, its checksum checked again now
-        verify_files(self._where, {PRIORS: self.manifest.files[PRIORS]}, sizes=self.manifest.sizes)
-        return self._where / PRIORS
+        return Path(f"/proc/self/fd/{self._priors}")
 
     @gc_paused()
     def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
-        """Recased target tokens for each triple (empty targets give empty lists). A NaN, a division by zero or an
-        overflow met on the way (a model whose numbers were edited to fit their checksums: a negative count, a
-        NaN probability) is a RecaserError, not a warning and a wrong answer; code that means to divide by zero
-        (a log of 0) says so in an errstate of its own."""
-        try:
-            with self._one_batch(), np.errstate(invalid="raise", divide="raise", over="raise"):
-                return self._recased(triples)
-        except FloatingPointError as exc:
-            raise RecaserError(
-                f"the model gives numbers that are not numbers ({exc}): it was edited or is damaged; train it "
-                "again or copy it anew",
-                str(self.dir),
-            ) from None
+        """Recased target tokens for each triple (empty targets give empty lists)."""
+        with self._one_batch():
+            return self._recased(triples)
 
     @contextlib.contextmanager
     def _one_batch(self) -> Iterator[None]:

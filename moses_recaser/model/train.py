@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,9 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import has_case
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.lines import LineReader
+from moses_recaser.io.modeldir import PRIORS, release_mapped, write_model
+from moses_recaser.io.outputs import model_target
 from moses_recaser.memory import Memory, map_large_blocks
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
@@ -40,9 +44,7 @@ from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
 from moses_recaser.model.settings import STATS_SETTINGS, TrainSettings, flag
 from moses_recaser.model.streaming import CHUNK
-from moses_recaser.modeldir import PRIORS, release_mapped, write_model
 from moses_recaser.moses.trace import TraceOptions, read_trace
-from moses_recaser.outputs import model_target
 from moses_recaser.stats.build import (
     Corpus,
     LMSettings,
@@ -57,7 +59,6 @@ from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables, TranslationTable
-from moses_recaser.textio import LineReader
 from moses_recaser.triples import Triple, lowered
 from moses_recaser.truecaser import Truecaser, sentence_starts
 
@@ -139,8 +140,8 @@ def _stats_from_model(directory: str, settings: TrainSettings, work: Path) -> St
     """A statistics model, read and checked (its LM order, else that of ``settings``)."""
     import shutil
 
+    from moses_recaser.io.modeldir import ModelSnapshot, read_manifest, resolve_model
     from moses_recaser.model.recaser import lm_file
-    from moses_recaser.modeldir import ModelSnapshot, read_manifest, resolve_model
 
     d = resolve_model(directory)
     copy = work / "stats.model"
@@ -349,7 +350,7 @@ def train(
 def _arrays_of_lm(lm_path: Path, work: Path, memory: Memory) -> Path | None:
     """The query arrays of a statistics model's LM, made in ``work`` (None for a binary LM)."""
     from moses_recaser.diskarrays import Scratch
-    from moses_recaser.outputs import work_dir
+    from moses_recaser.io.outputs import work_dir
     from moses_recaser.stats.arpa_arrays import write_arrays
 
     if not is_arpa(str(lm_path)):
@@ -502,6 +503,8 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
         )
     if settings.lm is not None:
         lm_is_arpa(settings.lm)  # what the file is, before alignment and counting
+    if lmplz is not None and shutil.which(lmplz) is None:  # (the program, before alignment and counting)
+        raise RecaserError("no such program, or not executable: give the path of KenLM's lmplz", lmplz)
     if stats_model is not None and settings.heldout_sentences:
         raise RecaserError(f"{flag('heldout_sentences')} needs the training bitext; it cannot be combined with --stats")
     if stats_model is not None and settings.monolingual:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import iter_tokens
+from moses_recaser.io.lines import iter_tokens
 from moses_recaser.triples import Link
 
 # One Pharaoh pair "s-t" (GIZA/fast_align/eflomal/Moses all write source-target).

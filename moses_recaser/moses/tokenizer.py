@@ -45,8 +45,8 @@ def tokenizer(lang: str, aggressive_dash_splits: bool = False) -> Callable[[str]
 
 def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = False) -> None:
     """Tokenize a file line by line (``-``: stdin/stdout), written atomically."""
-    from moses_recaser.outputs import atomic_output
-    from moses_recaser.textio import read_lines
+    from moses_recaser.io.lines import read_lines
+    from moses_recaser.io.outputs import atomic_output
 
     tok = tokenizer(lang, aggressive_dash_splits)
     with atomic_output(out, compress=True) as fh:

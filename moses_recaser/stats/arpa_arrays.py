@@ -31,10 +31,10 @@ import numpy as np
 
 from moses_recaser.diskarrays import Column, Scratch, Sink, Stored, read, whole
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.lines import LineReader
+from moses_recaser.io.modeldir import MappedArrays, save_npz
 from moses_recaser.keyset import KeySet, Packed, pack_blocks
 from moses_recaser.memory import Memory
-from moses_recaser.modeldir import MappedArrays, check_shapes, save_npz
-from moses_recaser.textio import LineReader
 from moses_recaser.vocab import Vocab
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
@@ -146,12 +146,8 @@ class ArrayLM:
 
     @classmethod
     def of_arrays(cls, z: Mapping[str, np.ndarray]) -> ArrayLM:
-        """The model of its stored arrays (``save``, ``ArrayLMWriter.arrays``), checked to fit each other."""
+        """The model of its stored arrays (``save``, ``ArrayLMWriter.arrays``)."""
         vocab, bigrams, trigrams = Vocab.load(z, "vocab"), KeySet.load(z, "bigrams"), KeySet.load(z, "trigrams")
-        check_shapes("unigrams", {"uni_lp": z["uni_lp"], "uni_bo": z["uni_bo"]}, "f", len(vocab))
-        check_shapes("bigrams", {"bi_lp": z["bi_lp"], "bi_bo": z["bi_bo"]}, "f", len(bigrams))
-        check_shapes("bigrams", {"bi_extended": z["bi_extended"]}, "b", len(bigrams))
-        check_shapes("trigrams", {"tri_lp": z["tri_lp"]}, "f", len(trigrams))
         return cls(
             vocab=vocab,
             uni_lp=z["uni_lp"],

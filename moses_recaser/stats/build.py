@@ -23,9 +23,10 @@ from pathlib import Path
 
 from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError, flag_of
+from moses_recaser.io.lines import BOM, compressed, open_binary, read_lines, split_tokens
+from moses_recaser.io.modeldir import PRIORS, save_npz
+from moses_recaser.io.outputs import atomic_output, model_target, work_dir
 from moses_recaser.memory import Memory, map_large_blocks
-from moses_recaser.modeldir import PRIORS, save_npz
-from moses_recaser.outputs import atomic_output, model_target, work_dir
 from moses_recaser.sentences import chunks
 from moses_recaser.signature import signature
 from moses_recaser.stats.arpa_arrays import ArrayLMWriter, check_arpa, write_arrays
@@ -36,7 +37,6 @@ from moses_recaser.stats.parallel import count_corpus
 from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.runs import remove
 from moses_recaser.stats.tables import Tables, write_tables
-from moses_recaser.textio import BOM, compressed, open_binary, read_lines, split_tokens
 from moses_recaser.triples import Triple
 from moses_recaser.workers import in_child
 
@@ -382,7 +382,7 @@ def write_statistics(
 ) -> str:
     """A statistics model (tables and LM, no weights) of a bitext, for ``train --stats``, counted in ``jobs``
     processes within ``memory`` (the same model for every number and memory); its signature."""
-    from moses_recaser.modeldir import write_model
+    from moses_recaser.io.modeldir import write_model
 
     model_target(model)
     with tempdir() as work:

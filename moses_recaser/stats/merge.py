@@ -18,8 +18,8 @@ import numpy as np
 
 from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.modeldir import words_of
 from moses_recaser.memory import Memory
-from moses_recaser.modeldir import words_of
 from moses_recaser.stats.counter import N_TAGS, Shard, table_names
 from moses_recaser.stats.keycounts import add_padded
 from moses_recaser.stats.kneser_ney import BOS, EOS, UNK

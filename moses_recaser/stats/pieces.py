@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from moses_recaser.errors import RecaserError
-from moses_recaser.textio import READ_FAULTS, compressed
+from moses_recaser.io.lines import READ_FAULTS, compressed
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def corpus_lines(files: Sequence[str]) -> int:
     for f in files:
         check_rereadable(f)
     if not all(_seekable(f) for f in files):
-        from moses_recaser.textio import LineReader, zip_readers
+        from moses_recaser.io.lines import LineReader, zip_readers
 
         return sum(1 for _ in zip_readers(*(LineReader(f, allow_empty=True) for f in files)))
     counts = [line_offsets(f, [])[0] for f in files]
@@ -113,7 +113,7 @@ def corpus_digest(files: Sequence[str]) -> str:
     """A sha256 of parallel files' text (compressed ones decompressed), file by file: shards counted apart are
     known by it to come from one corpus, which their line ranges alone cannot tell (two corpora of the same
     length, a corpus cleaned again)."""
-    from moses_recaser.textio import open_binary
+    from moses_recaser.io.lines import open_binary
 
     whole = hashlib.sha256()
     for f in files:
@@ -148,7 +148,7 @@ def pieces(files: Sequence[str], jobs: int, lines: tuple[int, int] | None = None
 def _read_lines(path: str, start: int, first: int, count: int) -> Iterator[tuple[int, str]]:
     """Lines [first, first + count) of a file from byte ``start`` (-1: read from the beginning), decoded,
     with their 1-based line numbers; errors name the file and line."""
-    from moses_recaser.textio import LineReader, decode_line, read_line
+    from moses_recaser.io.lines import LineReader, decode_line, read_line
 
     if start < 0:
         reader = LineReader(path)
@@ -178,7 +178,7 @@ def piece_blocks(piece: Piece, k: int, size: int) -> Iterator[list[str]]:
         for done in range(0, piece.lines, size):
             yield [next(lines) for _ in range(min(size, piece.lines - done))]
         return
-    from moses_recaser.textio import decode_lines, read_line
+    from moses_recaser.io.lines import decode_lines, read_line
 
     with open(path, "rb") as fh:
         fh.seek(start)

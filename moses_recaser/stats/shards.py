@@ -22,8 +22,8 @@ import numpy as np
 
 from moses_recaser.diskarrays import Scratch
 from moses_recaser.errors import RecaserError
+from moses_recaser.io.outputs import model_target, work_dir
 from moses_recaser.memory import Memory
-from moses_recaser.outputs import model_target, work_dir
 from moses_recaser.stats.counter import Counter, Shard, check_lm_order, count_piece, load_shard, save_shard
 from moses_recaser.stats.merge import merge
 from moses_recaser.stats.pieces import corpus_digest, corpus_lines, pieces
@@ -115,7 +115,7 @@ def merge_into_model(
 ) -> str:
     """The statistics model of shard count files (what ``build.write_statistics`` makes of the whole bitext),
     merged within ``memory``; its signature."""
-    from moses_recaser.modeldir import write_model
+    from moses_recaser.io.modeldir import write_model
     from moses_recaser.stats.build import StatsSettings, estimate_lm
     from moses_recaser.stats.tables import write_tables
 

@@ -39,9 +39,9 @@ import numpy as np
 from moses_recaser import casing
 from moses_recaser.casing import Tag
 from moses_recaser.diskarrays import Scratch, Sink, Stored, whole
+from moses_recaser.io.modeldir import MappedArrays, save_npz, text_array, words_of
 from moses_recaser.keyset import KeySet, pack_blocks
 from moses_recaser.memory import Memory
-from moses_recaser.modeldir import MappedArrays, check_range, check_shapes, save_npz, text_array, words_of
 from moses_recaser.vocab import Vocab
 
 if TYPE_CHECKING:  # recasing loads tables without the counting code
@@ -75,14 +75,6 @@ class TranslationTable:
             return self
         pairs, where = self.pairs.subset(lambda keys: keep(keys // V, keys % V))
         return replace(self, pairs=pairs, counts=np.asarray(self.counts[where]))
-
-    def check(self, what: str) -> None:
-        """Arrays loaded from a model fit each other: a count per pair, a total and a type count per source word, a
-        count per target word (a look at their shapes, not a pass over them: a negative count is met where it is
-        used, as a division by zero or a NaN, ``Recaser.recase_batch``). Raises ValueError (a damaged model)."""
-        check_shapes(what, {"counts": self.counts}, "iu", len(self.pairs))
-        check_shapes(what, {"src_total": self.src_total, "src_types": self.src_types}, "iu", len(self.src_vocab))
-        check_shapes(what, {"tgt_count": self.tgt_count}, "iu", len(self.tgt_vocab))
 
     def p0(self, e: str) -> float:
         return float(self.probs(np.array([-1]), np.array([self.tgt_vocab.get(e)]))[0])
@@ -237,14 +229,6 @@ class Tables:
                 pairs=KeySet.load(arrays, f"{name}.pairs"),
                 **{attr: arrays[f"{name}_{attr}"] for attr in ("counts", "src_total", "src_types", "tgt_count")},
             )
-            tts[name].check(f"{name} table")
-        if arrays["tag_counts"].shape != (N_TAGS, N_TAGS):
-            raise ValueError(f"tag table: tag_counts has shape {arrays['tag_counts'].shape}, not {(N_TAGS, N_TAGS)}")
-        check_range("forms", {"forms_count": arrays["forms_count"]}, 0, np.iinfo(np.int64).max)
-        check_range(
-            "forms", {"forms_count - forms_initial": arrays["forms_count"] - arrays["forms_initial"]}, 0, np.inf
-        )
-        check_range("forms", {"forms_initial": arrays["forms_initial"]}, 0, np.inf)
         return cls(
             cased=tts["cased"],
             lower=tts["lower"],

@@ -46,8 +46,8 @@ import yaml
 
 from moses_recaser.diskarrays import Stored, blocks_of
 from moses_recaser.errors import RecaserError
-from moses_recaser.outputs import DISK_FAULTS, atomic_directory, put_back, write_error
-from moses_recaser.textio import sha256
+from moses_recaser.io.lines import sha256
+from moses_recaser.io.outputs import DISK_FAULTS, atomic_directory, write_error
 
 FORMAT_VERSION = 6
 MANIFEST = "manifest.yaml"
@@ -132,37 +132,6 @@ def plain_name(name: object, where: str) -> str:
     if not isinstance(name, str) or not name or name.startswith(".") or "/" in name or "\\" in name or "\0" in name:
         raise RecaserError(f"manifest entry {name!r} is not a plain file name inside the model directory", where)
     return name
-
-
-def check_shapes(what: str, arrays: Mapping[str, np.ndarray], kinds: str, n: int | None = None) -> int:
-    """Arrays loaded together from a model: one dimension each, of a dtype kind in ``kinds`` ("iu", "f", ...),
-    and the same length (``n``, if given). Raises ValueError (a damaged model: ``ModelSnapshot``) if not; returns
-    the length."""
-    lengths = set() if n is None else {n}
-    for name, a in arrays.items():
-        if a.ndim != 1 or a.dtype.kind not in kinds:
-            raise ValueError(f"{what}: array {name} has dtype {a.dtype} and {a.ndim} dimensions")
-        lengths.add(len(a))
-    if len(lengths) > 1:
-        raise ValueError(f"{what}: arrays {', '.join(arrays)} differ in length")
-    return lengths.pop() if lengths else 0
-
-
-CHECK_BLOCK = 1 << 21  # values per block of a load-time check: the pages a check reads stay few
-
-
-def check_range(what: str, arrays: Mapping[str, np.ndarray], low: float, high: float) -> None:
-    """Every value of ``arrays`` lies in [low, high) (a count, an index into another array; one pass over each).
-    Raises ValueError (a damaged model: ``ModelSnapshot``) if not, so that a model edited with its checksums made
-    to match is refused at load, not met as a crash or a NaN in the middle of recasing."""
-    for name, a in arrays.items():
-        flat = a.ravel()  # once: a copy where ``a`` is not contiguous
-        for at in range(0, a.size, CHECK_BLOCK):
-            part = flat[at : at + CHECK_BLOCK]
-            if not (part.min() >= low and part.max() < high):  # NaN fails both
-                raise ValueError(f"{what}: array {name} holds values outside [{low:g}, {high:g})")
-            if not a.flags.owndata:  # a mapped array: the pages just read are not kept resident
-                trim_mapped()
 
 
 # the map of every archive mapped (alive while an array of it is), for ``release_mapped``
@@ -406,28 +375,38 @@ def _sizes(doc: object, files: Mapping[str, str], where: str) -> dict[str, int]:
 def verify_files(
     directory: Path, files: Mapping[str, str], skip: Collection[str] = (), sizes: Mapping[str, int] | None = None
 ) -> None:
-    """Every model file but ``skip`` is a regular file inside ``directory`` with its manifest size (when given:
-    a file of the wrong size is refused before a byte of it is read) and checksum, checked before anything
-    parses it."""
+    """Every model file but ``skip`` is a regular file inside ``directory`` with its manifest size and checksum
+    (``open_verified``), checked before anything parses it."""
     for name, digest in files.items():
-        if name in skip:
-            continue
-        path = directory / plain_name(name, str(directory / MANIFEST))
-        if not os.path.lexists(path):
-            raise RecaserError(f"model file {name} is missing", str(directory))
-        fd = open_regular(path)
-        with os.fdopen(fd, "rb") as fh:
-            if sizes and name in sizes and os.fstat(fd).st_size != sizes[name]:
-                raise RecaserError(
-                    f"{name} has {os.fstat(fd).st_size} bytes, not the {sizes[name]} of its manifest: the model is "
-                    "damaged or was edited",
-                    str(directory),
-                )
-            h = hashlib.sha256()
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        if name not in skip:
+            os.close(open_verified(directory, name, digest, (sizes or {}).get(name)))
+
+
+def open_verified(directory: Path, name: str, digest: str, size: int | None = None) -> int:
+    """A read-only descriptor of the model file ``name``, at its start, once its bytes, read through that very
+    descriptor, match the manifest's size (when given: a file of the wrong size is refused before a byte of it is
+    read) and sha256: what is read through it later is what was checked, whatever the directory holds by then."""
+    path = directory / plain_name(name, str(directory / MANIFEST))
+    if not os.path.lexists(path):
+        raise RecaserError(f"model file {name} is missing", str(directory))
+    fd = open_regular(path)
+    try:
+        if size is not None and os.fstat(fd).st_size != size:
+            raise RecaserError(
+                f"{name} has {os.fstat(fd).st_size} bytes, not the {size} of its manifest: the model is damaged or "
+                "was edited",
+                str(directory),
+            )
+        h = hashlib.sha256()
+        for block in iter(lambda: os.read(fd, 1 << 20), b""):
+            h.update(block)
         if h.hexdigest() != digest:
             raise RecaserError(f"checksum mismatch for {name}: the model is damaged or was edited", str(directory))
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_small(path: Path, limit: int = 1 << 24) -> bytes:
@@ -443,8 +422,7 @@ class ModelSnapshot:
     """One model directory, as it was when this opened it, for the length of a ``with`` block: its files are
     opened through the open directory (``root``, Linux's /proc/self/fd/N), so a model replaced meanwhile (a
     training run renames a new directory into place) is either not seen at all or, if its files were removed
-    before they were opened, one clear error. Errors name the directory as the user gave it, and a model that
-    parses wrong (edited with its checksums made to match) is a RecaserError, not a crash."""
+    before they were opened, one clear error. Errors name the directory as the user gave it."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -466,11 +444,6 @@ class ModelSnapshot:
                 raise RecaserError("the model was replaced while it was loading; run again", str(self.directory))
             if exc.path is not None and exc.path.startswith(str(self.root)):
                 raise RecaserError(exc.reason, str(self.directory) + exc.path[len(str(self.root)) :], exc.line)
-        elif isinstance(exc, DAMAGED):
-            raise RecaserError(
-                f"the model is damaged ({f'{type(exc).__name__}: {exc}'[:300]}); train it again or copy it anew",
-                str(self.directory),
-            ) from None
 
     def _replaced(self) -> bool:
         try:
@@ -480,23 +453,8 @@ class ModelSnapshot:
         return (now.st_dev, now.st_ino) != (then.st_dev, then.st_ino)
 
 
-# what parsing a model whose files pass their checksums can still raise when someone edited them to match
-DAMAGED = (
-    KeyError,
-    IndexError,
-    ValueError,
-    TypeError,
-    AttributeError,
-    EOFError,
-    OverflowError,
-    struct.error,
-    zipfile.BadZipFile,
-)
-
-
 def resolve_model(path: str | os.PathLike[str]) -> Path:
-    """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes).
-    A model that a replacement left aside when it died between its two renames is put back first, at either."""
+    """A model directory, or a pointer file (``model: DIR``, as ``moses-recaser-ems train -config`` writes)."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):  # "" would be the current directory
         raise RecaserError(f"a model is a directory name, not {path!r}")
     try:
@@ -508,7 +466,7 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
 
 
 def _resolved(path: Path) -> Path:
-    p = _put_back(path)
+    p = path
     if p.is_dir():
         return p
     if not os.path.lexists(p):
@@ -542,11 +500,4 @@ def _resolved(path: Path) -> Path:
             raise RecaserError("not a moses-recaser model pointer (expected 'model: DIR')", str(p), lineno)
     if found is None:
         raise RecaserError("not a moses-recaser model pointer (no 'model:' line)", str(p))
-    return _put_back(found)
-
-
-def _put_back(p: Path) -> Path:
-    """``p``, with the model a dead replacement left aside put back at it if nothing is there."""
-    if not os.path.lexists(p):
-        put_back(p.parent, p.name)
-    return p
+    return found
