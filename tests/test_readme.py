@@ -1,69 +1,89 @@
-"""The README's Python block, run as written: in a directory that holds the files it names (train.fr, dev.en,
-test.output, ...), made from the shipped TICO-19 slices, so that an example that no longer runs fails here."""
+"""README's Quick start and Python blocks, run as written, in a temporary directory laid out as the clone's root
+(its data/, and a .venv/bin/activate that puts this interpreter's commands on PATH): an example that no longer
+runs, or no longer prints what its comments say, fails here."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from moses_recaser.moses.tokenizer import tokenizer
+import pytest
 
-README = Path(__file__).parents[1] / "README.md"
-TICO = Path(__file__).parents[1] / "data" / "tico19"
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
 
 
-def _python_block() -> str:
-    """The first ```python block after the README's '## Python' heading."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n") :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "README: no python block under '## Python'"
+def fenced_block(doc: Path, marker: str, lang: str) -> str:
+    """The first ```LANG block after the line ``<!-- MARKER ...`` of DOC."""
+    text = doc.read_text(encoding="utf-8")
+    start = text.index(f"<!-- {marker}")
+    match = re.compile(rf"```{lang}\n(.*?)```", re.S).search(text, start)
+    assert match, f"{doc.name}: no {lang} block after <!-- {marker}"
     return match.group(1)
 
 
-def _write(path: Path, lines: list[str]) -> None:
-    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+def make_clone_root(root: Path) -> Path:
+    """ROOT's data/ and a .venv/bin/activate for this interpreter, as the set-up commands leave a clone."""
+    (root / "data").symlink_to(ROOT / "data")
+    activate = root / ".venv" / "bin" / "activate"
+    activate.parent.mkdir(parents=True)
+    activate.write_text(f'PATH="{Path(sys.executable).parent}:$PATH"\n', encoding="utf-8")
+    return root
 
 
-def _files(d: Path) -> list[str]:
-    """The files the block names. The alignments link word i to word i (a valid Pharaoh file; the block's
-    workings are under test, not its model's quality); the -t trace is each line as one phrase."""
-    sides = {}
-    for lang in ("fr", "en"):
-        tok = tokenizer(lang)
-        text = (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()
-        sides[lang] = [" ".join(tok(x)) for x in text]
-    fr, en = sides["fr"], sides["en"]
-
-    def diagonal(a: str, b: str) -> str:
-        return " ".join(f"{i}-{i}" for i in range(min(len(a.split()), len(b.split()))))
-
-    _write(d / "train.fr", fr[:500])
-    _write(d / "train.en", en[:500])
-    _write(d / "train.gdfa", [diagonal(a, b) for a, b in zip(fr[:500], en[:500])])
-    _write(d / "dev.fr", fr[500:560])
-    _write(d / "dev.en", en[500:560])
-    test_fr, test_en = fr[1950:1990], [x.lower() for x in en[1950:1990]]
-    _write(d / "test.input.tok", test_fr)
-    _write(d / "test.output", [f"{e} |0-{len(f.split()) - 1}|" for f, e in zip(test_fr, test_en)])
-    _write(d / "test.output.wa", [diagonal(f, e) for f, e in zip(test_fr, test_en)])
-    return test_en
+def run_bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=1200
+    )
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stderr[-3000:]}"
+    return result
 
 
-def test_the_readme_python_block_runs_as_written(tmp_path, monkeypatch):
-    """It trains, loads, recases one sentence each way, then streams the decoder's files: one printed line per
-    test line, each the -t line's words in another case only, then the signature."""
-    test_en = _files(tmp_path)
-    monkeypatch.chdir(tmp_path)
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory) -> tuple[Path, str]:
+    """The clone's root after the Quick start ran there, and what it printed."""
+    root = make_clone_root(tmp_path_factory.mktemp("clone"))
+    return root, run_bash(fenced_block(README, "quickstart", "bash"), root).stdout
+
+
+def test_the_quick_start_runs_as_written(quickstart):
+    """From a bitext to a score: a model, a recased test set with the tokens of its input, and a precision."""
+    root, stdout = quickstart
+    qs = root / "runs" / "quickstart"
+    assert (qs / "model" / "manifest.yaml").is_file()
+    lowered = (qs / "test.lc.en").read_text(encoding="utf-8").splitlines()
+    recased = (qs / "test.recased.en").read_text(encoding="utf-8").splitlines()
+    assert len(recased) == len(lowered) == 150
+    assert [x.lower() for x in recased] == lowered and recased != lowered
+    precision = re.search(r"^precision (\d+\.\d+) ", stdout, re.M)
+    assert precision, stdout
+    assert float(precision.group(1)) > 95.0  # the lowercased input itself scores about 85
+
+
+def test_the_python_block_runs_as_written(quickstart, monkeypatch):
+    """Each `# OUTPUT` comment under a print is what that print prints; then the test set streams, recased, and the
+    model's signature."""
+    root, _ = quickstart
+    block = fenced_block(README, "python", "python")
+    lines = block.split("\n")
+    claims = [
+        re.split(r"\s{2,}", nxt[2:])[0]
+        for line, nxt in zip(lines, lines[1:])
+        if line.startswith("print(") and nxt.startswith("# ")
+    ]
+    assert len(claims) == 4, claims
+    monkeypatch.chdir(root)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(_python_block(), str(README), "exec"), {"__name__": "readme"})
+        exec(compile(block, str(README), "exec"), {"__name__": "readme"})
     printed = out.getvalue().split("\n")
-    assert (tmp_path / "MODEL" / "manifest.yaml").is_file()
-    assert len(printed) == len(test_en) + 2 and printed[-1] == ""
-    for got, lowered in zip(printed, test_en):
-        assert got.lower().split(" ") == lowered.split(" ")
-    assert printed[:-2] != test_en  # recased, not copied
-    assert printed[-2].startswith("moses-recaser:") and "|sigma:1|" in printed[-2]  # the block's sigma=1.0
+    assert printed[: len(claims)] == claims
+    streamed, signature = printed[len(claims) : -2], printed[-2]
+    lowered = (root / "runs" / "quickstart" / "test.lc.en").read_text(encoding="utf-8").splitlines()
+    assert [x.lower() for x in streamed] == lowered and streamed != lowered
+    manifest = (root / "runs" / "quickstart" / "model" / "manifest.yaml").read_text(encoding="utf-8")
+    assert signature.startswith("moses-recaser:") and signature in manifest
