@@ -289,6 +289,8 @@ def test_a_file_option_given_twice_is_refused(run, args, message, capsys, tmp_pa
     ("run", "args", "message"),
     [
         (main, ["recase", "-m", "M", "--input", "-", "--source", "-"], "--source and --input both read standard input"),
+        # without an input, stdin is the input (a filter: recase -m M < in > out)
+        (main, ["recase", "-m", "M", "--source", "-"], "--source and --input both read standard input"),
         (main, ["eval", "--hyp", "-", "--ref", "-"], "--hyp and --ref both read standard input"),
     ],
 )

@@ -98,7 +98,31 @@ def test_incomplete_shard_set(bitext, tmp_path, capsys):
         == 0
     )
     assert main(["merge", str(out), "-o", str(tmp_path / "m")]) == 2
-    assert "shards 1..N" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "moses-recaser: error: shard 2 of 2 is missing: merge takes the count files of shards 1 to 2\n"
+    )
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("shards", "said"),
+    [
+        (["1/4", "2/8"], "{1}: shard 2 of 8, the others are of 4: give the shards of one split"),
+        (["1/3", "2/8", "3/3", "4/8"], "{1}: shard 2 of 8, 2 others are of 3: give the shards of one split"),
+        (["2/4"], "shards 1, 3, 4 of 4 are missing: merge takes the count files of shards 1 to 4"),
+        (["1/2", "1/2", "2/2"], "{1}: shard 1 of 2 again ({0} is that shard too): give each shard once"),
+    ],
+)
+def test_a_merge_of_no_whole_split_says_what_is_wrong(bitext, tmp_path, capsys, shards, said):
+    """It said 'got [1, 2]' for shards 1/4 and 2/8, and 'got [1, 2, 3, 4, 5, 6, 7]' for a missing shard 8 of 8
+    (issue 50, item 9)."""
+    files = ["--source", str(bitext / "f"), "--target", str(bitext / "e"), "--alignment", str(bitext / "a")]
+    paths = []
+    for k, shard in enumerate(shards):
+        paths.append(str(tmp_path / f"counts.{k}.npz"))
+        assert main(["-q", "count", *files, "--shard", shard, "-o", paths[-1]]) == 0
+    assert main(["merge", *paths, "-o", str(tmp_path / "m")]) == 2
+    assert capsys.readouterr().err == f"moses-recaser: error: {said.format(*paths)}\n"  # {k}: the k-th file
     assert not (tmp_path / "m").exists()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import io
 import logging
 import os
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from moses_recaser import __version__
-from moses_recaser.cli.options import REQUIRED, add, finish_settings
+from moses_recaser.cli.options import REQUIRED, add, finish_settings, require_after_parsing
 from moses_recaser.errors import RecaserError
 from moses_recaser.io.lines import check_input
 from moses_recaser.io.outputs import (
@@ -66,6 +67,17 @@ class Parser(argparse.ArgumentParser):
         _error(self.prog.split()[0], f"{message} (see {self.prog} --help)")
         raise SystemExit(2)
 
+    def parse_args(  # type: ignore[override]  # (argparse's overloads take any namespace)
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        """argparse's, with arguments it does not know said by the subcommand given them (argparse says them
+        by the top-level parser), an unknown option with its closest spelling there."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = getattr(parsed, "subparser", self)
+            parser.error(_unknown(parser, extras))
+        return parsed
+
     def format_usage(self) -> str:
         with self._required_shown():
             return super().format_usage()
@@ -89,6 +101,17 @@ class Parser(argparse.ArgumentParser):
                 a.required = False
 
 
+def _unknown(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """The first unknown option of ``extras`` and the shown spelling of ``parser`` closest to it (``--modle``:
+    ``--model``; ``-modle``: ``-model`` for EMS); argparse's words when they hold no option (a stray file)."""
+    option = next((a.split("=", 1)[0] for a in extras if a.startswith("-") and a != "-"), None)
+    if option is None:
+        return "unrecognized arguments: " + " ".join(extras)
+    shown = [o for a in parser._actions if a.help != argparse.SUPPRESS for o in a.option_strings]
+    close = difflib.get_close_matches(option, shown, n=1)
+    return f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else "")
+
+
 def command_parser(
     prog: str,
     description: str,
@@ -104,6 +127,7 @@ def command_parser(
     for name, help_text, add_flags, func in commands:
         p = sub.add_parser(name, help=help_text, description=help_text)
         add_flags(p)
+        require_after_parsing(p)
         _verbosity(p, argparse.SUPPRESS)  # after the subcommand too, without undoing one given before it
         p.set_defaults(func=func, subparser=p)
         _files_once(p)

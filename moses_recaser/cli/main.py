@@ -92,7 +92,7 @@ def add_lm(p: argparse.ArgumentParser) -> None:
     add(p, "discount_fallback")
     # the old output flag, apart: beside it, an old "-o ORDER" is the order (``old_lm_form``)
     p.add_argument("--arpa", help=argparse.SUPPRESS)
-    p.set_defaults(reads=("input",), writes=("output",), old_form=old_lm_form)
+    p.set_defaults(reads=("input",), writes=("output",), finish=old_lm_form)
 
 
 def old_lm_form(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -362,6 +362,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         npa_lengths=npa_lengths(args),
         **values,
     )
+    # eflomal seeds itself from the system: what it aligns differs from run to run, and so do the weights
+    by_eflomal = [
+        (flag, what)
+        for flag, what, aligned in (
+            ("--alignment", "training bitext", args.stats is None and args.alignment is None),
+            ("--dev-alignment", "dev set", args.dev_source and args.dev_alignment is None and args.dev_trace is None),
+        )
+        if aligned
+    ]
+    if by_eflomal:
+        flags, what = zip(*by_eflomal)
+        log.warning(
+            "this model is not reproducible: eflomal aligned its %s with a seed of the system; give %s (from "
+            "'moses-recaser align') to train the same model again",
+            " and ".join(what),
+            " and ".join(flags),
+        )
     say(read_manifest(model, verify=False).signature)
     return 0
 
@@ -372,7 +389,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "source", help="cased, tokenized source (as the decoder saw it); without it: monolingual")
     add(p, "trace")
     add(p, "triples")
-    add(p, "input", help="tokenized text, lowercased or not ('-' for stdin)")
+    add(p, "input", help="tokenized text, lowercased or not (default: stdin, when no --trace or --triples is given)")
     add(
         p,
         "alignment",
@@ -396,14 +413,21 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         reads_if_there=("model",),
         writes=("output",),
         rewrites=("input",),
+        finish=stdin_unless_given,
     )
+
+
+def stdin_unless_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """No input given: plain text on stdin, as Moses' filters read it (``recase -m MODEL < in > out``); set before
+    the files are checked, so that ``--source -`` beside it is one reader too many."""
+    if args.trace is None and args.triples is None and args.input is None:
+        args.input = "-"
 
 
 def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
     """The input as records, from whichever input flag was given; a file that would go unused is an error."""
-    given = [x for x in (args.trace, args.triples, args.input) if x is not None]
-    if len(given) != 1:
-        raise RecaserError("give exactly one input: --trace, --triples or --input (see --help)")
+    if sum(x is not None for x in (args.trace, args.triples, args.input)) > 1:
+        raise RecaserError("give one input: --trace, --triples or --input (none of them: text on stdin)")
     if args.triples is not None and (args.source is not None or args.alignment is not None):
         raise RecaserError("--triples carry their own source and links: --source and --alignment do not go with them")
     _only_with(args, "--alignment", "source", "links the output to its source: give --source too")

@@ -324,10 +324,7 @@ def add(
         old_flags = [x for x in o.old if not x.startswith("--")]
     else:
         flags, old_flags = o.flags, [x for x in o.old if x.startswith("--")]
-    required = kw.pop("required", False)
     action = p.add_argument(*flags, **kw)
-    if required:  # checked after parsing (``finish_settings``), so that an old spelling counts too
-        p.set_defaults(**{REQUIRED: [*(p.get_default(REQUIRED) or []), (name, flags[0])]})
     for spelling in (*old_flags, *old):
         new = next((f for f in flags if f.startswith("--")), flags[0])
         p.add_argument(spelling, action=Deprecated, dest=name, new=new, real=action)
@@ -346,14 +343,24 @@ def unset_unless_given(name: str) -> dict[str, Any]:
 REQUIRED = "required_settings"
 
 
+def require_after_parsing(p: argparse.ArgumentParser) -> None:
+    """Each option added with ``required=True`` checked by ``finish_settings`` instead of argparse: after the
+    parse, so that an old spelling counts too, and an unknown option is said first (argparse would say
+    ``-corpus`` is missing, not that ``-corpsu`` is unknown)."""
+    for a in p._actions:  # argparse keeps no public list of them
+        if a.required and a.option_strings:
+            a.required = False
+            p.set_defaults(**{REQUIRED: [*(p.get_default(REQUIRED) or []), (a.dest, a.option_strings[0])]})
+
+
 def finish_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """After argparse: a command's earlier form that no alias can read (its ``old_form`` default: lm's
-    ``--arpa FILE -o ORDER``) rewritten into today's settings; a warning for each old spelling (on stderr, unless
-    -q: errors only); then argparse's 'required' for settings added with ``required=True`` (which an old spelling
-    satisfies)."""
-    old_form = getattr(args, "old_form", None)
-    if old_form is not None:
-        old_form(parser, args)
+    """After argparse: what a command's own ``finish`` default makes of its settings, where argparse cannot (lm's
+    earlier ``--arpa FILE -o ORDER`` rewritten into today's settings; recase's standard input when no input is
+    given); a warning for each old spelling (on stderr, unless -q: errors only); then argparse's 'required' for
+    settings added with ``required=True`` (which an old spelling satisfies)."""
+    finish = getattr(args, "finish", None)
+    if finish is not None:
+        finish(parser, args)
     if not getattr(args, "quiet", False):
         for line in getattr(args, DEPRECATIONS, []):
             print(line, file=sys.stderr)

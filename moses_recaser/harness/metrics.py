@@ -17,6 +17,12 @@ from moses_recaser.casing import TAG_NAMES, Tag
 from moses_recaser.errors import RecaserError
 from moses_recaser.io.lines import LineReader, split_tokens, zip_readers
 
+# casing.tag's classes, as its docstring defines them
+TAG_LEGEND = (
+    "AL all lowercase (house), IU initial capital (House, I), AU all capitals (NATO), MX mixed case (iPhone), "
+    "AN no cased letter (2006, %)"
+)
+
 
 def _has_upper(token: str) -> bool:
     return any(c.isupper() for c in token)
@@ -43,12 +49,12 @@ class CaseScores:
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def confusion_table(self) -> str:
-        """Rows: reference tag; columns: output tag."""
+        """Rows: reference tag; columns: output tag; then what the tags mean."""
         head = "ref\\out " + " ".join(f"{n:>7}" for n in TAG_NAMES)
         rows = [head] + [
             f"{TAG_NAMES[i]:<7} " + " ".join(f"{int(x):>7}" for x in self.confusion[i]) for i in range(len(Tag))
         ]
-        return "\n".join(rows)
+        return "\n".join([*rows, TAG_LEGEND])
 
 
 def case_scores(hyps: Iterable[Sequence[str]], refs: Iterable[Sequence[str]], where: str | None = None) -> CaseScores:

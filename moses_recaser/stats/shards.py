@@ -13,6 +13,7 @@ that run as jobs of their own (a Slurm array, GNU parallel, EMS's qsub), their f
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,10 +80,23 @@ def _one_split(paths: Sequence[str], shards: list[Shard]) -> list[Shard]:
         if "shard" not in z or "corpus" not in z:
             raise RecaserError("not a file of 'moses-recaser count --shard'", p)
     placed = sorted(zip(paths, shards), key=lambda pz: int(pz[1]["shard"][0]))
-    ns = {int(z["shard"][1]) for _, z in placed}
-    got = [int(z["shard"][0]) for _, z in placed]
-    if len(ns) != 1 or got != list(range(1, ns.pop() + 1)):
-        raise RecaserError(f"the shard files must be shards 1..N of one split; got {got}")
+    # the split of most files (of the lowest shard, on a tie) is the one meant; a file of another is named
+    n = collections.Counter(int(z["shard"][1]) for _, z in placed).most_common(1)[0][0]
+    odd = [(p, int(z["shard"][0]), int(z["shard"][1])) for p, z in placed if int(z["shard"][1]) != n]
+    if odd:
+        p, i, m = odd[0]
+        others = "the others are" if len(odd) == 1 else f"{len(placed) - len(odd)} others are"
+        raise RecaserError(f"shard {i} of {m}, {others} of {n}: give the shards of one split", p)
+    seen: dict[int, str] = {}
+    for p, z in placed:
+        i = int(z["shard"][0])
+        if i in seen:
+            raise RecaserError(f"shard {i} of {n} again ({seen[i]} is that shard too): give each shard once", p)
+        seen[i] = p
+    missing = [str(i) for i in range(1, n + 1) if i not in seen]
+    if missing:
+        what = f"shard {missing[0]} of {n} is" if len(missing) == 1 else f"shards {', '.join(missing)} of {n} are"
+        raise RecaserError(f"{what} missing: merge takes the count files of shards 1 to {n}")
     total = int(placed[-1][1]["shard"][3])
     for p, z in placed:
         i, n, start, end = (int(v) for v in z["shard"])
