@@ -94,18 +94,6 @@ def test_settings_table_names_the_subcommands_that_take_a_flag():
     assert all(r[1] for r in rows.values()), [n for n, r in rows.items() if not r[1]]  # each on moses-recaser
 
 
-def test_old_spellings_work_and_warn(tico, tmp_path, capsys):
-    out_new, out_old = tmp_path / "new", tmp_path / "old"
-    common = ["--source", str(tico / "test.fr"), "--input", str(tico / "test.lc.en")]
-    assert main(["recase", "--model", str(tico / "model"), *common, "--jobs", "2", "-o", str(out_new)]) == 0
-    capsys.readouterr()
-    old = ["--src" if x == "--source" else x for x in common]
-    assert main(["recase", "--model", str(tico / "model"), *old, "--threads", "2", "-o", str(out_old)]) == 0
-    err = capsys.readouterr().err
-    assert "--src is deprecated; use --source" in err and "--threads is deprecated; use --jobs" in err
-    assert out_new.read_bytes() == out_old.read_bytes()
-
-
 def test_ems_spellings_and_quiet_after_the_subcommand(tico, tmp_path):
     """``recase -model M`` as EMS users type it, and ``-q`` after the subcommand."""
     out = tmp_path / "out"
@@ -210,41 +198,6 @@ def test_eval_error_names_file_line_and_cause(tico, tmp_path, capsys):
 def test_python_dash_m():
     done = subprocess.run([sys.executable, "-m", "moses_recaser", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "recase" in done.stdout and "train" in done.stdout
-
-
-@pytest.mark.parametrize(
-    "old",
-    [
-        ["--order", "2", "--text", "C", "--arpa", "OUT"],
-        ["-o", "2", "--text", "C", "--arpa", "OUT"],  # -o was the order, beside --arpa
-        ["--arpa", "OUT", "-o", "2", "--input", "C"],
-    ],
-)
-def test_lm_old_form_works_and_warns(tmp_path, capsys, old):
-    """``lm --order N --text C --arpa OUT`` of earlier releases writes what ``lm --lm-order N --input C -o OUT``
-    does, and names each new spelling; -q keeps the warnings off stderr."""
-    corpus = tmp_path / "c"
-    corpus.write_text("a b c\nb c d\n" * 5, encoding="utf-8")
-    assert main(["-q", "lm", "--lm-order", "2", "--input", str(corpus), "-o", str(tmp_path / "new.arpa")]) == 0
-    args = ["lm", *[str(corpus) if x == "C" else str(tmp_path / "old.arpa") if x == "OUT" else x for x in old]]
-    capsys.readouterr()
-    assert main(args) == 0
-    err = capsys.readouterr().err
-    assert "--arpa FILE is deprecated; use -o FILE" in err
-    assert ("--order is deprecated; use --lm-order" in err) or (
-        "-o 2 beside --arpa is deprecated; use --lm-order 2" in err
-    )
-    assert (tmp_path / "old.arpa").read_bytes() == (tmp_path / "new.arpa").read_bytes()
-    assert not (tmp_path / "2").exists()
-    assert main(["-q", *args]) == 0 and capsys.readouterr().err == ""
-
-
-def test_lm_old_output_beside_a_new_one_is_refused(tmp_path, capsys):
-    corpus = tmp_path / "c"
-    corpus.write_text("a b c\n", encoding="utf-8")
-    err = _error(["lm", "--input", str(corpus), "--arpa", str(tmp_path / "x.arpa"), "-o", str(tmp_path / "y")], capsys)
-    assert err.endswith("both name the output; give -o only (see moses-recaser lm --help)") and "\n" not in err
-    assert not (tmp_path / "x.arpa").exists() and not (tmp_path / "y").exists()
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")

@@ -223,32 +223,21 @@ def test_concatenated_splits_follow_their_parts_contents(tmp_path):
     assert concatenate([b], out).read_text(encoding="utf-8") == "four\n"
 
 
-def test_config_keys_are_the_settings_names_and_old_keys_still_read_with_a_warning(tmp_path, caplog):
+def test_config_keys_are_the_settings_names(tmp_path):
     """A config spells a setting as the library and the command line name it (``feature_set``,
-    ``alignment_mode``, ``heldout_sentences``); the keys of earlier releases read the same, and warn."""
-    from dataclasses import fields
+    ``alignment_mode``, ``heldout_sentences``); another spelling is an unknown key, with the close one named."""
+    from moses_recaser.errors import RecaserError
+    from moses_recaser.harness.config import load_config
 
-    from moses_recaser.cli.options import OPTIONS
-    from moses_recaser.harness.config import OLD_KEYS, ExperimentConfig, load_config
-
-    config_keys = {f.name for f in fields(ExperimentConfig)}
-    assert set(OLD_KEYS.values()) <= config_keys & set(OPTIONS)
-    assert not set(OLD_KEYS) & config_keys
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
     new, old = tmp_path / "new.yaml", tmp_path / "old.yaml"
     changed = text.replace("alignment_mode: links", "alignment_mode: phrase").replace("set: full", "set: paper")
     new.write_text(changed + "heldout_sentences: 7\n", encoding="utf-8")
-    old.write_text(
-        text.replace("feature_set:", "features:").replace("alignment_mode:", "phrase_features:") + "heldout: 7\n",
-        encoding="utf-8",
-    )
     cfg = load_config(new)
     assert (cfg.alignment_mode, cfg.heldout_sentences, cfg.feature_set) == ("phrase", 7, "paper")
-    assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
-    cfg = load_config(old)
-    assert (cfg.alignment_mode, cfg.heldout_sentences, cfg.feature_set) == ("links", 7, "full")
-    warned = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert len(warned) == 3 and f"{old}:" in warned[0] and "use 'feature_set'" in " ".join(warned)
+    old.write_text(text.replace("feature_set:", "features:"), encoding="utf-8")
+    with pytest.raises(RecaserError, match="unknown key 'features'; did you mean 'feature_set'"):
+        load_config(old)
 
 
 def test_stage_keys_follow_the_files_they_name_also_in_lists(tmp_path):

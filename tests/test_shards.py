@@ -329,7 +329,6 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
         (["--no-discount-fallback"], "--no-discount-fallback cannot"),  # as given, not as --discount-fallback
         # given at their defaults (the statistics model's order may be another): named, they are refused too
         (["--lm-order", "3"], "--lm-order cannot"),
-        (["--order", "3"], "--lm-order cannot"),  # (an earlier spelling)
         (["--discount-fallback", "--lm-prune", "0"], "--lm-prune, --discount-fallback cannot"),
     ):
         assert main(["train", "--stats", str(tmp_path / "stats"), *extra, *dev, "-o", str(tmp_path / "m")]) == 2

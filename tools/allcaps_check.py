@@ -60,7 +60,7 @@ def main() -> int:
                     str(src),
                     "--input",
                     str(args.input),
-                    "--input-alignment",
+                    "--alignment",
                     str(args.input_alignment),
                     "-o",
                     str(out),

@@ -130,13 +130,13 @@ def whole_process(
         src,
         "--input",
         str(low),
-        "--threads",
+        "--jobs",
         str(threads),
         "-o",
         str(tmp / "bench.out"),
     ]
     if align:
-        cmd += ["--input-alignment", align]
+        cmd += ["--alignment", align]
     env = dict(os.environ, PYTHONPATH=code) if code else None
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=code)

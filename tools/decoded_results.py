@@ -251,7 +251,7 @@ def recasers(
         if not (model / "manifest.yaml").is_file():
             log(f"training recaser {name} for {pair}")
             extra = ["--dev-trace", str(dev_out[0]), "--dev-trace-alignment", str(dev_out[1])] if decoded else []
-            extra += ["--mono", str(mono)] if with_mono else []
+            extra += ["--monolingual", str(mono)] if with_mono else []
             cli(
                 tree,
                 "train",

@@ -89,7 +89,7 @@ class Parser(argparse.ArgumentParser):
     @contextlib.contextmanager
     def _required_shown(self) -> Iterator[None]:
         """Settings added with ``required=True`` shown without brackets: argparse is not told they are required
-        (``options.finish_settings`` checks them after parsing, so that an old spelling counts), only its usage."""
+        (``options.finish_settings`` checks them after parsing), only its usage."""
         names = {name for name, _ in self.get_default(REQUIRED) or []}
         shown = [a for a in self._actions if a.dest in names and not a.required and a.help != argparse.SUPPRESS]
         for a in shown:
@@ -139,7 +139,7 @@ GIVEN = "_files_given"  # the namespace's record of _StoreOnce options met, remo
 
 class _StoreOnce(argparse._StoreAction):
     """A file option given a second time is an error: argparse would keep the last, the first file silently
-    unused (or not written). Counted by destination, so an old spelling beside today's counts too."""
+    unused (or not written). Counted by destination, so two spellings of one file option count too."""
 
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
         given = namespace.__dict__.setdefault(GIVEN, {})
@@ -312,7 +312,7 @@ def _input_flag(args: argparse.Namespace, name: str) -> str:
         return str(given)
     parser = getattr(args, "subparser", None)
     for action in parser._actions if isinstance(parser, argparse.ArgumentParser) else []:
-        if action.dest == name and action.option_strings:  # (the setting's own action comes before old spellings)
+        if action.dest == name and action.option_strings:
             return next((o for o in action.option_strings if len(o) > 2), action.option_strings[0])
     return "--" + name.replace("_", "-")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, say, trace_options
-from moses_recaser.cli.options import add, deprecated, unset_unless_given
+from moses_recaser.cli.options import add, unset_unless_given
 from moses_recaser.errors import RecaserError
 from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.settings import STATS_SETTINGS
@@ -86,39 +86,17 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
 # lm --------------------------------------------------------------------------------------------------------
 def add_lm(p: argparse.ArgumentParser) -> None:
-    add(p, "input", default="-", old=["--text"], help="tokenized corpus, one sentence a line (default stdin)")
+    add(p, "input", default="-", help="tokenized corpus, one sentence a line (default stdin)")
     add(p, "output", required=True, help="the ARPA file ('-': stdout)")
     add(p, "lm_order")
     add(p, "discount_fallback")
-    # the old output flag, apart: beside it, an old "-o ORDER" is the order (``old_lm_form``)
-    p.add_argument("--arpa", help=argparse.SUPPRESS)
-    p.set_defaults(reads=("input",), writes=("output",), finish=old_lm_form)
-
-
-def old_lm_form(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Earlier releases' ``lm --arpa FILE -o ORDER``, read as ``lm -o FILE --lm-order ORDER`` with a warning
-    for each old spelling. Invariant: ``-o`` is an order only beside ``--arpa``; without it, ``-o`` is the
-    output (a number there is refused by ``cmd_lm``)."""
-    if args.arpa is None:
-        return
-    deprecated(parser, args, "--arpa FILE", "-o FILE")
-    if args.output is not None:
-        if not args.output.isdigit():
-            parser.error(f"--arpa {args.arpa} and -o {args.output} both name the output; give -o only")
-        deprecated(parser, args, f"-o {args.output} beside --arpa", f"--lm-order {args.output}")
-        args.lm_order = int(args.output)
-    args.output, args.arpa = args.arpa, None
+    p.set_defaults(reads=("input",), writes=("output",))
 
 
 def cmd_lm(args: argparse.Namespace) -> int:
     from moses_recaser.stats.build import estimate_lm, lm_from_text
     from moses_recaser.stats.in_memory import count_text
 
-    if args.output.isdigit():  # an earlier release's '-o ORDER': it would now write a file named 3
-        raise RecaserError(
-            f"-o is the output file (the n-gram order is --lm-order {args.output}); to write a file named "
-            f"{args.output}, give ./{args.output}"
-        )
     estimate_lm(count_text(lm_from_text(args.input), args.lm_order), args.output, args.discount_fallback)
     return 0
 
@@ -199,7 +177,7 @@ def add_stats(p: argparse.ArgumentParser) -> None:
     add(p, "lm_prune")
     add(p, "jobs", help="processes that count the statistics (the model is the same for every N; default %(default)s)")
     add(p, "memory")
-    add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
+    add(p, "output", required=True, help=MODEL_OUT, metavar="DIR")
     p.set_defaults(reads=("source", "target", "alignment", "lm"), prints=True)
 
 
@@ -244,7 +222,7 @@ def cmd_count(args: argparse.Namespace) -> int:
 
 def add_merge(p: argparse.ArgumentParser) -> None:
     p.add_argument("shards", nargs="+", help="count files of shards 1..N")
-    add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
+    add(p, "output", required=True, help=MODEL_OUT, metavar="DIR")
     add(p, "discount_fallback")
     add(p, "lm_prune")
     add(p, "memory")
@@ -316,7 +294,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
         help="processes that count the training statistics (the model is the same for every N; default %(default)s)",
     )
     add(p, "memory")
-    add(p, "output", required=True, old=["--model"], help=MODEL_OUT, metavar="DIR")
+    add(p, "output", required=True, help=MODEL_OUT, metavar="DIR")
     p.set_defaults(
         reads=(
             "source",
@@ -490,7 +468,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # experiment ------------------------------------------------------------------------------------------------
 def add_experiment(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="configs/NAME.yaml")
-    add(p, "output", old=["--out"], metavar="DIR", help="the run's directory (default runs/NAME)")
+    add(p, "output", metavar="DIR", help="the run's directory (default runs/NAME)")
     p.add_argument(
         "--data-root",
         help="corpora root (default: the config's, else MOSES_RECASER_DATA, else the shared corpora beside the "

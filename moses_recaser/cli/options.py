@@ -3,14 +3,13 @@
 A setting's ``name`` is the same everywhere: the ``argparse`` destination, the keyword of the library's
 ``train`` (a ``TrainSettings`` field where it changes the model), the key of the YAML experiment configs and
 the model manifest. ``moses-recaser`` spells it ``--name-with-dashes``; ``moses-recaser-ems`` keeps the
-single-dash names EMS passes (``-cores``). Spellings of earlier releases are hidden aliases that still work
-and warn. Defaults come from ``TrainSettings`` and the library, never from a parser of their own.
+single-dash names EMS passes (``-cores``). Defaults come from ``TrainSettings`` and the library, never from a
+parser of their own.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,33 +33,29 @@ def _floats(text: str) -> list[float]:
 @dataclass(frozen=True)
 class Option:
     """One setting: ``flags`` are its spellings on ``moses-recaser`` (the first is the one shown), ``ems`` on
-    ``moses-recaser-ems`` (None: not there), ``old`` the deprecated spellings; ``kwargs`` go to argparse."""
+    ``moses-recaser-ems`` (None: not there); ``kwargs`` go to argparse."""
 
     name: str
     help: str
     flags: tuple[str, ...]
     ems: str | None = None
-    old: tuple[str, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def _opt(name: str, help: str, *flags: str, ems: str | None = None, old: Sequence[str] = (), **kw: Any) -> Option:
-    return Option(name, help, flags or ("--" + name.replace("_", "-"),), ems, tuple(old), kw)
+def _opt(name: str, help: str, *flags: str, ems: str | None = None, **kw: Any) -> Option:
+    return Option(name, help, flags or ("--" + name.replace("_", "-"),), ems, kw)
 
 
 OPTIONS: dict[str, Option] = {
     o.name: o
     for o in (
         # files
-        _opt(
-            "source", "cased, tokenized source side (the decoder's input)", ems="-source", old=["--src"], metavar="FILE"
-        ),
-        _opt("target", "cased, tokenized target side", old=["--tgt"], metavar="FILE"),
+        _opt("source", "cased, tokenized source side (the decoder's input)", ems="-source", metavar="FILE"),
+        _opt("target", "cased, tokenized target side", metavar="FILE"),
         _opt(
             "alignment",
             "word alignment, Pharaoh i-j (a training bitext's, or the decoder's -alignment-output-file)",
             ems="-alignment",
-            old=["--input-alignment"],
             metavar="FILE",
         ),
         _opt("output", "output file ('-': stdout)", "-o", "--output", ems="-o", metavar="FILE"),
@@ -115,8 +110,8 @@ OPTIONS: dict[str, Option] = {
             action="store_true",
         ),
         _opt("align", "align --input to --source with the model's eflomal priors", action="store_true"),
-        _opt("dev_source", "cased, tokenized dev source", old=["--dev-src"], metavar="FILE"),
-        _opt("dev_target", "cased, tokenized dev reference", old=["--dev-tgt"], metavar="FILE"),
+        _opt("dev_source", "cased, tokenized dev source", metavar="FILE"),
+        _opt("dev_target", "cased, tokenized dev reference", metavar="FILE"),
         _opt("dev_alignment", "dev word alignment (Pharaoh); else eflomal aligns it", metavar="FILE"),
         _opt(
             "dev_size",
@@ -132,7 +127,6 @@ OPTIONS: dict[str, Option] = {
             "cased, tokenized target-language text without a source, for the LM and the case prior "
             "(repeatable; e.g. the LM data of the Moses system)",
             ems="-mono",
-            old=["--mono"],
             action="append",
             metavar="FILE",
         ),
@@ -149,7 +143,6 @@ OPTIONS: dict[str, Option] = {
             "lm_order",
             "n-gram order of the cased LM (default %(default)s)",
             ems="-lm-order",
-            old=["--order"],
             type=int,
             default=DEFAULTS.lm_order,
             metavar="N",
@@ -157,7 +150,6 @@ OPTIONS: dict[str, Option] = {
         _opt(
             "symmetrization",
             "symmetrization of eflomal's two directions, as Moses' symal (default %(default)s)",
-            old=["--symmetrize"],
             choices=SYMMETRIZATIONS,
             default=DEFAULTS.symmetrization,
         ),
@@ -166,7 +158,6 @@ OPTIONS: dict[str, Option] = {
             "paper: the paper's features; full: plus source-copy, unseen-form and headline features "
             "(default %(default)s)",
             ems="-feature-set",
-            old=["--features", "-features"],
             choices=FEATURE_SETS,
             default=DEFAULTS.feature_set,
         ),
@@ -174,7 +165,6 @@ OPTIONS: dict[str, Option] = {
             "alignment_mode",
             "for input with phrases and word links: a word's translation features read its linked words "
             "(links) or its whole source phrase (phrase, the paper); default %(default)s",
-            old=["--phrase-features"],
             choices=ALIGNMENT_MODES,
             default=DEFAULTS.alignment_mode,
         ),
@@ -215,7 +205,6 @@ OPTIONS: dict[str, Option] = {
             "heldout_sentences",
             "also fit the weights on N held-out training sentences (features from the other folds; default "
             "%(default)s: none)",
-            old=["--heldout"],
             type=int,
             default=DEFAULTS.heldout_sentences,
             metavar="N",
@@ -238,7 +227,6 @@ OPTIONS: dict[str, Option] = {
         _opt(
             "npa_seed",
             "seed of the naive phrase aligner (default %(default)s)",
-            old=["--seed"],
             type=int,
             default=DEFAULTS.npa_seed,
             metavar="N",
@@ -266,7 +254,6 @@ OPTIONS: dict[str, Option] = {
             "-j",
             "--jobs",
             ems="-cores",
-            old=["--threads"],
             type=int,
             default=1,
             metavar="N",
@@ -285,34 +272,9 @@ OPTIONS: dict[str, Option] = {
 }
 
 
-class Deprecated(argparse.Action):
-    """A spelling of an earlier release: works, and says which spelling replaces it."""
-
-    def __init__(self, option_strings: list[str], dest: str, *, new: str, real: argparse.Action, **kw: Any) -> None:
-        super().__init__(option_strings, dest, nargs=real.nargs, const=real.const, type=real.type,  # type: ignore[arg-type]
-                         choices=real.choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # fmt: skip
-        self.new, self.real = new, real
-
-    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, opt: Any = None) -> None:
-        deprecated(parser, ns, str(opt), self.new)
-        self.real(parser, ns, values, opt)
-
-
-DEPRECATIONS = "deprecations"
-
-
-def deprecated(parser: argparse.ArgumentParser, ns: argparse.Namespace, old: str, new: str) -> None:
-    """Note that ``old`` was written for ``new``: ``finish_settings`` prints it after parsing, unless -q."""
-    note = f"{parser.prog}: warning: {old} is deprecated; use {new}"
-    setattr(ns, DEPRECATIONS, [*getattr(ns, DEPRECATIONS, []), note])
-
-
-def add(
-    p: argparse.ArgumentParser, name: str, *, ems: bool = False, old: Sequence[str] = (), **overrides: Any
-) -> argparse.Action:
+def add(p: argparse.ArgumentParser, name: str, *, ems: bool = False, **overrides: Any) -> argparse.Action:
     """Add the setting ``name`` to a subcommand's parser (its EMS spelling with ``ems``); ``overrides``
-    change argparse's arguments for this command (a default, ``required``, a help text); ``old``: this
-    command's own spellings of an earlier release."""
+    change argparse's arguments for this command (a default, ``required``, a help text)."""
     o = OPTIONS[name]
     kw = {"help": o.help, **o.kwargs, **overrides}
     kw["dest"] = kw.get("dest", name)  # another setting's spelling (--nbest: a trace_format) keeps that name
@@ -321,14 +283,9 @@ def add(
             raise ValueError(f"setting {name} has no EMS spelling")
         # Getopt::Long takes -name and --name; a one-letter flag keeps its long form
         flags: tuple[str, ...] = (o.ems, "-" + o.ems) if len(o.ems) > 2 else (o.ems, *o.flags[1:])
-        old_flags = [x for x in o.old if not x.startswith("--")]
     else:
-        flags, old_flags = o.flags, [x for x in o.old if x.startswith("--")]
-    action = p.add_argument(*flags, **kw)
-    for spelling in (*old_flags, *old):
-        new = next((f for f in flags if f.startswith("--")), flags[0])
-        p.add_argument(spelling, action=Deprecated, dest=name, new=new, real=action)
-    return action
+        flags = o.flags
+    return p.add_argument(*flags, **kw)
 
 
 def unset_unless_given(name: str) -> dict[str, Any]:
@@ -345,7 +302,7 @@ REQUIRED = "required_settings"
 
 def require_after_parsing(p: argparse.ArgumentParser) -> None:
     """Each option added with ``required=True`` checked by ``finish_settings`` instead of argparse: after the
-    parse, so that an old spelling counts too, and an unknown option is said first (argparse would say
+    parse, so that an unknown option is said first (argparse would say
     ``-corpus`` is missing, not that ``-corpsu`` is unknown)."""
     for a in p._actions:  # argparse keeps no public list of them
         if a.required and a.option_strings:
@@ -354,23 +311,19 @@ def require_after_parsing(p: argparse.ArgumentParser) -> None:
 
 
 def finish_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """After argparse: what a command's own ``finish`` default makes of its settings, where argparse cannot (lm's
-    earlier ``--arpa FILE -o ORDER`` rewritten into today's settings; recase's standard input when no input is
-    given); a warning for each old spelling (on stderr, unless -q: errors only); then argparse's 'required' for
-    settings added with ``required=True`` (which an old spelling satisfies)."""
+    """After argparse: what a command's own ``finish`` default makes of its settings, where argparse cannot
+    (recase's standard input when no input is given); then argparse's 'required' for settings added with
+    ``required=True``."""
     finish = getattr(args, "finish", None)
     if finish is not None:
         finish(parser, args)
-    if not getattr(args, "quiet", False):
-        for line in getattr(args, DEPRECATIONS, []):
-            print(line, file=sys.stderr)
     missing = [flag for name, flag in getattr(args, REQUIRED, None) or () if getattr(args, name, None) is None]
     if missing:
         parser.error("the following arguments are required: " + ", ".join(missing))
 
 
 def takers(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
-    """Each flag shown in ``--help`` of ``parser``'s subcommands (old spellings are hidden), and the subcommands
+    """Each flag shown in ``--help`` of ``parser``'s subcommands, and the subcommands
     that take it, in ``--help``'s order: read from the parsers themselves, so the docs cannot drift from them."""
     out: dict[str, list[str]] = {}
     for action in parser._actions:  # argparse keeps no public list of them
@@ -384,10 +337,10 @@ def takers(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
 
 def markdown_table(main: argparse.ArgumentParser, ems: argparse.ArgumentParser) -> str:
     """docs/settings.md's table: each setting's one name, its flags on ``main`` (``moses-recaser``) and ``ems``
-    (``moses-recaser-ems``) with the subcommands that take them, its default and its old spellings."""
+    (``moses-recaser-ems``) with the subcommands that take them, and its default."""
     rows = [
-        "| name (API, YAML, model) | moses-recaser | moses-recaser-ems | default | deprecated |",
-        "|---|---|---|---|---|",
+        "| name (API, YAML, model) | moses-recaser | moses-recaser-ems | default |",
+        "|---|---|---|---|",
     ]
     on_main, on_ems = takers(main), takers(ems)
     for o in OPTIONS.values():
@@ -395,7 +348,7 @@ def markdown_table(main: argparse.ArgumentParser, ems: argparse.ArgumentParser) 
         shown = "" if default is None else "''" if default == "" else str(default)
         rows.append(
             f"| `{o.name}` | {_spelt(o.flags, on_main)} | {_spelt((o.ems,) if o.ems else (), on_ems)} | "
-            f"{shown and '`' + shown.replace('|', chr(92) + '|') + '`'} | {', '.join(f'`{x}`' for x in o.old)} |"
+            f"{shown and '`' + shown.replace('|', chr(92) + '|') + '`'} |"
         )  # a '|' in a cell is escaped, as GitHub's tables need
     return "\n".join(rows) + "\n"
 

@@ -63,8 +63,6 @@ class ExperimentConfig:
 
 # list settings of numbers, from the declarations (the other lists hold names)
 _INT_LISTS = tuple(f.name for c in (ExperimentConfig, SplitConfig) for f in fields(c) if f.type == "list[int]")
-# keys of earlier releases, read as the setting's one name (cli/options.py) with a warning
-OLD_KEYS = {"features": "feature_set", "phrase_features": "alignment_mode", "heldout": "heldout_sentences"}
 
 
 def _suggest(key: str, valid: list[str]) -> str:
@@ -127,9 +125,6 @@ def _build(cls: type, node: yaml.MappingNode, path: str) -> Any:
     for key_node, value_node in node.value:
         key = key_node.value
         line = key_node.start_mark.line + 1
-        if cls is ExperimentConfig and key in OLD_KEYS:
-            log.warning("%s:%d: '%s' is deprecated; use '%s'", path, line, key, OLD_KEYS[key])
-            key = OLD_KEYS[key]
         if key not in valid:
             raise RecaserError(f"unknown key '{key}'{_suggest(key, valid)}", path, line)
         current = getattr(obj, key)
