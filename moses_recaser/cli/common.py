@@ -317,7 +317,7 @@ def _input_flag(args: argparse.Namespace, name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def say(text: str) -> None:
+def print_result(text: str) -> None:
     """A result line on stdout (a signature, a score); an error if stdout cannot take it."""
     if sys.stdout is None:
         raise RecaserError("standard output is closed", STDOUT)

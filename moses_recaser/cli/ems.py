@@ -34,9 +34,11 @@ log = logging.getLogger("moses_recaser")
 def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "input", ems=True, required=True, help="recaser input (lowercased or truecased, markup removed)")
     add(p, "model", ems=True, required=True, help="model directory, or the -config file of 'train'")
-    _flag(p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)")
-    _flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
-    _flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
+    _add_ems_flag(
+        p, "moses", help="recase.perl's decoder: used only when -model is a Moses moses.ini (a stock recaser)"
+    )
+    _add_ems_flag(p, "lang", default="en", help="target language; 'en' uses recase.perl's lowercase list in headlines")
+    _add_ems_flag(p, "headline", help="source SGM: <hl> segments are title-cased, as recase.perl does")
     p.add_argument(
         "-b",
         "--unbuffered",
@@ -47,7 +49,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "source", ems=True, help="cased tokenized decoder input (EMS: evaluation/<set>.input.tok.<V>)")
     add(p, "trace", ems=True, help="decoder output with -t markers (EMS: evaluation/<set>.output.<V>)")
     add(p, "alignment", ems=True, help="-alignment-output-file (EMS: <system-output>.wa); skipped if absent")
-    _flag(
+    _add_ems_flag(
         p,
         "decoder-settings",
         dest="decoder_settings",
@@ -136,15 +138,15 @@ TRAIN_OVERRIDES: dict[str, dict[str, Any]] = {"monolingual": {"nargs": "?", "act
 
 
 def add_train(p: argparse.ArgumentParser) -> None:
-    _flag(p, "dir", required=True, help="working directory (EMS: OUT.model)")
-    _flag(p, "corpus", required=True, help="cased tokenized target corpus")
-    _flag(p, "config", required=True, help="output: the file later steps receive as -model")
-    _flag(p, "source-corpus", dest="source_corpus", help="cased tokenized source corpus, line-parallel")
+    _add_ems_flag(p, "dir", required=True, help="working directory (EMS: OUT.model)")
+    _add_ems_flag(p, "corpus", required=True, help="cased tokenized target corpus")
+    _add_ems_flag(p, "config", required=True, help="output: the file later steps receive as -model")
+    _add_ems_flag(p, "source-corpus", dest="source_corpus", help="cased tokenized source corpus, line-parallel")
     add(p, "alignment", ems=True, help="word alignment of source and corpus (EMS: model/aligned.grow-diag-final-and)")
     for name in TRAIN_SETTINGS:
         add(p, name, ems=True, **TRAIN_OVERRIDES.get(name, {}))
     for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
-        _flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
+        _add_ems_flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
     p.set_defaults(reads=("corpus", "source_corpus", "alignment", "lm", "monolingual"), writes=("config",))
 
 
@@ -236,7 +238,7 @@ def _this_command() -> str:
     return shlex.quote(path)  # quoted for the step scripts' shell: a path with a space stays one word
 
 
-def _flag(p: argparse.ArgumentParser, name: str, **kw) -> None:  # type: ignore[no-untyped-def]
+def _add_ems_flag(p: argparse.ArgumentParser, name: str, **kw) -> None:  # type: ignore[no-untyped-def]
     """A Perl-style option: -name and --name both work (Getopt::Long accepts either)."""
     p.add_argument(f"-{name}", f"--{name}", **kw)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, say, trace_options
+from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, print_result, trace_options
 from moses_recaser.cli.options import add, unset_unless_given
 from moses_recaser.errors import RecaserError
 from moses_recaser.io.outputs import atomic_output
@@ -194,7 +194,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         alignment=args.alignment,
         lm_prune=args.lm_prune,
     )
-    say(write_statistics(args.source, args.target, args.alignment, settings, args.output, args.jobs, memory))
+    print_result(write_statistics(args.source, args.target, args.alignment, settings, args.output, args.jobs, memory))
     return 0
 
 
@@ -234,7 +234,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from moses_recaser.stats.shards import merge_into_model
 
     memory = Memory.of(args.memory)
-    say(merge_into_model(args.shards, args.output, args.discount_fallback, memory, args.lm_prune))
+    print_result(merge_into_model(args.shards, args.output, args.discount_fallback, memory, args.lm_prune))
     return 0
 
 
@@ -357,7 +357,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             " and ".join(what),
             " and ".join(flags),
         )
-    say(read_manifest(model, verify=False).signature)
+    print_result(read_manifest(model, verify=False).signature)
     return 0
 
 
@@ -458,10 +458,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from moses_recaser.harness.metrics import evaluate_files
 
     result = evaluate_files(args.hyp, args.ref)
-    say(result.line())
-    say(f"signature: {result.signature}")
+    print_result(result.line())
+    print_result(f"signature: {result.signature}")
     if args.confusion:
-        say(result.case.confusion_table())
+        print_result(result.case.confusion_table())
     return 0
 
 
@@ -485,7 +485,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     results = run_experiment(cfg, Path(args.output or Path("runs") / cfg.name), args.data_root, args.cache)
-    say(results_markdown(results))
+    print_result(results_markdown(results))
     return 0
 
 

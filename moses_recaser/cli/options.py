@@ -322,7 +322,7 @@ def finish_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("the following arguments are required: " + ", ".join(missing))
 
 
-def takers(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
+def commands_taking(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
     """Each flag shown in ``--help`` of ``parser``'s subcommands, and the subcommands
     that take it, in ``--help``'s order: read from the parsers themselves, so the docs cannot drift from them."""
     out: dict[str, list[str]] = {}
@@ -342,18 +342,18 @@ def markdown_table(main: argparse.ArgumentParser, ems: argparse.ArgumentParser) 
         "| name (API, YAML, model) | moses-recaser | moses-recaser-ems | default |",
         "|---|---|---|---|",
     ]
-    on_main, on_ems = takers(main), takers(ems)
+    on_main, on_ems = commands_taking(main), commands_taking(ems)
     for o in OPTIONS.values():
         default = o.kwargs.get("default")
         shown = "" if default is None else "''" if default == "" else str(default)
         rows.append(
-            f"| `{o.name}` | {_spelt(o.flags, on_main)} | {_spelt((o.ems,) if o.ems else (), on_ems)} | "
+            f"| `{o.name}` | {_flags_cell(o.flags, on_main)} | {_flags_cell((o.ems,) if o.ems else (), on_ems)} | "
             f"{shown and '`' + shown.replace('|', chr(92) + '|') + '`'} |"
         )  # a '|' in a cell is escaped, as GitHub's tables need
     return "\n".join(rows) + "\n"
 
 
-def _spelt(flags: Sequence[str], takers: Mapping[str, list[str]]) -> str:
+def _flags_cell(flags: Sequence[str], commands_taking: Mapping[str, list[str]]) -> str:
     """A table cell: the flags, and the subcommands that take them (none: the setting is not on this command)."""
-    commands = list(dict.fromkeys(c for f in flags for c in takers.get(f, ())))
+    commands = list(dict.fromkeys(c for f in flags for c in commands_taking.get(f, ())))
     return f"{', '.join(f'`{f}`' for f in flags)} ({', '.join(commands)})" if commands else ""

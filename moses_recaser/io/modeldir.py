@@ -458,14 +458,14 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):  # "" would be the current directory
         raise RecaserError(f"a model is a directory name, not {path!r}")
     try:
-        return _resolved(Path(path))
+        return _model_dir_of(Path(path))
     except OSError as exc:  # a name too long, a file that cannot be read (/proc/self/mem)
         raise RecaserError(f"cannot read the model: {exc.strerror or exc}", os.fspath(path)) from None
     except ValueError:  # a NUL in the name, or in a pointer file's
         raise RecaserError("a NUL in the model's name: not a model", os.fspath(path)) from None
 
 
-def _resolved(path: Path) -> Path:
+def _model_dir_of(path: Path) -> Path:
     p = path
     if p.is_dir():
         return p
