@@ -19,16 +19,27 @@ from moses_recaser.triples import Triple
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from moses_recaser.api import Recaser, train
+    from moses_recaser.api import Recaser, TrainedModel, train
     from moses_recaser.io.lines import read_lines
     from moses_recaser.model.settings import TrainSettings
     from moses_recaser.moses.trace import TraceOptions
 
-__all__ = ["Recaser", "RecaserError", "TraceOptions", "TrainSettings", "Triple", "__version__", "read_lines", "train"]
+__all__ = [
+    "Recaser",
+    "RecaserError",
+    "TraceOptions",
+    "TrainSettings",
+    "TrainedModel",
+    "Triple",
+    "__version__",
+    "read_lines",
+    "train",
+]
 
 _LAZY = {
     "Recaser": "moses_recaser.api",
     "train": "moses_recaser.api",
+    "TrainedModel": "moses_recaser.api",
     "TrainSettings": "moses_recaser.model.settings",
     "TraceOptions": "moses_recaser.moses.trace",
     "read_lines": "moses_recaser.io.lines",

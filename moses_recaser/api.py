@@ -23,7 +23,7 @@ from moses_recaser.stats.pieces import check_rereadable
 log = logging.getLogger("moses_recaser")
 PathLike = str | os.PathLike[str]
 
-__all__ = ["Recaser", "train"]
+__all__ = ["Recaser", "TrainedModel", "train"]
 
 
 def train(
@@ -46,8 +46,9 @@ def train(
     memory: str | int | None = None,
     settings: TrainSettings | None = None,
     **setting_values: Any,
-) -> Path:
-    """Train a recaser into the directory ``model`` and return its path.
+) -> TrainedModel:
+    """Train a recaser into the directory ``model``; return it (its path and signature): the one entry point of
+    training, which the command lines, the EMS step and the experiments call.
 
     - ``source``/``target``: the cased, tokenized training bitext (files), word-aligned by ``alignment``
       (Pharaoh; None: eflomal aligns it). Or ``stats``: a statistics model (``moses-recaser stats``/``merge``)
@@ -68,8 +69,7 @@ def train(
     """
     from moses_recaser.io.outputs import work_dir
     from moses_recaser.memory import Memory
-    from moses_recaser.model.train import DecoderOutput, check_stats_fixed
-    from moses_recaser.model.train import train as fit
+    from moses_recaser.model.train import DecoderOutput, check_stats_fixed, fit_model
     from moses_recaser.workers import check_workers
 
     check_workers(jobs, flag_of("jobs"))
@@ -112,7 +112,7 @@ def train(
         else None
     )
     with _as_recaser_errors(), work_dir("moses-recaser", work) as scratch:
-        report = fit(
+        report = fit_model(
             os.fspath(model),
             train=training,
             stats_model=_str(stats),
@@ -130,7 +130,22 @@ def train(
         report.iterations,
         ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
     )
-    return Path(model)
+    return TrainedModel(Path(model), report.signature)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedModel(os.PathLike[str]):
+    """What ``train`` made: the model's directory and its signature. It is a path itself (``Recaser.load``,
+    ``open`` and ``os.fspath`` take it), so code that took ``train``'s result for the directory keeps working."""
+
+    path: Path
+    signature: str
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return os.fspath(self.path)
 
 
 @contextlib.contextmanager

@@ -50,8 +50,7 @@ def tico(tmp_path_factory):
 
     Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
     """
-    from moses_recaser.model.settings import TrainSettings
-    from moses_recaser.model.train import Bitext, train
+    from moses_recaser import train
     from moses_recaser.moses.tokenizer import tokenizer
 
     d = tmp_path_factory.mktemp("tico")
@@ -63,15 +62,7 @@ def tico(tmp_path_factory):
         for name, part in (("train", lines[:700]), ("dev", lines[700:800]), ("test", lines[1950:])):
             (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in part), encoding="utf-8")
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
-    work = d / "work"
-    work.mkdir()
-    train(
-        str(d / "model"),
-        train=Bitext(str(d / "train.fr"), str(d / "train.en")),
-        dev=Bitext(str(d / "dev.fr"), str(d / "dev.en")),
-        settings=TrainSettings(max_iter=60),
-        work=work,
-    )
+    train(d / "train.fr", d / "train.en", d / "model", dev_source=d / "dev.fr", dev_target=d / "dev.en", max_iter=60)
     return d
 
 

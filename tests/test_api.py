@@ -3,6 +3,7 @@ and the same output as the command line on the same inputs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -382,3 +383,14 @@ def test_a_scratch_directory_inside_the_model_is_refused_before_work(tico, tmp_p
                 work=work,
             )
         assert sorted(p.name for p in model.iterdir()) == before
+
+
+def test_train_returns_the_model_and_its_signature(tico, tmp_path):
+    """``train`` is the one entry point of training (the command lines, the EMS step, the experiments and the
+    tests' fixtures call it): it returns the model's path and signature, and is a path itself."""
+    from moses_recaser import TrainedModel
+
+    made = train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr",
+                 dev_target=tico / "dev.en", max_iter=2)  # fmt: skip
+    assert isinstance(made, TrainedModel) and made.path == tmp_path / "m" and os.fspath(made) == str(tmp_path / "m")
+    assert made.signature == Recaser.load(made).signature and "|w:" in made.signature

@@ -298,16 +298,17 @@ def test_recase_phrase_features_flag_reads_one_side_of_input_with_both(tico, tmp
 
 
 def test_every_fit_that_stops_early_is_warned_about(tico, tmp_path, caplog):
-    from moses_recaser.model.settings import TrainSettings
-    from moses_recaser.model.train import Bitext, train
+    from moses_recaser import train
 
     caplog.set_level("WARNING", logger="moses_recaser")
     train(
-        str(tmp_path / "model"),
-        train=Bitext(str(tico / "train.fr"), str(tico / "train.en")),
-        dev=Bitext(str(tico / "dev.fr"), str(tico / "dev.en")),
-        settings=TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)),
-        work=tmp_path,
+        tico / "train.fr",
+        tico / "train.en",
+        tmp_path / "model",
+        dev_source=tico / "dev.fr",
+        dev_target=tico / "dev.en",
+        max_iter=1,
+        sigma_grid=(0.5, 1.0),
     )
     said = caplog.text
     for m in MODES:

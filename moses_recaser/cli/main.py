@@ -317,7 +317,6 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.api import train
-    from moses_recaser.io.modeldir import read_manifest
 
     values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode") if hasattr(args, name)}
     values["sigma_grid"] = tuple(values["sigma_grid"] or ())
@@ -357,7 +356,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             " and ".join(what),
             " and ".join(flags),
         )
-    print_result(read_manifest(model, verify=False).signature)
+    print_result(model.signature)
     return 0
 
 

@@ -20,7 +20,7 @@ from moses_recaser.errors import RecaserError
 from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import concatenate, tokenized
 from moses_recaser.io.lines import read_lines
-from moses_recaser.io.outputs import atomic_output, work_dir
+from moses_recaser.io.outputs import atomic_output
 from moses_recaser.moses.bitext import read_aligned_bitext
 
 log = logging.getLogger(__name__)
@@ -258,9 +258,8 @@ def train_model(
 ) -> Path:
     """The CRF model of ``train`` (tables, LM) and ``dev`` (weights) with the config's settings, cached under a
     key of its inputs, its settings and the feature code (``features.feature_revision``)."""
+    from moses_recaser.api import train as train_crf
     from moses_recaser.model.settings import TrainSettings
-    from moses_recaser.model.train import Bitext
-    from moses_recaser.model.train import train as train_crf
 
     settings = TrainSettings(
         lm_order=cfg.lm_order,
@@ -285,12 +284,14 @@ def train_model(
     if (model / "manifest.yaml").is_file():
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
-    with work_dir("moses-recaser-exp") as work:
-        train_crf(
-            str(model),
-            train=Bitext(str(train.source), str(train.target), str(train.alignment)),
-            dev=Bitext(str(dev.source), str(dev.target), str(dev.alignment)),
-            settings=settings,
-            work=Path(work),
-        )
+    train_crf(
+        train.source,
+        train.target,
+        model,
+        alignment=train.alignment,
+        dev_source=dev.source,
+        dev_target=dev.target,
+        dev_alignment=dev.alignment,
+        settings=settings,
+    )
     return model

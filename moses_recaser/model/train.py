@@ -74,6 +74,7 @@ class TrainReport:
     seconds: dict[str, float] = field(default_factory=dict)
     iterations: int = 0
     objective: float = 0.0
+    signature: str = ""  # the model's, as its manifest records it
 
 
 def punctuation_vocabulary(
@@ -255,7 +256,7 @@ def _check_dev(dev_set: Sequence[Triple], dev: Bitext) -> None:
         )
 
 
-def train(
+def fit_model(
     model_dir: str,
     *,
     dev: Bitext,
@@ -268,7 +269,8 @@ def train(
     dev_output: DecoderOutput | None = None,
     memory: Memory | None = None,
 ) -> TrainReport:
-    """Train a model from a training bitext (tables and LM) and a dev bitext (weights). With
+    """Train a model from a training bitext (tables and LM) and a dev bitext (weights): the work behind the one
+    entry point, ``moses_recaser.train``, which checks and resolves its inputs first. With
     ``stats_model`` (a directory from ``stats`` or ``merge``) the tables and the LM come from it instead
     of ``train``. ``jobs``: processes that count the training statistics (the model is the same whatever
     their number); ``lmplz``: KenLM's lmplz estimates the LM (``settings.lm_estimator``); ``dev_output``:
@@ -728,11 +730,12 @@ def _write(
     fit_log: Sequence[tuple[int, float, float]],
 ) -> None:
     """The model directory, atomically: every setting, the signature, the weights and the fit's record."""
+    report.signature = settings.signature(weights.matrix())
     write_model(
         model_dir,
         # the monolingual files as the user named them, resolved: the record says which files, from anywhere
         settings={**asdict(settings), "monolingual": [str(Path(m).resolve()) for m in settings.monolingual]},
-        signature=settings.signature(weights.matrix()),
+        signature=report.signature,
         copy_files=files,
         extra={
             "weights": weights.to_dict(),
