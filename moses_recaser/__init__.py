@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from moses_recaser.errors import RecaserError
-from moses_recaser.triples import Triple
+from moses_recaser.core.triples import Triple
+from moses_recaser.io.errors import RecaserError
 
 __version__ = "0.1.0"
 

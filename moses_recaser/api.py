@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from moses_recaser.errors import RecaserError, flag_of
+from moses_recaser.io.errors import RecaserError, flag_of
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
@@ -67,10 +67,10 @@ def train(
     An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
     Errors name the settings as the command line spells them (``dev_source`` is ``--dev-source``).
     """
+    from moses_recaser.core.memory import Memory
+    from moses_recaser.core.workers import check_workers
     from moses_recaser.io.outputs import work_dir
-    from moses_recaser.memory import Memory
     from moses_recaser.model.train import DecoderOutput, check_stats_fixed, fit_model
-    from moses_recaser.workers import check_workers
 
     check_workers(jobs, flag_of("jobs"))
     if isinstance(dev_size, bool) or not isinstance(dev_size, int):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.moses.pharaoh import format_links, parse_links
 from moses_recaser.stats.symal import symmetrize
 

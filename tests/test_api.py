@@ -239,10 +239,10 @@ def test_a_recaser_shared_by_threads_answers_as_one_thread_does(tico):
 def test_a_batch_ended_midway_leaves_the_recaser_as_it_was(tico, monkeypatch):
     """Ctrl-C (or any exception) between two steps of a batch's update of the word types: the next calls answer
     as a fresh Recaser does (they used to fail with IndexErrors until the model was loaded again)."""
-    from moses_recaser.columns import Columns
+    from moses_recaser.core.columns import Columns
+    from moses_recaser.core.vocab import Vocab
     from moses_recaser.model.candidates import Candidates
     from moses_recaser.model.extractor import FeatureExtractor
-    from moses_recaser.vocab import Vocab
 
     hyp = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() + _made_up_words(100, 2)
     src = ["X"] * len(hyp)  # source words the model never saw: their types are described too

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from moses_recaser.cli.main import main
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 
 
 def _write(path, text: str | bytes):
@@ -305,9 +305,9 @@ def test_jsonl_tokens_that_survive_a_round_trip_are_kept(tmp_path, char):
     """White space other than spaces and tabs (what str.split() would split on, and Moses does not) is part of a
     token in JSON Lines as in text input: the two readers give the same tokens, and the line written from them
     splits back into them."""
+    from moses_recaser.core.triples import read_triples
     from moses_recaser.io.lines import split_tokens
     from moses_recaser.moses.bitext import read_monolingual
-    from moses_recaser.triples import read_triples
 
     tokens = [f"a{char}b", "c", f"{char}d"]
     triples = tmp_path / "t.jsonl"
@@ -605,7 +605,7 @@ def test_a_carriage_return_inside_a_token_goes_through_triples_and_back(tmp_path
     links = _write(tmp_path / "a", "0-0 1-1 2-2\n")
     jsonl = tmp_path / "t.jsonl"
     assert main(["-q", "triples", "--source", src, "--target", tgt, "--alignment", links, "-o", str(jsonl)]) == 0
-    from moses_recaser.triples import read_triples
+    from moses_recaser.core.triples import read_triples
 
     (triple,) = read_triples(str(jsonl))
     assert triple.target == ["the", "cat\rblack", "."] and triple.source == ["le", "chat\rnoir", "."]

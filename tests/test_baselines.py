@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from moses_recaser.core.triples import Triple
 from moses_recaser.harness.baselines import CopySourceBaseline, MosesTruecaserBaseline
-from moses_recaser.triples import Triple
 
 CORPUS = [s.split() for s in ["the next day was fine .", "we saw the reason .", "Paris is big ."] * 3]
 

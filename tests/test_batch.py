@@ -13,10 +13,10 @@ from oracles import source_flags as sentence_flags
 from test_features import arpa, extractor  # noqa: F401  (fixtures)
 
 from moses_recaser import casing
-from moses_recaser.columns import WordTypes
+from moses_recaser.core.columns import WordTypes
+from moses_recaser.core.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
+from moses_recaser.core.triples import Triple
 from moses_recaser.model.batch import alignment_pairs, gc_paused
-from moses_recaser.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
-from moses_recaser.triples import Triple
 
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 WORDS = [

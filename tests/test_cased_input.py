@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from test_truecaser import truecaser_of
 
 from moses_recaser import Recaser, casing
+from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.model.extractor import capital_runs
+from moses_recaser.model.truecaser import detruecased, sentence_starts
 from moses_recaser.moses.pharaoh import format_links, parse_links
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.npa import phrase_align_triple
-from moses_recaser.triples import Triple
-from moses_recaser.truecaser import detruecased, sentence_starts
 
 TICO = Path(__file__).parents[1] / "data" / "tico19"
 CLI = [sys.executable, "-m", "moses_recaser"]
@@ -166,9 +166,9 @@ def test_dev_words_cased_as_a_truecased_decoder_would():
     """``as_decoded``: a word linked to a source word takes the form that word translates to most in training
     (right or wrong for this sentence), other words truecase.perl's form, a sentence start its truecased form."""
     from moses_recaser.model.train import DECODED_SHARE, _forms_by_lower, as_decoded
+    from moses_recaser.model.truecaser import Truecaser
     from moses_recaser.stats.in_memory import count_triples
     from moses_recaser.stats.tables import Tables
-    from moses_recaser.truecaser import Truecaser
 
     corpus = [Triple(k, ["la", "Réserve", "fédérale"], ["the", "Federal", "Reserve"], links=[(0, 0), (1, 2), (2, 1)])
               for k in range(3)]  # fmt: skip

@@ -9,7 +9,7 @@ from oracles import positional
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.sentences import positional_words
+from moses_recaser.core.sentences import positional_words
 
 
 @pytest.mark.parametrize(

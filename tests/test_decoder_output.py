@@ -10,13 +10,13 @@ import pytest
 
 from moses_recaser import casing
 from moses_recaser.cli.main import main
+from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.model.features import ALIGNMENT, SOURCE, columns_reading
 from moses_recaser.model.modes import BY_NAME, MODES, mode_of
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.trace import TraceOptions, read_trace
-from moses_recaser.triples import Triple
 
 _CACHE: dict = {}
 

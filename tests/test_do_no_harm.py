@@ -12,10 +12,10 @@ import sacrebleu
 from sacremoses import MosesDetokenizer
 
 from moses_recaser import Recaser, casing
+from moses_recaser.core.triples import Triple
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.eflomal import align
-from moses_recaser.triples import Triple
 
 pytest.importorskip("jieba", reason="the zh extra (pip install -e '.[zh]') segments the Chinese source")
 

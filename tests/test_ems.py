@@ -11,8 +11,8 @@ import pytest
 
 from moses_recaser import casing
 from moses_recaser.ems.meta import PATCHES, dangling_inputs, patch_meta, read_meta
-from moses_recaser.errors import RecaserError
 from moses_recaser.harness.metrics import case_scores
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.npa import phrase_align_triple
@@ -250,7 +250,7 @@ def ems_work(tico, tmp_path_factory):
 
 
 def read_aligned_bitext_from(src: str, tgt: str, links):
-    from moses_recaser.triples import Triple
+    from moses_recaser.core.triples import Triple
 
     yield Triple(0, src.split(), tgt.split(), links=links)
 

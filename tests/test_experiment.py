@@ -137,8 +137,8 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
 
 
 def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
-    from moses_recaser.errors import RecaserError
     from moses_recaser.harness.config import load_config
+    from moses_recaser.io.errors import RecaserError
 
     config = tmp_path / "c.yaml"
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
@@ -152,8 +152,8 @@ def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
 
 
 def test_an_unknown_system_is_refused_when_the_config_is_read(tmp_path):
-    from moses_recaser.errors import RecaserError
     from moses_recaser.harness.config import load_config
+    from moses_recaser.io.errors import RecaserError
 
     config = tmp_path / "c.yaml"
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
@@ -226,8 +226,8 @@ def test_concatenated_splits_follow_their_parts_contents(tmp_path):
 def test_config_keys_are_the_settings_names(tmp_path):
     """A config spells a setting as the library and the command line name it (``feature_set``,
     ``alignment_mode``, ``heldout_sentences``); another spelling is an unknown key, with the close one named."""
-    from moses_recaser.errors import RecaserError
     from moses_recaser.harness.config import load_config
+    from moses_recaser.io.errors import RecaserError
 
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")
     new, old = tmp_path / "new.yaml", tmp_path / "old.yaml"

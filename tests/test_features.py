@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from oracles import lattices
 
+from moses_recaser.core.sentences import headline_lines
+from moses_recaser.core.triples import Triple
 from moses_recaser.model.extractor import FeatureExtractor, source_spans
 from moses_recaser.model.features import feature_names
-from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.arpa_arrays import ArrayLM
 from moses_recaser.stats.in_memory import count_text, count_triples
 from moses_recaser.stats.kneser_ney import estimate
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Triple
 
 TOY = [
     Triple(0, ["Le", "chat", "de", "Paris"], ["The", "cat", "of", "Paris"], links=[(0, 0), (1, 1), (2, 2), (3, 3)]),

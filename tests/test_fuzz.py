@@ -10,13 +10,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import read_triples
 from moses_recaser.harness.config import load_config
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.nbest import read_nbest
 from moses_recaser.moses.trace import read_trace
-from moses_recaser.triples import read_triples
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

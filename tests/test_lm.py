@@ -10,7 +10,7 @@ import kenlm
 import pytest
 from conftest import DATA
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_lines
 from moses_recaser.stats.build import lm_from_text
 from moses_recaser.stats.in_memory import count_text
@@ -266,7 +266,7 @@ def test_key_set_finds_every_key_and_no_other():
     from hypothesis import example, given, settings
     from hypothesis import strategies as st
 
-    from moses_recaser.keyset import KeySet
+    from moses_recaser.core.keyset import KeySet
 
     @settings(max_examples=300, deadline=None)
     @example(({0, 2**63 - 1}, [2**63 - 1, 2**62, -1]))
@@ -303,7 +303,7 @@ def test_key_set_packs_large_sets_small():
     shared leading words."""
     import numpy as np
 
-    from moses_recaser.keyset import KeySet
+    from moses_recaser.core.keyset import KeySet
 
     rng = np.random.default_rng(0)
     V, n = 3_000, 200_000

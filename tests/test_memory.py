@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import moses_recaser.memory as memory_module
+import moses_recaser.core.memory as memory_module
 from moses_recaser.cli.main import main
-from moses_recaser.diskarrays import Scratch, Sink, whole
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.keyset import KeySet, pack_blocks
+from moses_recaser.core.memory import Memory, parse_memory, physical_memory
+from moses_recaser.io.diskarrays import Scratch, Sink, whole
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
-from moses_recaser.keyset import KeySet, pack_blocks
-from moses_recaser.memory import Memory, parse_memory, physical_memory
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.keycounts import KeyCounts
@@ -212,7 +212,7 @@ def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, tmp_pa
     """The registry of training types described 50 at a time, its strings moved into arrays between (as a large
     corpus' are, REGISTRY_CHUNK at a time), and its columns filled 7 rows at a time: its numbering differs, not
     what it says: the same tables and LM, and the same recased test set."""
-    import moses_recaser.columns as columns
+    import moses_recaser.core.columns as columns
     import moses_recaser.model.extractor as extractor
     from moses_recaser import Recaser, train
 
@@ -354,8 +354,8 @@ def test_training_forms_are_grouped_in_arrays_not_in_dicts(tico):
 def test_spilled_columns_store_what_columns_in_memory_hold(tmp_path):
     """Columns spilled to files (``Columns.spill``) take rows as before, hold none of them in memory, and store
     the columns that kept in memory they would have; they cannot be read, nor grown once stored."""
-    from moses_recaser.columns import Columns
-    from moses_recaser.diskarrays import Stored
+    from moses_recaser.core.columns import Columns
+    from moses_recaser.io.diskarrays import Stored
 
     spec = [("a", np.int64), ("b", bool)]
     rows = [{"a": list(range(k, k + 5)), "b": [k % 2 == 0] * 5} for k in range(0, 50, 5)]
@@ -379,7 +379,7 @@ def test_spilled_columns_store_what_columns_in_memory_hold(tmp_path):
 def test_a_registry_saved_with_its_facts_in_files_is_the_one_saved_from_memory(tico, tmp_path, monkeypatch):
     """``save_registry`` writes the facts of every training type to files as they come (no column of them in
     memory), and stores the registry a registry kept in memory gives, byte for byte; its files are removed."""
-    import moses_recaser.columns as columns
+    import moses_recaser.core.columns as columns
     from moses_recaser.model.extractor import FeatureExtractor
     from moses_recaser.model.features import feature_names
     from moses_recaser.model.settings import TrainSettings

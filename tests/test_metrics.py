@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from moses_recaser.casing import Tag
-from moses_recaser.errors import RecaserError
 from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
+from moses_recaser.io.errors import RecaserError
 
 
 def test_precision_f1_and_confusion_by_hand():

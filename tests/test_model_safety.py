@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import atomic_directory
 from moses_recaser.model.modes import Weights
 from moses_recaser.model.recaser import Recaser

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from moses_recaser.cli.main import main
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Triple
 from moses_recaser.harness.config import ExperimentConfig, SplitConfig
 from moses_recaser.harness.stages import Sides, held_out_targets, monolingual_text
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Triple
 
 # a name the TICO-19 bitext never has, in sentences of its own
 _MONO = [

@@ -9,7 +9,7 @@ from conftest import TRACES, regtest_to_moses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.moses.nbest import parse_nbest_line, read_nbest
 from moses_recaser.moses.trace import TraceOptions, decoder_options, parse_trace_line, read_trace, source_tokens
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Triple, check_phrases
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.stats.npa import length_distribution, phrase_align, phrase_align_triple
-from moses_recaser.triples import Triple, check_phrases
 
 
 @st.composite

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from moses_recaser.cli.main import main
-from moses_recaser.errors import RecaserError
 from moses_recaser.io import lines as textio
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import atomic_directory, atomic_output, work_dir
 
 TAG = "moses-recaser"  # in every temporary name

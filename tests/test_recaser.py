@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from moses_recaser import casing
 from moses_recaser.cli.main import main
+from moses_recaser.core.sentences import chunks
+from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.moses.bitext import read_aligned_bitext
-from moses_recaser.sentences import chunks
-from moses_recaser.triples import Triple
 
 
 def _lines(path):

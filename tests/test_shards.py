@@ -11,7 +11,7 @@ import pytest
 
 import moses_recaser
 from moses_recaser.cli.main import main
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.stats.eflomal import align

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from test_tables import TOY
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import FORMAT_VERSION, read_manifest, write_model
 from moses_recaser.stats.in_memory import count_triples
 from moses_recaser.stats.tables import Tables

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from moses_recaser.casing import Tag
+from moses_recaser.core.triples import Triple
 from moses_recaser.stats.in_memory import count_triples
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Triple
 
 TOY = [
     Triple(0, ["Le", "chat"], ["The", "cat"], links=[(0, 0), (1, 1)]),

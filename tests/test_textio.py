@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from moses_recaser.errors import RecaserError
 from moses_recaser.io import lines as textio
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, iter_tokens, split_tokens, zip_readers
 from moses_recaser.io.outputs import atomic_directory, atomic_output
 from moses_recaser.moses.pharaoh import parse_links

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from moses_recaser.errors import RecaserError
-from moses_recaser.triples import Triple, read_triples, triple_from_json
+from moses_recaser.core.triples import Triple, read_triples, triple_from_json
+from moses_recaser.io.errors import RecaserError
 
 
 def test_jsonl_round_trip(tmp_path):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from conftest import SHARED, need_shared
 
+from moses_recaser.model.truecaser import Truecaser, detruecased, sentence_starts
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.tables import Tables
-from moses_recaser.truecaser import Truecaser, detruecased, sentence_starts
 
 TICO = Path(__file__).parents[1] / "data" / "tico19" / "tico19-test.en"
 

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moses_recaser import vocab as vocab_module
-from moses_recaser.vocab import Vocab
+from moses_recaser.core import vocab as vocab_module
+from moses_recaser.core.vocab import Vocab
 
 WORDS = st.lists(
     st.text(min_size=1, max_size=6).filter(lambda w: "\n" not in w and "\t" not in w), unique=True, max_size=60

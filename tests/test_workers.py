@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from moses_recaser.errors import RecaserError
-from moses_recaser.workers import Workers
+from moses_recaser.core.workers import Workers
+from moses_recaser.io.errors import RecaserError
 
 
 def _slow_square(x: int) -> int:

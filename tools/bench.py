@@ -30,8 +30,8 @@ from pathlib import Path
 
 
 def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_tgt: str, q: mp.Queue) -> None:
+    from moses_recaser.core.triples import Triple, lowered
     from moses_recaser.moses.bitext import read_aligned_bitext
-    from moses_recaser.triples import Triple, lowered
 
     t_load = time.perf_counter()
     if kind == "crf":
@@ -55,8 +55,8 @@ def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_t
             triples = _with_links(triples)
     else:
         triples = [Triple(t.id, [], lowered(t).target) for t in triples]
+    from moses_recaser.core.sentences import chunks
     from moses_recaser.model.streaming import CHUNK
-    from moses_recaser.sentences import chunks
 
     t0 = time.perf_counter()
     out = [x for part in chunks(triples, CHUNK) for x in system.recase_batch(part)]  # streamed as the CLI does

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from moses_recaser.keyset import KeySet
+from moses_recaser.core.keyset import KeySet
 
 
 def ngram_keys(n: int, vocab: int, rng: np.random.Generator) -> np.ndarray:

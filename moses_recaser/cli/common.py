@@ -18,7 +18,8 @@ from typing import Any, NoReturn
 
 from moses_recaser import __version__
 from moses_recaser.cli.options import REQUIRED, add, finish_settings, require_after_parsing
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.workers import single_threaded_blas
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import check_input
 from moses_recaser.io.outputs import (
     ENDING_SIGNALS,
@@ -31,7 +32,6 @@ from moses_recaser.io.outputs import (
     written,
 )
 from moses_recaser.moses.trace import TraceOptions
-from moses_recaser.workers import single_threaded_blas
 
 log = logging.getLogger("moses_recaser")
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from moses_recaser.cli.common import command_parser, main_of
 from moses_recaser.cli.options import OPTIONS, add
-from moses_recaser.errors import RecaserError, flag_of, spelled_as
+from moses_recaser.io.errors import RecaserError, flag_of, spelled_as
 from moses_recaser.io.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
@@ -151,9 +151,9 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from moses_recaser.core.memory import parse_memory
+    from moses_recaser.core.workers import check_workers
     from moses_recaser.ems import steps
-    from moses_recaser.memory import parse_memory
-    from moses_recaser.workers import check_workers
 
     with spelled_as(TRAIN_SPELLINGS):  # the library's errors name the settings as this command spells them
         check_workers(args.jobs, flag_of("jobs"))
@@ -190,7 +190,7 @@ def _write_noted(path: str, text: str, notes: list[str]) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from moses_recaser.ems.config import merge
-    from moses_recaser.errors import RecaserError
+    from moses_recaser.io.errors import RecaserError
     from moses_recaser.io.lines import read_text
 
     try:
@@ -204,7 +204,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from moses_recaser.ems.config import check, read_config
-    from moses_recaser.errors import RecaserError
+    from moses_recaser.io.errors import RecaserError
     from moses_recaser.io.lines import read_text
 
     notes = check(read_config(read_text(args.config)))

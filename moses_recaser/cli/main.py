@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, print_result, trace_options
 from moses_recaser.cli.options import add, unset_unless_given
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.settings import STATS_SETTINGS
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
@@ -52,8 +52,8 @@ def add_triples(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_triples(args: argparse.Namespace) -> int:
+    from moses_recaser.core.triples import write_triples
     from moses_recaser.moses.bitext import read_aligned_bitext
-    from moses_recaser.triples import write_triples
 
     if (args.trace is None) == (args.target is None):
         raise RecaserError("give exactly one of --trace (decoder output) or --target (plain bitext)")
@@ -151,9 +151,9 @@ def add_phrase_align(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_phrase_align(args: argparse.Namespace) -> int:
+    from moses_recaser.core.triples import write_triples
     from moses_recaser.moses.bitext import read_aligned_bitext
     from moses_recaser.stats.npa import phrase_align_triple
-    from moses_recaser.triples import write_triples
 
     lengths = npa_lengths(args)
     triples = read_aligned_bitext(args.source, args.target, args.alignment)
@@ -182,7 +182,7 @@ def add_stats(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from moses_recaser.memory import Memory
+    from moses_recaser.core.memory import Memory
     from moses_recaser.stats.build import StatsSettings, write_statistics
 
     memory = Memory.of(args.memory)
@@ -210,7 +210,7 @@ def add_count(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_count(args: argparse.Namespace) -> int:
-    from moses_recaser.memory import Memory
+    from moses_recaser.core.memory import Memory
     from moses_recaser.stats.shards import count_shard, parse_shard
 
     i, n = parse_shard(args.shard)
@@ -230,7 +230,7 @@ def add_merge(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from moses_recaser.memory import Memory
+    from moses_recaser.core.memory import Memory
     from moses_recaser.stats.shards import merge_into_model
 
     memory = Memory.of(args.memory)

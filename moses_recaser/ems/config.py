@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from moses_recaser.ems.lines import join_config, logical_lines
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.settings import DEV_SIZE
 
 # experiment.perl's read_config

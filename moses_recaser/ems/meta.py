@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from moses_recaser.ems.lines import join_meta, logical_lines
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_text
 
 # experiment.perl's read_meta, regex by regex

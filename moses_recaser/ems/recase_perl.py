@@ -73,7 +73,7 @@ def headline_flags(sgm: str) -> list[bool]:
 def check_headline_count(flags: list[bool], lines: int, sgm: str, infile: str) -> None:
     """A headline file has one ``<seg`` line per input line: with more or fewer it is another set's. Named at
     the first line without a partner: -in's (``infile``) or the headline file's ``<seg``."""
-    from moses_recaser.errors import RecaserError
+    from moses_recaser.io.errors import RecaserError
 
     n = len(flags)
     if lines > n:
@@ -128,7 +128,7 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
     The output lines, without their line ends."""
     import subprocess
 
-    from moses_recaser.errors import RecaserError
+    from moses_recaser.io.errors import RecaserError
 
     try:
         proc = subprocess.run([moses, "-v", "0", "-f", ini, "-i", infile, "-dl", "0"], check=False, capture_output=True)
@@ -155,7 +155,7 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
 def _decoded_lines(stdout: bytes, infile: str) -> list[str]:
     """The decoder's output lines, split at ``\n`` only, as recase.perl reads them (U+2028 or a form feed inside a
     line stays in it): one per line of ``infile`` (counted when it is a file; a pipe was read by the decoder)."""
-    from moses_recaser.errors import RecaserError
+    from moses_recaser.io.errors import RecaserError
     from moses_recaser.stats.pieces import corpus_lines
 
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser import casing
+from moses_recaser.core.triples import Triple
 from moses_recaser.ems.recase_perl import (
     check_headline_count,
     headline_flags,
@@ -22,7 +23,7 @@ from moses_recaser.ems.recase_perl import (
     recase_with_moses,
     title_case,
 )
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader
 from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
 from moses_recaser.model.recaser import Recaser
@@ -35,7 +36,6 @@ from moses_recaser.moses.trace import (
     parse_trace_line,
     read_trace,
 )
-from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
 POINTER_HEADER = "# moses-recaser model (written by moses-recaser-ems train); pass this file as -model\n"

@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from moses_recaser import casing
+from moses_recaser.core.sentences import first_letters, positional_words
+from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.recaser import check_case_only_all, load_model_lm
-from moses_recaser.sentences import first_letters, positional_words
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Triple, lowered
 
 
 def _initial_rule(sentences: list[list[str]]) -> list[list[str]]:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from moses_recaser import casing
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Triple
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_lines
-from moses_recaser.triples import Triple
 
 if TYPE_CHECKING:
     from moses_recaser.harness.systems import Capitalizer

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_text
 from moses_recaser.model.settings import TrainSettings
 

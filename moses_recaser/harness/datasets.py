@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_lines, sha256
 from moses_recaser.io.outputs import atomic_output
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser import __version__
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.sentences import headline_lines
+from moses_recaser.core.triples import lowered
 from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import cache_dir, cache_path, data_root
 from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
@@ -32,11 +33,10 @@ from moses_recaser.harness.report import plot_curve, results_markdown, split_cur
 from moses_recaser.harness.stages import Aligned, Prepared, mono_subset, prepare_data, subset, train_model, words_in
 from moses_recaser.harness.systems import Trained
 from moses_recaser.harness.systems import build as build_systems
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import DirKind, atomic_directory, atomic_output, made_dirs, model_target
 from moses_recaser.moses.bitext import read_aligned_bitext
-from moses_recaser.sentences import headline_lines
 from moses_recaser.stats.npa import phrase_align_triple
-from moses_recaser.triples import lowered
 
 
 @dataclass

@@ -14,7 +14,7 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import TAG_NAMES, Tag
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, split_tokens, zip_readers
 
 # casing.tag's classes, as its docstring defines them
@@ -132,7 +132,7 @@ class Evaluation:
 def evaluate_files(hyp: str, ref: str, *, bleu: bool = True) -> Evaluation:
     """Precision, cased-word F1 and tokenized BLEU (sacrebleu, ``tokenize="none"``: the files are tokenized,
     as multi-bleu.perl scores them) of a recased file against its cased reference."""
-    from moses_recaser.signature import signature
+    from moses_recaser.core.signature import signature
 
     # a file that ends early is named at the first line the other has more
     pairs = list(zip_readers(LineReader(hyp), LineReader(ref)))

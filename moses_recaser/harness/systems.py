@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
-from moses_recaser.triples import Triple
+from moses_recaser.core.triples import Triple
 
 
 class Capitalizer(Protocol):

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 
 # The project's one tokenization is Moses': a line is trimmed of " \t\n\r" at both ends (moses/Util.h Trim, in
 # Sentence::init), then split on runs of spaces and tabs only. Any other character, other Unicode white space

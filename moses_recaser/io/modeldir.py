@@ -44,8 +44,8 @@ from typing import IO, Any
 import numpy as np
 import yaml
 
-from moses_recaser.diskarrays import Stored, blocks_of
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.diskarrays import Stored, blocks_of
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import sha256
 from moses_recaser.io.outputs import DISK_FAULTS, atomic_directory, write_error
 

@@ -10,8 +10,8 @@ from itertools import chain
 
 import numpy as np
 
-from moses_recaser.sentences import Layout
-from moses_recaser.triples import Triple
+from moses_recaser.core.sentences import Layout
+from moses_recaser.core.triples import Triple
 
 
 @contextmanager

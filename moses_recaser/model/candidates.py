@@ -23,13 +23,13 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.columns import Columns, column, spec
-from moses_recaser.diskarrays import Column, Scratch
+from moses_recaser.core.columns import Columns, column, spec
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Column, Scratch
 from moses_recaser.io.modeldir import save_npz
 from moses_recaser.model.gen import gen
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.stats.tables import Tables
-from moses_recaser.vocab import Vocab
 
 
 @dataclass

@@ -16,8 +16,8 @@ from functools import cached_property
 import numpy as np
 
 from moses_recaser import casing
-from moses_recaser.sentences import Layout
-from moses_recaser.triples import Triple
+from moses_recaser.core.sentences import Layout
+from moses_recaser.core.triples import Triple
 
 ALL_CAPS_MIN_WORDS = 2  # all-upper words (two or more cased letters) a line in capitals has
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from moses_recaser.core.workers import worker_signals
 from moses_recaser.model import viterbi
 from moses_recaser.model.lattice import Flat
-from moses_recaser.workers import worker_signals
 
 log = logging.getLogger(__name__)
 NEG = -np.inf

@@ -19,18 +19,8 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.columns import WordTypes
-from moses_recaser.diskarrays import Scratch
-from moses_recaser.io.modeldir import MappedArrays, release_mapped, text_array, trim_mapped, words_of
-from moses_recaser.model.batch import alignment_pairs
-from moses_recaser.model.candidates import Candidates
-from moses_recaser.model.constraints import ConstraintInputs, fixed_forms
-from moses_recaser.model.features import OTHER_PUNCT, BatchFacts, FeatureInputs, fill
-from moses_recaser.model.gen import MAX_CANDIDATES
-from moses_recaser.model.lattice import Flat
-from moses_recaser.model.prior import CasePrior
-from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.sentences import (
+from moses_recaser.core.columns import WordTypes
+from moses_recaser.core.sentences import (
     FINAL,
     SENTENCE_END,
     Layout,
@@ -39,11 +29,21 @@ from moses_recaser.sentences import (
     headline_flags,
     positional,
 )
+from moses_recaser.core.triples import Triple
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Scratch
+from moses_recaser.io.modeldir import MappedArrays, release_mapped, text_array, trim_mapped, words_of
+from moses_recaser.model.batch import alignment_pairs
+from moses_recaser.model.candidates import Candidates
+from moses_recaser.model.constraints import ConstraintInputs, fixed_forms
+from moses_recaser.model.features import OTHER_PUNCT, BatchFacts, FeatureInputs, fill
+from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.lattice import Flat
+from moses_recaser.model.prior import CasePrior
+from moses_recaser.model.truecaser import detruecased, sentence_starts
+from moses_recaser.model.viterbi import Cells, SplitLM
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Triple
-from moses_recaser.truecaser import detruecased, sentence_starts
-from moses_recaser.vocab import Vocab
 
 HYPHEN = "@-@"  # the hyphen inside a word, as Moses' tokenizer -a splits it off
 REGISTRY_CHUNK = 1 << 16  # training types described between two compactions of the registry (save_registry)

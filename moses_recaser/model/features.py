@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from moses_recaser.casing import Tag
+from moses_recaser.core.sentences import Layout
 from moses_recaser.model.candidates import Facts, SourceFacts
-from moses_recaser.sentences import Layout
 from moses_recaser.stats.tables import Tables
 
 RARE_PRIOR = math.log(0.5)

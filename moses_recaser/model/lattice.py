@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from moses_recaser.core.vocab import Vocab
 from moses_recaser.model import viterbi
 from moses_recaser.model.viterbi import Cells, SplitLM
-from moses_recaser.vocab import Vocab
 
 
 @dataclass

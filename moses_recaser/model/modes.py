@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Triple
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.features import ALIGNMENT, DECODED, SOURCE, TARGET, columns_reading
-from moses_recaser.triples import Triple
 
 CASE_SUFFIX = "+case"
 

@@ -28,7 +28,9 @@ from typing import Any, Union, cast
 import numpy as np
 
 from moses_recaser import casing
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.memory import release
+from moses_recaser.core.triples import Link, Triple, lowered, triple_from_json
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import (
     PRIORS,
     Manifest,
@@ -38,7 +40,6 @@ from moses_recaser.io.modeldir import (
     read_manifest,
     verify_files,
 )
-from moses_recaser.memory import release
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
@@ -49,7 +50,6 @@ from moses_recaser.moses.formats import FORMATS, Line, Record
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.tables import Tables
-from moses_recaser.triples import Link, Triple, lowered, triple_from_json
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.sentences import positional_words
+from moses_recaser.core.sentences import positional_words
 
 
 def carry_case(output: Sequence[str], reference: Sequence[str]) -> list[str | None]:

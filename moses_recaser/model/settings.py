@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from moses_recaser.errors import RecaserError, flag_of
+from moses_recaser.core.signature import signature
+from moses_recaser.io.errors import RecaserError, flag_of
 from moses_recaser.model.gen import MAX_CANDIDATES
-from moses_recaser.signature import signature
 
 # the paper's features, or the paper's and this package's (features.FEATURES rows marked paper=True)
 FEATURE_SETS = ("paper", "full")

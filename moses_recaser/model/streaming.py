@@ -9,10 +9,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
-from moses_recaser.errors import flag_of
-from moses_recaser.sentences import chunks
-from moses_recaser.triples import Triple
-from moses_recaser.workers import Workers, check_workers
+from moses_recaser.core.sentences import chunks
+from moses_recaser.core.triples import Triple
+from moses_recaser.core.workers import Workers, check_workers
+from moses_recaser.io.errors import flag_of
 
 CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")

@@ -30,11 +30,12 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import has_case
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.memory import Memory, map_large_blocks
+from moses_recaser.core.triples import Triple, lowered
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader
 from moses_recaser.io.modeldir import PRIORS, release_mapped, write_model
 from moses_recaser.io.outputs import model_target
-from moses_recaser.memory import Memory, map_large_blocks
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.features import feature_names
@@ -44,6 +45,7 @@ from moses_recaser.model.recaser import load_lm
 from moses_recaser.model.reference import carry_case
 from moses_recaser.model.settings import STATS_SETTINGS, TrainSettings, flag
 from moses_recaser.model.streaming import CHUNK
+from moses_recaser.model.truecaser import Truecaser, sentence_starts
 from moses_recaser.moses.trace import TraceOptions, read_trace
 from moses_recaser.stats.build import (
     Corpus,
@@ -59,8 +61,6 @@ from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.npa import phrase_align_triple
 from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables, TranslationTable
-from moses_recaser.triples import Triple, lowered
-from moses_recaser.truecaser import Truecaser, sentence_starts
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +351,7 @@ def fit_model(
 
 def _arrays_of_lm(lm_path: Path, work: Path, memory: Memory) -> Path | None:
     """The query arrays of a statistics model's LM, made in ``work`` (None for a binary LM)."""
-    from moses_recaser.diskarrays import Scratch
+    from moses_recaser.io.diskarrays import Scratch
     from moses_recaser.io.outputs import work_dir
     from moses_recaser.stats.arpa_arrays import write_arrays
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Triple
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, check_length, split_tokens, zip_readers
 from moses_recaser.moses.pharaoh import parse_links
-from moses_recaser.triples import Triple
 
 
 def read_aligned_bitext(source: str, target: str, alignment: str | None = None) -> Iterator[Triple]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from moses_recaser.core.triples import Triple, read_triples
 from moses_recaser.moses.bitext import monolingual_triple, read_aligned_bitext, read_monolingual, triple_of_lines
 from moses_recaser.moses.nbest import iter_nbest
 from moses_recaser.moses.trace import TraceOptions, read_trace, trace_triple
-from moses_recaser.triples import Triple, read_triples
 
 
 def plain_line(triple: Triple, tokens: list[str]) -> str:

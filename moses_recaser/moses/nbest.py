@@ -7,11 +7,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Phrase, Triple
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, split_tokens
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.moses.trace import TraceLine, TraceOptions, parse_surface, source_tokens
-from moses_recaser.triples import Phrase, Triple
 
 # Manager::OutputNBest field separator; the hypothesis keeps its trailing space before " |||".
 _NBEST_SEP = " ||| "

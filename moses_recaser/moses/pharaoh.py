@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Link
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import iter_tokens
-from moses_recaser.triples import Link
 
 # One Pharaoh pair "s-t" (GIZA/fast_align/eflomal/Moses all write source-target).
 _PAIR = re.compile(r"([0-9]+)-([0-9]+)")

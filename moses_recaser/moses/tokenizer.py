@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 
 CJK_SEGMENTED = {"zh"}
 

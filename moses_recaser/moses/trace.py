@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import takewhile
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Link, Phrase, Triple, check_links
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, split_tokens, zip_readers
 from moses_recaser.moses.pharaoh import parse_links
-from moses_recaser.triples import Link, Phrase, Triple, check_links
 
 # Manager::OutputPassthroughInformation: the input's passthrough tag, printed before the first word.
 PASSTHROUGH = re.compile(r"<passthrough\b[^>]*>")

@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from moses_recaser.diskarrays import Column, Scratch, Sink, Stored, read, whole
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.keyset import KeySet, Packed, pack_blocks
+from moses_recaser.core.memory import Memory
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Column, Scratch, Sink, Stored, read, whole
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader
 from moses_recaser.io.modeldir import MappedArrays, save_npz
-from moses_recaser.keyset import KeySet, Packed, pack_blocks
-from moses_recaser.memory import Memory
-from moses_recaser.vocab import Vocab
 
 _HEADER = re.compile(r"\\([0-9]+)-grams:")
 _COUNT = re.compile(r"ngram *([0-9]+) *= *([0-9]+)")

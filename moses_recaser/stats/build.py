@@ -21,14 +21,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moses_recaser.diskarrays import Scratch
-from moses_recaser.errors import RecaserError, flag_of
+from moses_recaser.core.memory import Memory, map_large_blocks
+from moses_recaser.core.sentences import chunks
+from moses_recaser.core.signature import signature
+from moses_recaser.core.triples import Triple
+from moses_recaser.core.workers import in_child
+from moses_recaser.io.diskarrays import Scratch
+from moses_recaser.io.errors import RecaserError, flag_of
 from moses_recaser.io.lines import BOM, compressed, open_binary, read_lines, split_tokens
 from moses_recaser.io.modeldir import PRIORS, save_npz
 from moses_recaser.io.outputs import atomic_output, model_target, work_dir
-from moses_recaser.memory import Memory, map_large_blocks
-from moses_recaser.sentences import chunks
-from moses_recaser.signature import signature
 from moses_recaser.stats.arpa_arrays import ArrayLMWriter, check_arpa, write_arrays
 from moses_recaser.stats.counter import check_lm_order
 from moses_recaser.stats.kneser_ney import estimate, log_discounts
@@ -37,8 +39,6 @@ from moses_recaser.stats.parallel import count_corpus
 from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.runs import remove
 from moses_recaser.stats.tables import Tables, write_tables
-from moses_recaser.triples import Triple
-from moses_recaser.workers import in_child
 
 log = logging.getLogger(__name__)
 

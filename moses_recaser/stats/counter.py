@@ -31,19 +31,19 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.columns import WordTypes
-from moses_recaser.diskarrays import Scratch
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.columns import WordTypes
+from moses_recaser.core.memory import Memory, release, rss
+from moses_recaser.core.sentences import SENTENCE_END, first_in_sentence, positional
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Scratch
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import split_tokens
 from moses_recaser.io.modeldir import DIGEST, MappedArrays, save_npz, text_array
-from moses_recaser.memory import Memory, release, rss
 from moses_recaser.moses.pharaoh import parse_links
-from moses_recaser.sentences import SENTENCE_END, first_in_sentence, positional
 from moses_recaser.stats.keycounts import KeyCounts, add_padded
 from moses_recaser.stats.kneser_ney import BOS, EOS, UNK
 from moses_recaser.stats.pieces import Piece, piece_blocks
 from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, converted, merge_blocks, merge_rows, remove
-from moses_recaser.vocab import Vocab
 
 log = logging.getLogger(__name__)
 N_TAGS = len(Tag)

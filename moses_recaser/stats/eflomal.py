@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser import casing
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.triples import Triple
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import open_binary, split_tokens
 from moses_recaser.io.outputs import atomic_output, work_dir
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.stats.symal import symmetrize
-from moses_recaser.triples import Triple
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from moses_recaser.diskarrays import Scratch
-from moses_recaser.errors import RecaserError
-from moses_recaser.memory import Memory, rss
-from moses_recaser.sentences import chunks
+from moses_recaser.core.memory import Memory, rss
+from moses_recaser.core.sentences import chunks
+from moses_recaser.core.triples import Triple
+from moses_recaser.io.diskarrays import Scratch
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.stats.counter import CHUNK_LINES, Counter, Links, ReservedToken, must_spill, reserved_at
 from moses_recaser.stats.merge import Counts, merge
-from moses_recaser.triples import Triple
 
 
 def counter_of_triples(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from moses_recaser.diskarrays import Scratch
+from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.stats.runs import Block, KeyKind, Table, TableSink, collect, merge_blocks, sort_block
 
 COMPACT_PIECES = 8  # pieces held before they are merged into one

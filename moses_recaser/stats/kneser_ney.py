@@ -38,9 +38,9 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from moses_recaser.diskarrays import whole
-from moses_recaser.errors import RecaserError
-from moses_recaser.memory import Memory
+from moses_recaser.core.memory import Memory
+from moses_recaser.io.diskarrays import whole
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.stats.runs import Block, KeyKind, Table
 
 if TYPE_CHECKING:

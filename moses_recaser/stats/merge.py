@@ -16,15 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from moses_recaser.diskarrays import Scratch
-from moses_recaser.errors import RecaserError
+from moses_recaser.core.memory import Memory
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Scratch
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import words_of
-from moses_recaser.memory import Memory
 from moses_recaser.stats.counter import N_TAGS, Shard, table_names
 from moses_recaser.stats.keycounts import add_padded
 from moses_recaser.stats.kneser_ney import BOS, EOS, UNK
 from moses_recaser.stats.runs import PAIRS, KeyKind, Table, View, collect, merge_blocks, merge_rows, remove, renumbered
-from moses_recaser.vocab import Vocab
 
 
 @dataclass

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from moses_recaser.errors import RecaserError
-from moses_recaser.triples import Link, Phrase, Triple
+from moses_recaser.core.triples import Link, Phrase, Triple
+from moses_recaser.io.errors import RecaserError
 
 # Documented default when no decoder trace is given: roughly the source phrase lengths of a
 # Moses system with the default max-phrase-length 7 on news text (short phrases dominate).

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import READ_FAULTS, compressed
 
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from moses_recaser.diskarrays import Column, Sink, Stored, read
-from moses_recaser.memory import Memory
+from moses_recaser.core.memory import Memory
+from moses_recaser.io.diskarrays import Column, Sink, Stored, read
 
 Block = tuple[np.ndarray, np.ndarray]  # keys, counts
 

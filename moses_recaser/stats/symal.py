@@ -5,8 +5,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-from moses_recaser.errors import RecaserError
-from moses_recaser.triples import Link
+from moses_recaser.core.triples import Link
+from moses_recaser.io.errors import RecaserError
 
 # symal (printgrow):
 # symal works on points (target i, source j) kept in a sorted set; grow scans that set in

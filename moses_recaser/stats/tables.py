@@ -38,11 +38,11 @@ import numpy as np
 
 from moses_recaser import casing
 from moses_recaser.casing import Tag
-from moses_recaser.diskarrays import Scratch, Sink, Stored, whole
+from moses_recaser.core.keyset import KeySet, pack_blocks
+from moses_recaser.core.memory import Memory
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Scratch, Sink, Stored, whole
 from moses_recaser.io.modeldir import MappedArrays, save_npz, text_array, words_of
-from moses_recaser.keyset import KeySet, pack_blocks
-from moses_recaser.memory import Memory
-from moses_recaser.vocab import Vocab
 
 if TYPE_CHECKING:  # recasing loads tables without the counting code
     from moses_recaser.stats.merge import Counts

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from moses_recaser.diskarrays import Column, Scratch, Sink
-    from moses_recaser.memory import Memory
+    from moses_recaser.core.memory import Memory
+    from moses_recaser.io.diskarrays import Column, Scratch, Sink
 
 _ODD = 0x9E3779B97F4A7C15  # odd: multiplying by it permutes [0, 2^K) for every K
 _INVERSE = pow(_ODD, -1, 1 << 64)
@@ -68,8 +68,8 @@ class KeySet:
     @classmethod
     def pack(cls, keys: np.ndarray) -> tuple[KeySet, np.ndarray]:
         """The set of ``keys`` (distinct, >= 0) and the permutation ``order``: position i holds keys[order[i]]."""
-        from moses_recaser.diskarrays import Scratch, Sink, whole
-        from moses_recaser.memory import Memory
+        from moses_recaser.core.memory import Memory
+        from moses_recaser.io.diskarrays import Scratch, Sink, whole
 
         keys = np.asarray(keys, dtype=np.int64)
         n = len(keys)
@@ -197,7 +197,7 @@ def pack_blocks(
     each block with its payload arrays; the payloads are written, in the set's order, to ``sinks`` (a
     ``runs.Sink`` each). Parts of whole buckets that fit in ``memory`` are sorted one at a time (spilled to
     ``scratch`` first when there is more than one); ``blocks`` is called once."""
-    from moses_recaser.diskarrays import Sink
+    from moses_recaser.io.diskarrays import Sink
 
     key_bits = max(max_key.bit_length(), 1) if n else 1
     b = _bucket_bits(n, key_bits)
@@ -239,7 +239,7 @@ def _spilled_parts(
     (each file removed once read)."""
     import os
 
-    from moses_recaser.diskarrays import Sink, whole
+    from moses_recaser.io.diskarrays import Sink, whole
 
     shift = np.uint64(key_bits - part_bits)
     files = [

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import EDGE, NOT_IN_TOKEN, LineReader, check_length
 
 Phrase = tuple[int, int, int, int]

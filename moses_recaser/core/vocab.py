@@ -20,8 +20,8 @@ from itertools import repeat
 
 import numpy as np
 
-from moses_recaser.errors import RecaserError
-from moses_recaser.keyset import KeySet
+from moses_recaser.core.keyset import KeySet
+from moses_recaser.io.errors import RecaserError
 
 
 def _text(data: bytes | memoryview) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from moses_recaser.diskarrays import Column, Scratch, Sink
-from moses_recaser.vocab import Vocab
+from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.diskarrays import Column, Scratch, Sink
 
 Spec = Sequence[tuple[str, type]]
 FLUSH_ROWS = 1 << 14  # rows that wait as Python objects before they go into the arrays

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn, TypeVar
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 
 T = TypeVar("T")
 

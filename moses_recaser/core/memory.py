@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from moses_recaser.errors import RecaserError, flag_of
+from moses_recaser.io.errors import RecaserError, flag_of
 
 DEFAULT_MEMORY = "2G"
 WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after counting (``Memory.working``)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from moses_recaser.errors import RecaserError
+from moses_recaser.io.errors import RecaserError
 
 
 @dataclass(frozen=True)
