@@ -5,7 +5,9 @@ including the Greek final-sigma rule). A recased token ``v`` of an input token `
 ``lower(v) == lower(w)`` and have the same length, but for one character: ``İ`` (U+0130), whose
 lowercase is two, ``i`` and a combining dot (U+0307), so that lowercased ``i̇stanbul`` can come back as
 ``İstanbul``. Other mappings that change length (``ß`` -> ``SS``) are never produced; such characters
-keep their input form.
+keep their input form. So do the four second capitals of a letter that has its own (``VARIANTS``: KELVIN SIGN,
+OHM SIGN, ANGSTROM SIGN, GREEK CAPITAL THETA SYMBOL): KELVIN SIGN lowercases to ``k``, whose capital is ``K``, so
+case mapping cannot bring it back; and no character becomes one. A changed code point changes by case mapping alone.
 
 Tags, over the *cased* characters of a token (those with ``isupper()`` or ``islower()``):
 
@@ -94,6 +96,16 @@ def tag_by_characters(token: str) -> Tag:
 
 DOTTED_I = "\u0130"  # İ: lower() gives "i\u0307", two characters
 _DOTTED_I_PARTS = "I\u0307"  # what upper-casing "i\u0307" a character at a time gives
+# the characters whose one-character lowercase has a one-character capital other than them (K, Ω, Å, Θ); ẞ is
+# not one: the capital of its lowercase ß is the two letters SS
+VARIANTS = frozenset("\u03f4\u2126\u212a\u212b")
+
+
+def variant_positions(text: str) -> list[int]:
+    """Where ``text`` has a ``VARIANTS`` character, ``İ`` counted as the two characters of its lowercase."""
+    if VARIANTS.isdisjoint(text):
+        return []
+    return [i for i, c in enumerate(text.replace(DOTTED_I, _DOTTED_I_PARTS)) if c in VARIANTS]
 
 
 def _dotted(out: str) -> str:
@@ -142,9 +154,7 @@ def upper_first(token: str) -> str:
             if c.isalpha():
                 return low[:i] + c.upper() + low[i + 1 :]
         return token
-    low = lower(token)
-    if len(low) != len(token):
-        low = token  # a length-changing lowercase (e.g. 'İ'): work on the token as given
+    low = lower_all(token)
     for i, c in enumerate(_masked(low)):
         if c.isupper() or c.islower() or c.istitle():
             out = _dotted(low[:i] + _title_char(c) + low[i + 1 :])
@@ -153,8 +163,12 @@ def upper_first(token: str) -> str:
 
 
 def lower_all(token: str) -> str:
+    """AL(w): the token lowercased, but for a length-changing lowercase ('İ': the token as given) and
+    ``VARIANTS``, which keep their form."""
     low = lower(token)
-    return low if len(low) == len(token) else token
+    if len(low) != len(token):
+        return token
+    return low if VARIANTS.isdisjoint(token) else "".join(c if c in VARIANTS else x for c, x in zip(token, low))
 
 
 def apply(t: Tag, token: str) -> str:
@@ -169,10 +183,12 @@ def apply(t: Tag, token: str) -> str:
 
 
 def is_recasing_of(candidate: str, token: str) -> bool:
-    """True when ``candidate`` differs from ``token`` in case only: the same lowercase, and the same length
-    counting ``İ`` as the two characters of its lowercase."""
-    return lower(candidate) == lower(token) and len(candidate) + candidate.count(DOTTED_I) == len(token) + token.count(
-        DOTTED_I
+    """True when ``candidate`` differs from ``token`` in case only: the same lowercase, the same length
+    counting ``İ`` as the two characters of its lowercase, and the same ``VARIANTS`` in the same places."""
+    return (
+        lower(candidate) == lower(token)
+        and len(candidate) + candidate.count(DOTTED_I) == len(token) + token.count(DOTTED_I)
+        and variant_positions(candidate) == variant_positions(token)
     )
 
 

@@ -801,6 +801,28 @@ def test_config_merge_keeps_truecasing_and_puts_the_recaser_in_detruecase_output
     assert _merged(merged.text)[0].text == merged.text
 
 
+def test_config_merge_splits_lines_at_newlines_only_and_keeps_every_other_byte():
+    """experiment.perl reads a config a line at a time (``<INI>``: split at ``\\n`` only, ``\\s`` over bytes): NEL
+    (U+0085), LINE SEPARATOR (U+2028) and NBSP belong to their line. Split at them (str.splitlines), a comment's
+    tail became a setting EMS skips, a value was cut, and the merged config was one experiment.perl rejects."""
+    odd = (
+        "# note\x85output-lowercaser = /evil\n"  # a comment all through, for EMS
+        "#\u2028[RECASING]\n"
+        "tuning-set = a\u2028b\xa0c\n"  # one value, its NBSP a byte of it as for Perl
+        "#\u2028detruecaser = /evil\n"
+    )
+    text = TRUECASING.replace("cores = 2\n", "cores = 2\n" + odd)
+    merged, cfg = _merged(text)
+    for line in odd.split("\n")[:-1]:
+        assert line + "\n" in merged.text
+    assert len(cfg.lines) == merged.text.count("\n")
+    assert cfg.lookup("GENERAL", "tuning-set") == "a\u2028b\xa0c"
+    assert cfg.lookup("GENERAL", "output-lowercaser") is None
+    assert cfg.lookup("GENERAL", "detruecaser") == "$moses-script-dir/recaser/detruecase.perl"
+    assert [s.name for s in cfg.sections].count("RECASING") == 1
+    assert merged.text == _merged()[0].text.replace("cores = 2\n", "cores = 2\n" + odd)
+
+
 def test_config_merge_lowercase_is_an_explicit_switch():
     merged, cfg = _merged(lowercase=True)
     for key in ("input-truecaser", "output-truecaser", "detruecaser"):

@@ -82,12 +82,12 @@ class Triple:
 
 def lowered(t: Triple) -> Triple:
     """The triple with its target lowercased (a recaser's input is lowercase by definition)."""
-    from moses_recaser.casing import lower_all
+    from moses_recaser.casing import VARIANTS, lower_all
 
     low = list(map(str.lower, t.target))  # casing.lower, mapped in C: this runs on every sentence
     if low == t.target:
         return t
-    if list(map(len, low)) != list(map(len, t.target)):
+    if list(map(len, low)) != list(map(len, t.target)) or not VARIANTS.isdisjoint("".join(t.target)):
         low = [lower_all(x) for x in t.target]
     return dataclasses.replace(t, target=low)
 

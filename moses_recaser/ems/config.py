@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from moses_recaser.ems.lines import join_config, logical_lines
+from moses_recaser.ems.lines import join_config, logical_lines, split_lines
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.settings import DEV_SIZE
 
 # experiment.perl's read_config
 _SECTION = re.compile(r"^\[(.+)\]")
-_PARAM = re.compile(r"^(\S+) = (.+)$")
+_PARAM = re.compile(r"^(\S+) = (.+)$", re.A)
+_BLANKS = re.compile(r"\s+", re.A)
 LOWERCASER = "$moses-script-dir/tokenizer/lowercase.perl"
 DETRUECASER = "$moses-script-dir/recaser/detruecase.perl"
 TRUECASING = ("input-truecaser", "output-truecaser", "detruecaser")
@@ -29,7 +30,7 @@ MARK = "# moses-recaser-ems config: "
 # [LM] set settings whose tokenized-corpus is not the set's own cased target text
 _NOT_OWN_TEXT = ("parallel-corpus-stem", "concatenate-files", "concatenate-files-split", "bilingual-lm")
 _OWN_TEXT = ("raw-corpus", "tokenized-corpus", "get-corpus-script")
-_VARIABLE = re.compile(r"\$\{([a-z][a-z\-:\d]*)\}|\$([a-z][a-z\-:\d]*)", re.I)  # read_config's
+_VARIABLE = re.compile(r"\$\{([a-z][a-z\-:\d]*)\}|\$([a-z][a-z\-:\d]*)", re.I | re.A)  # read_config's
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class Config:
 
 
 def read_config(text: str) -> Config:
-    cfg = Config(lines=text.splitlines(keepends=True))
+    cfg = Config(lines=split_lines(text))
     section = Section("GENERAL", ignored=False, start=-1, end=0)
     cfg.sections.append(section)
     for start, i, line in logical_lines(cfg.lines, join_config):
@@ -113,12 +114,14 @@ def read_config(text: str) -> Config:
         if m:
             if not any(p.section == "GENERAL" for p in cfg.params) and cfg.sections[0].start < 0:
                 cfg.sections.pop(0)  # no parameters before the first header: [GENERAL] is a header of its own
-            section = Section(m.group(1), ignored=bool(re.search("ignore", line, re.I)), start=start, end=start + 1)
+            section = Section(
+                m.group(1), ignored=bool(re.search("ignore", line, re.I | re.A)), start=start, end=start + 1
+            )
             cfg.sections.append(section)
             continue
         p = _PARAM.match(line)
         if p is not None:
-            value = " ".join(p.group(2).split())
+            value = _BLANKS.sub(" ", p.group(2)).strip(" ")
             if value.startswith('"') and value.endswith('"') and len(value) > 1:
                 value = value[1:-1]
             cfg.params.append(Param(section.name, p.group(1), value, start, i))

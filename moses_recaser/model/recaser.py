@@ -526,9 +526,11 @@ def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Seque
         # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
         # final-sigma rule as the end of a token does, so this is the per-token test (an "İ" made
         # from "i̇" changes a length: such sentences take the slow way)
+        joined_in, joined_out = "\n".join(flat_in), "\n".join(flat_out)
         if (
             list(map(len, flat_in)) == list(map(len, flat_out))
-            and "\n".join(flat_in).lower() == "\n".join(flat_out).lower()
+            and joined_in.lower() == joined_out.lower()
+            and casing.variant_positions(joined_in) == casing.variant_positions(joined_out)
         ):
             return
     for inp, out in zip(inputs, outputs, strict=True):

@@ -41,11 +41,11 @@ from moses_recaser.io.lines import split_tokens
 from moses_recaser.io.modeldir import DIGEST, MappedArrays, save_npz, text_array
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.stats.keycounts import KeyCounts, add_padded
-from moses_recaser.stats.kneser_ney import BOS, EOS, UNK
 from moses_recaser.stats.pieces import Piece, piece_blocks
 from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, converted, merge_blocks, merge_rows, remove
 
 log = logging.getLogger(__name__)
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"  # the LM's own words
 N_TAGS = len(Tag)
 CHUNK_LINES = 20_000
 KEEP_KNOWN = 1 << 16  # word types of each vocabulary kept in its dict by a spill (the first met: frequent ones)

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 BOS_ID = 1  # <unk>, <s>, </s> take ids 0, 1, 2 (as lmplz numbers them)
 BLOCK_ROWS = 1 << 18  # n-grams of the highest order read at a time (more when a context is larger)
 LEVEL_BYTES = 41  # bytes an n-gram below the highest order holds: key, adjusted count, p, gamma, a flag

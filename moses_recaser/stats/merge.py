@@ -21,9 +21,8 @@ from moses_recaser.core.vocab import Vocab
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import words_of
-from moses_recaser.stats.counter import N_TAGS, Shard, table_names
+from moses_recaser.stats.counter import BOS, EOS, N_TAGS, UNK, Shard, table_names
 from moses_recaser.stats.keycounts import add_padded
-from moses_recaser.stats.kneser_ney import BOS, EOS, UNK
 from moses_recaser.stats.runs import PAIRS, KeyKind, Table, View, collect, merge_blocks, merge_rows, remove, renumbered
 
 
