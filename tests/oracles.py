@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.sentences import FINAL, HEADLINE_MAX, SENTENCE_END
 from moses_recaser.model.crf import Batch, make_batches
 

@@ -12,7 +12,7 @@ from oracles import positional as sentence_positional
 from oracles import source_flags as sentence_flags
 from test_features import arpa, extractor  # noqa: F401  (fixtures)
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.columns import WordTypes
 from moses_recaser.core.sentences import FINAL, SENTENCE_END, Layout, first_in_sentence, headline_flags, positional
 from moses_recaser.core.triples import Triple

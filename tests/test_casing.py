@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from oracles import positional
 
-from moses_recaser import casing
-from moses_recaser.casing import Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.sentences import positional_words
 from moses_recaser.model.gen import gen
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from moses_recaser import casing
 from moses_recaser.cli import ems as ems_cli
 from moses_recaser.cli import main as main_cli
+from moses_recaser.core import casing
 
 CLI = str(Path(sys.executable).parent / "moses-recaser")
 

@@ -8,8 +8,8 @@ import copy
 import numpy as np
 import pytest
 
-from moses_recaser import casing
 from moses_recaser.cli.main import main
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.model.features import ALIGNMENT, SOURCE, columns_reading

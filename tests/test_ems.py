@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.ems.meta import PATCHES, dangling_inputs, patch_meta, read_meta
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.io.errors import RecaserError

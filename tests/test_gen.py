@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from oracles import takes_source_word
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.model.candidates import Candidates
 from moses_recaser.model.gen import MAX_CANDIDATES, gen
 from moses_recaser.model.prior import CasePrior

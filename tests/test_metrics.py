@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moses_recaser.casing import Tag
+from moses_recaser.core.casing import Tag
 from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
 from moses_recaser.io.errors import RecaserError
 

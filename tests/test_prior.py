@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from moses_recaser.casing import Tag
+from moses_recaser.core.casing import Tag
 from moses_recaser.model.prior import CasePrior
 from moses_recaser.stats.in_memory import count_text
 from moses_recaser.stats.tables import Tables

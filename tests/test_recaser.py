@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from moses_recaser import casing
 from moses_recaser.cli.main import main
+from moses_recaser.core import casing
 from moses_recaser.core.sentences import chunks
 from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores

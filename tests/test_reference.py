@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.model.reference import carry_case
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moses_recaser.casing import Tag
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.triples import Triple
 from moses_recaser.stats.in_memory import count_triples
 from moses_recaser.stats.tables import Tables

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from moses_recaser.casing import upper_all
+from moses_recaser.core.casing import upper_all
 from moses_recaser.io.lines import read_lines
 
 

@@ -76,7 +76,7 @@ def read_lines(path: Path) -> list[str]:
 
 def prepare(pair: str, corpora: Path, d: Path) -> None:
     """Raw, tokenized and lowercased sides of each set; the alignment of the whole bitext."""
-    from moses_recaser import casing
+    from moses_recaser.core import casing
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.moses.tokenizer import tokenizer
     from moses_recaser.stats.eflomal import align

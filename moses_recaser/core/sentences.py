@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 
 T = TypeVar("T")
 SENTENCE_END = frozenset({".", "!", "?"})

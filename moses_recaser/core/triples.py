@@ -82,7 +82,7 @@ class Triple:
 
 def lowered(t: Triple) -> Triple:
     """The triple with its target lowercased (a recaser's input is lowercase by definition)."""
-    from moses_recaser.casing import VARIANTS, lower_all
+    from moses_recaser.core.casing import VARIANTS, lower_all
 
     low = list(map(str.lower, t.target))  # casing.lower, mapped in C: this runs on every sentence
     if low == t.target:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from itertools import islice
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.io.lines import read_lines
 
 # recase.perl's %ALWAYS_LOWER for -lang en. It is a hash, so its "al-.+" and "el-.+" are looked up as

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.ems.recase_perl import (
     check_headline_count,

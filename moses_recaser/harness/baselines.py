@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.sentences import first_letters, positional_words
 from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.modeldir import read_manifest

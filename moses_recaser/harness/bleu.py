@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_lines

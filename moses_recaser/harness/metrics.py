@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import TAG_NAMES, Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import TAG_NAMES, Tag
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, split_tokens, zip_readers
 

@@ -21,8 +21,8 @@ from itertools import chain
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.columns import Columns, column, spec
 from moses_recaser.core.vocab import Vocab
 from moses_recaser.io.diskarrays import Column, Scratch

@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.sentences import Layout
 from moses_recaser.core.triples import Triple
 

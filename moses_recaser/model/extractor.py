@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.columns import WordTypes
 from moses_recaser.core.sentences import (
     FINAL,

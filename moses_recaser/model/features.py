@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from moses_recaser.casing import Tag
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.sentences import Layout
 from moses_recaser.model.candidates import Facts, SourceFacts
 from moses_recaser.stats.tables import Tables

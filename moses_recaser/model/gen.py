@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 
 MAX_CANDIDATES = 5
 

@@ -9,8 +9,8 @@ from functools import cached_property
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.vocab import Vocab
 from moses_recaser.io.modeldir import text_array, words_of
 from moses_recaser.stats.tables import Tables

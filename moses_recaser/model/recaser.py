@@ -27,7 +27,7 @@ from typing import Any, Union, cast
 
 import numpy as np
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.memory import release
 from moses_recaser.core.triples import Link, Triple, lowered, triple_from_json
 from moses_recaser.io.errors import RecaserError

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import has_case
+from moses_recaser.core import casing
+from moses_recaser.core.casing import has_case
 from moses_recaser.core.memory import Memory, map_large_blocks
 from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.stats.tables import Forms
 
 # truecase.perl's %SENTENCE_END and %DELAYED_SENTENCE_START: a sentence starts after the first, and a word

@@ -29,8 +29,8 @@ from typing import IO
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.columns import WordTypes
 from moses_recaser.core.memory import Memory, release, rss
 from moses_recaser.core.sentences import SENTENCE_END, first_in_sentence, positional

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from moses_recaser import casing
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import open_binary, split_tokens

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from moses_recaser import casing
-from moses_recaser.casing import Tag
+from moses_recaser.core import casing
+from moses_recaser.core.casing import Tag
 from moses_recaser.core.keyset import KeySet, pack_blocks
 from moses_recaser.core.memory import Memory
 from moses_recaser.core.vocab import Vocab
