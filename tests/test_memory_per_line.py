@@ -49,3 +49,21 @@ def test_a_densely_aligned_line_takes_memory_linear_in_its_words(tico):
         tracemalloc.stop()
     assert len(out) == 600
     assert peak - before < 30e6, f"{(peak - before) / 1e6:.0f} MB above the links"
+
+
+def test_a_line_of_more_links_than_the_limit_is_refused_before_it_is_parsed(tmp_path, capsys):
+    """Reading an alignment line is what still grew with its links (220 bytes a parsed link: a 2,500-word line linked
+    all to all took 1.4 GB past the pairs' cap): a line of more than MAX_LINKS is one error, before any is parsed."""
+    from moses_recaser.cli.main import main
+    from moses_recaser.moses.pharaoh import MAX_LINKS
+
+    (tmp_path / "hyp").write_text("the cat .\n", encoding="utf-8")
+    (tmp_path / "src").write_text("le chat .\n", encoding="utf-8")
+    (tmp_path / "wa").write_text(" ".join(["0-0"] * MAX_LINKS + ["1-1"]) + "\n", encoding="utf-8")
+    args = ["--target", str(tmp_path / "hyp"), "--source", str(tmp_path / "src"), "--alignment", str(tmp_path / "wa")]
+    assert main(["-q", "triples", *args, "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"moses-recaser: error: {tmp_path / 'wa'}:1: {MAX_LINKS + 1:,} links on one line, more than the limit of "
+        f"{MAX_LINKS:,} ({MAX_ALIGNED} a word of the longest line): not a word alignment\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -12,11 +12,7 @@ import numpy as np
 
 from moses_recaser.core.sentences import Layout
 from moses_recaser.core.triples import Triple
-
-# the source words one target word may be aligned to: past it, the word counts as unaligned (a word aligned to
-# nearly every source word says nothing of its translation), so a line makes at most this many pairs a word and
-# its memory stays linear in its words however dense its alignment (a 2,500-word line linked all to all took 2.7 GB)
-MAX_ALIGNED = 32
+from moses_recaser.moses.pharaoh import MAX_ALIGNED  # past it a word counts as unaligned: pairs stay linear
 
 
 @contextmanager
