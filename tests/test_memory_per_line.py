@@ -1,5 +1,6 @@
-"""Memory per line: a word aligned to nearly every source word gives no pairs, so a line's pairs, and the features
-built over them, stay linear in its words however dense its alignment (``batch.MAX_ALIGNED``)."""
+"""Memory per line: a sentence whose phrases or links make more than ``MAX_LINKS`` (target word, source word)
+pairs makes none, so a line's pairs, and the features built over them, stay bounded however dense its alignment;
+an alignment line of more links than that is refused as it is read (docs/reliability.md, "Memory per line")."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ import tracemalloc
 
 from moses_recaser.core.sentences import Layout
 from moses_recaser.core.triples import Triple
-from moses_recaser.model.batch import MAX_ALIGNED, alignment_pairs
-
-N = MAX_ALIGNED + 8
+from moses_recaser.model.batch import alignment_pairs
+from moses_recaser.moses.pharaoh import MAX_LINKS
 
 
 def _pairs(t: Triple, mode: str = "links") -> list[tuple[int, int]]:
@@ -17,17 +17,19 @@ def _pairs(t: Triple, mode: str = "links") -> list[tuple[int, int]]:
     return list(zip(pt.tolist(), ps.tolist()))
 
 
-def test_a_word_aligned_to_more_than_max_aligned_source_words_has_no_pairs():
-    source, target = [f"w{i}" for i in range(N)], ["a", "b", "c"]
-    links = [(i, 0) for i in range(N)] + [(i, 1) for i in range(MAX_ALIGNED)] + [(3, 2)]
-    assert _pairs(Triple(0, source, target, links=links)) == [(1, i) for i in range(MAX_ALIGNED)] + [(2, 3)]
-    # a phrase as wide: its words have none either; a linked word still takes its links
-    wide = [(0, N - 1, 0, 2)]
-    assert _pairs(Triple(0, source, target, phrases=wide)) == []
-    assert _pairs(Triple(0, source, target, phrases=wide, links=[(5, 1)])) == [(1, 5)]
-    split = [(0, MAX_ALIGNED - 1, 0, 1), (MAX_ALIGNED, N - 1, 2, 2)]
-    got = _pairs(Triple(0, source, target, phrases=split), "phrase")
-    assert got == [(t, s) for t in (0, 1) for s in range(MAX_ALIGNED)] + [(2, s) for s in range(MAX_ALIGNED, N)]
+def test_a_sentence_whose_alignment_makes_more_than_max_links_pairs_has_none():
+    words = [f"w{i}" for i in range(600)]
+    assert _pairs(Triple(0, words, words, phrases=[(0, 599, 0, 599)])) == []  # 360,000 pairs
+    assert _pairs(Triple(0, words, words, links=[(i, j) for i in range(600) for j in range(600)])) == []
+    within = _pairs(Triple(0, words, words, phrases=[(0, 499, 0, 499)]), "phrase")  # 250,000: as before
+    assert len(within) == 250_000 <= MAX_LINKS and within[:2] == [(0, 0), (0, 1)]
+    # a sentence past the bound leaves the others of its batch as they are
+    small = Triple(1, ["a", "b"], ["x", "y"], links=[(0, 0), (1, 1)])
+    wide = Triple(0, words, words, phrases=[(0, 599, 0, 599)])
+    pt, ps = alignment_pairs(
+        [wide, small], Layout.of([wide.target, small.target], [wide.source, small.source]), "links"
+    )
+    assert list(zip(pt.tolist(), ps.tolist())) == [(600, 600), (601, 601)]
 
 
 def test_a_densely_aligned_line_takes_memory_linear_in_its_words(tico):
@@ -55,7 +57,6 @@ def test_a_line_of_more_links_than_the_limit_is_refused_before_it_is_parsed(tmp_
     """Reading an alignment line is what still grew with its links (220 bytes a parsed link: a 2,500-word line linked
     all to all took 1.4 GB past the pairs' cap): a line of more than MAX_LINKS is one error, before any is parsed."""
     from moses_recaser.cli.main import main
-    from moses_recaser.moses.pharaoh import MAX_LINKS
 
     (tmp_path / "hyp").write_text("the cat .\n", encoding="utf-8")
     (tmp_path / "src").write_text("le chat .\n", encoding="utf-8")
@@ -64,6 +65,6 @@ def test_a_line_of_more_links_than_the_limit_is_refused_before_it_is_parsed(tmp_
     assert main(["-q", "triples", *args, "-o", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == (
         f"moses-recaser: error: {tmp_path / 'wa'}:1: {MAX_LINKS + 1:,} links on one line, more than the limit of "
-        f"{MAX_LINKS:,} ({MAX_ALIGNED} a word of the longest line): not a word alignment\n"
+        f"{MAX_LINKS:,} (32 a word of the longest line): not a word alignment\n"
     )
     assert not (tmp_path / "out").exists()

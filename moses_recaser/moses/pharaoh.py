@@ -14,11 +14,10 @@ from moses_recaser.io.lines import MAX_TOKENS, iter_tokens
 _PAIR = re.compile(r"([0-9]+)-([0-9]+)")
 _LINE = re.compile(r"[ \t]*(?:[0-9]+-[0-9]+(?:[ \t]+[0-9]+-[0-9]+)*)?[ \t]*")
 _LONG = 1 << 16  # characters: a line of thousands of links (a sentence's has tens)
-# the source words one target word may be aligned to: past it, the word counts as unaligned (model.batch), and a
-# line may hold this many links a word of the longest line allowed: what reading one line holds stays bounded
-# (about 70 MB), where a 2,500-word line linked all to all (6.25M links) took 1.4 GB
-MAX_ALIGNED = 32
-MAX_LINKS = MAX_ALIGNED * MAX_TOKENS
+# the links of one line: 32 a word of the longest line allowed. What reading a line holds stays bounded (about
+# 70 MB), where a 2,500-word line linked all to all (6.25M links) took 1.4 GB; model.batch bounds a sentence's
+# (target word, source word) pairs by the same number
+MAX_LINKS = 32 * MAX_TOKENS
 
 
 def parse_links(text: str) -> list[Link]:
@@ -26,8 +25,8 @@ def parse_links(text: str) -> list[Link]:
     a million times is one link, not a million); a bad pair, or more than MAX_LINKS, raises RecaserError."""
     if text.count("-") > MAX_LINKS:  # (counted before any is parsed)
         raise RecaserError(
-            f"{text.count('-'):,} links on one line, more than the limit of {MAX_LINKS:,} ({MAX_ALIGNED} a word of "
-            "the longest line): not a word alignment"
+            f"{text.count('-'):,} links on one line, more than the limit of {MAX_LINKS:,} (32 a word of the "
+            "longest line): not a word alignment"
         )
     # the whole line checked at once, then split in C: this runs on every line (a long one pair by pair: the
     # regular expression's backtracking state takes 50 bytes a character, 700 MB for a 12 MB line)
