@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -50,30 +55,107 @@ def tico(tmp_path_factory):
 
     Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
     """
+    return built_once(tmp_path_factory, "tico", _train_tico)
+
+
+@pytest.fixture(scope="session")
+def tico_aligned(tico, tmp_path_factory) -> Path:
+    """tico's training set aligned by eflomal (f, e, a) and its dev set's links (dev.a)."""
+    from moses_recaser.moses.pharaoh import format_links
+    from moses_recaser.stats.eflomal import align
+
+    def build(d: Path) -> None:
+        for name, part in (("", "train"), ("dev.", "dev")):
+            src = (tico / f"{part}.fr").read_text(encoding="utf-8").splitlines()
+            tgt = (tico / f"{part}.en").read_text(encoding="utf-8").splitlines()
+            links = align([x.split() for x in src], [x.split() for x in tgt])
+            (d / f"{name}a").write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
+        shutil.copyfile(tico / "train.fr", d / "f")
+        shutil.copyfile(tico / "train.en", d / "e")
+
+    return built_once(tmp_path_factory, "aligned", build)
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A directory of this worker's own that ``build`` filled once a run: under xdist the workers share the run's
+    temporary directory, the first to take the lock builds there, and each takes a copy (tests write beside it)."""
+    d = tmp_path_factory.mktemp(name)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        build(d)
+        return d
+    root = tmp_path_factory.getbasetemp().parent
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / name).is_dir():
+            part = root / f"{name}.{os.getpid()}"
+            part.mkdir()
+            build(part)
+            part.rename(root / name)
+    shutil.copytree(root / name, d, dirs_exist_ok=True)
+    return d
+
+
+def _train_tico(d: Path) -> None:
     from moses_recaser import train
     from moses_recaser.moses.tokenizer import tokenizer
 
-    d = tmp_path_factory.mktemp("tico")
-    sides = {}
     for lang in ("fr", "en"):
         tok = tokenizer(lang)
         lines = [" ".join(tok(x)) for x in (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()]
-        sides[lang] = lines
         for name, part in (("train", lines[:700]), ("dev", lines[700:800]), ("test", lines[1950:])):
             (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in part), encoding="utf-8")
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
     train(d / "train.fr", d / "train.en", d / "model", dev_source=d / "dev.fr", dev_target=d / "dev.en", max_iter=60)
-    return d
 
 
-# Moses' own scripts and metas (../shared/moses beside the project): the tests that drive them skip without it,
-# and CI (MOSES_RECASER_REQUIRE_SHARED=1) fails instead
+# Moses' own scripts: MOSES_SCRIPTS names them (a mosesdecoder checkout or release, its scripts/ directory, or a
+# directory holding a mosesdecoder-*.tar.xz and the four released metas in experiment-meta/), ../shared/moses
+# beside the project by default. The tests that drive them skip without them, and CI
+# (MOSES_RECASER_REQUIRE_SHARED=1) fails instead.
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "moses"
+MOSES = Path(os.environ.get("MOSES_SCRIPTS") or SHARED)
+_GET = (
+    "get a Moses checkout (git clone https://github.com/moses-smt/mosesdecoder) or release, "
+    "then MOSES_SCRIPTS=.../mosesdecoder/scripts"
+)
 
 
-def need_shared() -> None:
-    if not list(SHARED.glob("mosesdecoder-*.tar.xz")):
-        reason = f"needs Moses' own scripts: {SHARED} (../shared/moses beside the project) is missing"
-        if os.environ.get("MOSES_RECASER_REQUIRE_SHARED") == "1":
-            pytest.fail(reason + "; MOSES_RECASER_REQUIRE_SHARED=1 makes that a failure")
-        pytest.skip(reason)
+def need_shared(what: str) -> NoReturn:
+    reason = f"needs {what}"
+    if os.environ.get("MOSES_RECASER_REQUIRE_SHARED") == "1":
+        pytest.fail(reason + "; MOSES_RECASER_REQUIRE_SHARED=1 makes that a failure")
+    pytest.skip(reason)
+
+
+def _scripts_in(where: Path) -> Path | None:
+    for scripts in (where, where / "scripts", where / "mosesdecoder" / "scripts"):
+        if (scripts / "ems" / "experiment.perl").is_file():
+            return scripts
+    return None
+
+
+@pytest.fixture(scope="session")
+def moses_scripts(tmp_path_factory) -> Path:
+    """Moses' scripts/ directory, unpacked once a worker where MOSES_SCRIPTS names an archive."""
+    scripts = _scripts_in(MOSES)
+    if scripts:
+        return scripts
+    tarballs = sorted(MOSES.glob("mosesdecoder-*.tar.xz"))
+    if not tarballs:
+        need_shared(f"Moses' own scripts, not in {MOSES} (MOSES_SCRIPTS, else ../shared/moses): {_GET}")
+    root = tmp_path_factory.mktemp("mosesdecoder")
+    subprocess.run(["tar", "-xJf", str(tarballs[-1]), "-C", str(root), "mosesdecoder/scripts"], check=True)
+    return root / "mosesdecoder" / "scripts"
+
+
+def moses_meta(name: str) -> Path:
+    """A release's scripts/ems/experiment.meta, from experiment-meta/ beside the archive (master's is also a
+    checkout's own)."""
+    path = MOSES / "experiment-meta" / f"{name}.experiment.meta"
+    scripts = _scripts_in(MOSES)
+    if not path.is_file() and name.startswith("master") and scripts:
+        path = scripts / "ems" / "experiment.meta"
+    if not path.is_file():
+        ref = name.removeprefix("master-")
+        need_shared(f"{path}, which is `git -C mosesdecoder show {ref}:scripts/ems/experiment.meta`")
+    return path

@@ -4,8 +4,6 @@ so they differ only in that setting."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 from test_truecaser import truecaser_of
 
 from moses_recaser import Recaser, casing
+from moses_recaser.cli.main import main
 from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.model.extractor import capital_runs
@@ -24,7 +23,6 @@ from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.npa import phrase_align_triple
 
 TICO = Path(__file__).parents[1] / "data" / "tico19"
-CLI = [sys.executable, "-m", "moses_recaser"]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +79,7 @@ def detruecase(tokens: list[str]) -> list[str]:
 
 def _recase(d: Path, model: str, *args: str) -> list[list[str]]:
     out = d / "out.txt"
-    subprocess.run([*CLI, "-q", "recase", "--model", str(d / model), "-o", str(out), *args], check=True)
+    assert main(["-q", "recase", "--model", str(d / model), "-o", str(out), *args]) == 0
     return [x.split() for x in out.read_text(encoding="utf-8").splitlines()]
 
 

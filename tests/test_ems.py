@@ -180,19 +180,25 @@ def test_patch_fails_clearly_on_what_is_not_a_moses_meta_or_was_patched_before()
         patch_meta(patch_meta(MOSES_META).text)
 
 
-def test_meta_command(tmp_path):
+def test_meta_command(tmp_path, capsys):
     src = tmp_path / "experiment.meta"
     src.write_text(MOSES_META, encoding="utf-8")
     out = tmp_path / "recaser.meta"
-    subprocess.run([EMS, "meta", "--moses-meta", str(src), "-o", str(out)], check=True)
+    assert _ems(capsys, "meta", "--moses-meta", str(src), "-o", str(out)).returncode == 0
     assert "-trace IN2 -source IN3" in out.read_text(encoding="utf-8")
-    bad = subprocess.run(
-        [EMS, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
+    bad = _ems(capsys, "meta", "--moses-meta", str(tmp_path / "nope"), "-o", str(out))
     assert bad.returncode == 2 and bad.stderr == f"moses-recaser-ems: error: {tmp_path / 'nope'}: no such file\n"
+
+
+def _ems(capsys, *args: str) -> subprocess.CompletedProcess[str]:
+    """moses-recaser-ems in this process, where the process is not what is tested: its exit code, stdout and
+    stderr, as subprocess.run(capture_output=True, text=True) has them (notes, which go to logging, aside)."""
+    from moses_recaser.cli.ems import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
 
 
 def _write(path: Path, lines) -> Path:
@@ -320,25 +326,25 @@ def test_recase_step_without_the_wa_file(ems_work, tmp_path):
     assert len(out.read_text().splitlines()) == 150
 
 
-def test_recase_step_with_a_directory_as_its_word_links_is_one_line(ems_work, tmp_path):
+def test_recase_step_with_a_directory_as_its_word_links_is_one_line(ems_work, tmp_path, capsys):
     """'Skipped if absent' is for a file EMS did not write; a directory given (as -alignment, or as the decoder
     settings' -alignment-output-file) is a mistake, refused as the main command refuses it: it was taken for an
     absent file, with a warning that -q hides, and recasing went on without the links."""
     w = ems_work
     (tmp_path / "links.wa").mkdir()
-    base = [EMS, "-q", "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1"]
+    base = ["-q", "recase", "-in", f"{w}/evaluation/test.cleaned.1", "-model", f"{w}/recasing/moses.ini.1"]
     base += ["-trace", f"{w}/evaluation/test.output.1", "-source", f"{w}/evaluation/test.input.tok.1"]
     out = tmp_path / "out"
     for extra in (
         ["-alignment", str(tmp_path / "links.wa")],
         ["-decoder-settings", f"-alignment-output-file {tmp_path}"],
     ):
-        proc = subprocess.run([*base, *extra, "-o", str(out)], capture_output=True, text=True)
+        proc = _ems(capsys, *base, *extra, "-o", str(out))
         assert proc.returncode == 2 and proc.stderr.endswith(": is a directory, not a file\n"), proc.stderr
         assert proc.stderr.count("\n") == 1 and not out.exists()
 
 
-def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
+def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path, capsys):
     w = ems_work
     lines = (w / "evaluation" / "test.cleaned.1").read_text(encoding="utf-8").splitlines()[:3]
     inp = _write(tmp_path / "in", lines)
@@ -359,10 +365,8 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
         ],
     )
     out = tmp_path / "out"
-    subprocess.run(
-        [EMS, "recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm), "-o", str(out)],
-        check=True,
-    )
+    args = ["recase", "-in", str(inp), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(sgm), "-o", str(out)]
+    assert _ems(capsys, *args).returncode == 0
     first = out.read_text(encoding="utf-8").splitlines()[0].split()
     for word in first:
         if casing.has_letter(word) and word not in {
@@ -388,8 +392,11 @@ def test_headline_sgm_title_cases_hl_segments(ems_work, tmp_path):
     )
 
     def refused(infile: Path, headline: Path) -> str:
-        cmd = [EMS, "recase", "-in", str(infile), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(headline)]
-        proc = subprocess.run([*cmd, "-o", str(tmp_path / "none")], check=False, capture_output=True, text=True)
+        proc = _ems(
+            capsys,
+            *("recase", "-in", str(infile), "-model", f"{w}/recasing/moses.ini.1", "-headline", str(headline)),
+            *("-o", str(tmp_path / "none")),
+        )
         assert proc.returncode == 2 and proc.stdout == "" and not (tmp_path / "none").exists()
         return proc.stderr
 
@@ -413,34 +420,24 @@ def test_a_headline_keeps_the_capitals_the_recaser_gave():
     assert " ".join(title_case(words, "de")) == "NATO And The US Talk To iPhone Maker In New York"
 
 
-def test_recase_errors_exit_non_zero(ems_work, tmp_path):
+def test_recase_errors_exit_non_zero(ems_work, tmp_path, capsys):
     w = ems_work
     short = _write(tmp_path / "short", ["one line"])
-    proc = subprocess.run(
-        [
-            EMS,
-            "recase",
-            "-in",
-            str(short),
-            "-model",
-            f"{w}/recasing/moses.ini.1",
-            "-trace",
-            f"{w}/evaluation/test.output.1",
-            "-source",
-            f"{w}/evaluation/test.input.tok.1",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
+    proc = _ems(
+        capsys,
+        "recase",
+        "-in",
+        str(short),
+        "-model",
+        f"{w}/recasing/moses.ini.1",
+        "-trace",
+        f"{w}/evaluation/test.output.1",
+        "-source",
+        f"{w}/evaluation/test.input.tok.1",
     )
     assert proc.returncode == 2
     assert "moses-recaser-ems: error:" in proc.stderr and proc.stdout == ""
-    proc = subprocess.run(
-        [EMS, "recase", "-in", str(short), "-model", str(tmp_path / "nope")],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
+    proc = _ems(capsys, "recase", "-in", str(short), "-model", str(tmp_path / "nope"))
     assert proc.returncode == 2 and "model not found" in proc.stderr
 
 
@@ -452,12 +449,7 @@ def test_a_stock_moses_ini_is_recased_as_recase_perl_does_with_moses_or_refused(
         ['<doc docid="d">', "<p>", '<seg id="1">a</seg>', "</p>", "<hl>", '<seg id="2">b</seg>', "</hl>", "</doc>"],
     )
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [EMS, "recase", "-in", str(inp), "-model", str(ini), "-o", str(out)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
+    proc = _ems(capsys, "recase", "-in", str(inp), "-model", str(ini), "-o", str(out))
     assert (
         proc.returncode == 2
         and "is a Moses moses.ini" in proc.stderr
@@ -703,7 +695,7 @@ def test_steps_that_succeed_say_nothing_ems_reads_as_a_crash(ems_work, tmp_path)
         assert not [p for p in patterns if re.search(p, text, re.I)], text
 
 
-def test_a_step_defined_twice_is_refused_at_its_line(tmp_path):
+def test_a_step_defined_twice_is_refused_at_its_line(tmp_path, capsys):
     """#27: a meta with a step defined twice (an IndexError once) names the second definition; which one
     experiment.perl would run, and which to patch, nobody can tell."""
     train = MOSES_META.index("train\n\tin: tokenized")
@@ -714,19 +706,19 @@ def test_a_step_defined_twice_is_refused_at_its_line(tmp_path):
     assert err.value.line == MOSES_META[:end].count("\n") + 1
     src, out = tmp_path / "experiment.meta", tmp_path / "patched.meta"
     src.write_text(twice, encoding="utf-8")
-    proc = subprocess.run([EMS, "meta", "--moses-meta", str(src), "-o", str(out)], capture_output=True, text=True)
+    proc = _ems(capsys, "meta", "--moses-meta", str(src), "-o", str(out))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"moses-recaser-ems: error: {src}:{err.value.line}: step [RECASING] train")
     assert not out.exists()
 
 
 @pytest.mark.parametrize("text", ["", "\n", "# only a comment\n"])
-def test_config_merge_of_an_empty_config_is_refused(tmp_path, text):
+def test_config_merge_of_an_empty_config_is_refused(tmp_path, text, capsys):
     """#27: decided: a config without sections or settings is not an EMS config; merging one used to exit 0 with
     a config that lost its [GENERAL] lines."""
     src, out = tmp_path / "config", tmp_path / "merged"
     src.write_text(text, encoding="utf-8")
-    proc = subprocess.run([EMS, "config", "--merge", str(src), "-o", str(out)], capture_output=True, text=True)
+    proc = _ems(capsys, "config", "--merge", str(src), "-o", str(out))
     assert proc.returncode == 2
     assert proc.stderr == (
         f"moses-recaser-ems: error: {src}:1: no sections and no settings: not an EMS config (give a working one, "
@@ -837,7 +829,7 @@ def test_config_merge_lowercase_is_an_explicit_switch():
     assert _merged(merged.text)[0].text == merged.text
 
 
-def test_config_merge_of_a_config_that_restores_no_case_asks_for_the_switch(tmp_path):
+def test_config_merge_of_a_config_that_restores_no_case_asks_for_the_switch(tmp_path, capsys):
     with pytest.raises(RecaserError) as err:
         _merged("[GENERAL]\nworking-dir = /x\n")
     assert err.value.reason == (
@@ -846,7 +838,7 @@ def test_config_merge_of_a_config_that_restores_no_case_asks_for_the_switch(tmp_
     )
     src, out = tmp_path / "config", tmp_path / "merged"
     src.write_text("[GENERAL]\nworking-dir = /x\n", encoding="utf-8")
-    proc = subprocess.run([EMS, "config", "--merge", str(src), "-o", str(out)], capture_output=True, text=True)
+    proc = _ems(capsys, "config", "--merge", str(src), "-o", str(out))
     assert proc.returncode == 2 and proc.stderr == f"moses-recaser-ems: error: {src}: {err.value.reason}\n"
     assert not out.exists()
 

@@ -1,8 +1,8 @@
 """Moses EMS for real: the meta patch on the four released experiment.meta files, and experiment.perl's own dry
 run (no -exec: it writes the step scripts) on Moses' example config, switched to the recaser as docs/ems.md says.
 
-These need Moses' scripts from ../shared/moses beside the project. Without that folder they skip, saying so;
-MOSES_RECASER_REQUIRE_SHARED=1 (set by .ci/run) makes that a failure.
+These need Moses' scripts: MOSES_SCRIPTS, else ../shared/moses beside the project (tests/conftest.py). Without them
+they skip, saying so; MOSES_RECASER_REQUIRE_SHARED=1 (set by .ci/run) makes that a failure.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, need_shared
+from conftest import moses_meta
 
-from moses_recaser.cli.ems import build_parser
+from moses_recaser.cli.ems import build_parser, main
 from moses_recaser.ems.meta import PATCHES, dangling_inputs, patch_meta, read_meta
 
 EMS = str(Path(sys.executable).parent / "moses-recaser-ems")
@@ -28,20 +28,13 @@ STOPS = {"RELEASE-2.1": r"ERROR: number of defined LM sets \(\d+:[\w,]+\) and LM
 TRUECASING = ("input-truecaser", "output-truecaser", "detruecaser")
 
 
-def _meta(name: str) -> Path:
-    need_shared()
-    return SHARED / "experiment-meta" / f"{name}.experiment.meta"
-
-
 @pytest.fixture(scope="session")
-def moses(tmp_path_factory) -> Path:
-    """A Moses tree: the real scripts from the source archive, and stand-ins for the binaries (a dry run only
-    checks that the files the config names exist)."""
-    need_shared()
-    root = tmp_path_factory.mktemp("moses")
-    tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
-    subprocess.run(["tar", "-xJf", str(tarball), "-C", str(root), "mosesdecoder/scripts"], check=True)
-    tree = root / "mosesdecoder"
+def moses(moses_scripts, tmp_path_factory) -> Path:
+    """A Moses tree: the real scripts, and stand-ins for the binaries (a dry run only checks that the files the
+    config names exist)."""
+    tree = tmp_path_factory.mktemp("moses") / "mosesdecoder"
+    tree.mkdir()
+    (tree / "scripts").symlink_to(moses_scripts)
     (tree / "bin").mkdir()
     for name in ("moses", "lmplz", "build_binary", "CreateOnDiskPt", "extract", "score", "consolidate", "symal"):
         (tree / "bin" / name).write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
@@ -97,8 +90,8 @@ def _prepare(moses: Path, tmp_path: Path, name: str, *flags: str) -> tuple[Path,
     work = tmp_path / "work"
     toy = _toy_config(moses, work)
     config, meta = tmp_path / "config", tmp_path / "recaser.meta"
-    subprocess.run([EMS, "meta", "--moses-meta", str(_meta(name)), "-o", str(meta)], check=True, capture_output=True)
-    subprocess.run([EMS, "config", "--merge", str(toy), *flags, "-o", str(config)], check=True, capture_output=True)
+    assert main(["-q", "meta", "--moses-meta", str(moses_meta(name)), "-o", str(meta)]) == 0
+    assert main(["-q", "config", "--merge", str(toy), *flags, "-o", str(config)]) == 0
     return work, toy, config, meta
 
 
@@ -119,7 +112,7 @@ def _command(work: Path, step: str) -> str:
 
 @pytest.mark.parametrize("name", METAS)
 def test_the_patch_works_on_every_released_meta(name):
-    path = _meta(name)
+    path = moses_meta(name)
     text = path.read_text(encoding="utf-8")
     patched = patch_meta(text, str(path))
     before, after = read_meta(text), read_meta(patched.text)
@@ -193,7 +186,6 @@ def test_quoted_decoder_settings_reach_the_recaser_as_the_decoder_gets_them(mose
     unquoted, as the decode step does, and the recaser reads the words the decoder gets (they once broke the
     step: wrapped in single quotes, the shell split them apart)."""
     from moses_recaser.cli.common import attached_values, long_options, single_dash_long
-    from moses_recaser.cli.ems import build_parser
     from moses_recaser.moses.trace import decoder_words
 
     work, _, config, meta = _prepare(moses, tmp_path, name)
@@ -278,7 +270,7 @@ def test_an_lm_corpus_of_its_own_is_the_recasers_mono_text(moses, tmp_path, name
     toy = _toy_config(moses, work)
     toy.write_text(toy.read_text(encoding="utf-8") + f"\n[LM:news]\nraw-corpus = {news}\n", encoding="utf-8")
     meta, config = tmp_path / "recaser.meta", tmp_path / "config"
-    subprocess.run([EMS, "meta", "--moses-meta", str(_meta(name)), "-o", str(meta)], check=True, capture_output=True)
+    assert main(["-q", "meta", "--moses-meta", str(moses_meta(name)), "-o", str(meta)]) == 0
     merge = subprocess.run([EMS, "config", "--merge", str(toy), "-o", str(config)], capture_output=True, text=True)
     assert merge.returncode == 0 and "[LM:toy] passed over: the bitext's target side" in merge.stderr
     assert "tokenized = [LM:news:tokenized-corpus]" in config.read_text(encoding="utf-8").splitlines()
@@ -299,10 +291,10 @@ def test_a_truecasing_config_without_the_recaser_runs_as_stock_moses(moses, tmp_
     for kind in ("stock", "patched"):
         work = tmp_path / kind / "work"
         toy = _toy_config(moses, work)
-        meta = _meta(name)
+        meta = moses_meta(name)
         if kind == "patched":
             meta = tmp_path / "recaser.meta"
-            subprocess.run([EMS, "meta", "--moses-meta", str(_meta(name)), "-o", str(meta)], check=True)
+            assert main(["-q", "meta", "--moses-meta", str(moses_meta(name)), "-o", str(meta)]) == 0
         _ran(_dry_run(moses, toy, meta, work), name)
         steps = sorted((work / "steps" / "0").glob("[A-Z]*.0"))
         written.append({p.name: p.read_text(encoding="utf-8").replace(str(work), "WORK") for p in steps})
@@ -319,8 +311,8 @@ def test_a_truecasing_config_without_the_recaser_runs_as_stock_moses(moses, tmp_
     # merged, in either layout, the check is clean
     for flags in ([], ["--lowercase"]):
         merged = tmp_path / "merged"
-        subprocess.run([EMS, "config", "--merge", str(toy), *flags, "-o", str(merged)], check=True)
-        assert subprocess.run([EMS, "check", str(merged)], capture_output=True).returncode == 0
+        assert main(["-q", "config", "--merge", str(toy), *flags, "-o", str(merged)]) == 0
+        assert main(["-q", "check", str(merged)]) == 0
 
 
 def test_the_overlay_given_as_a_meta_stops_experiment_perl_with_a_message(moses, tmp_path):

@@ -18,8 +18,6 @@ from moses_recaser.core.memory import Memory, parse_memory, physical_memory
 from moses_recaser.io.diskarrays import Scratch, Sink, whole
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
-from moses_recaser.moses.pharaoh import format_links
-from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.keycounts import KeyCounts
 from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, merge_blocks
 
@@ -128,19 +126,8 @@ def test_key_set_packed_in_parts_is_the_key_set(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def aligned(tico, tmp_path_factory):
-    d = tmp_path_factory.mktemp("aligned")
-    src = (tico / "train.fr").read_text(encoding="utf-8").splitlines()
-    tgt = (tico / "train.en").read_text(encoding="utf-8").splitlines()
-    (d / "f").write_text("".join(x + "\n" for x in src), encoding="utf-8")
-    (d / "e").write_text("".join(x + "\n" for x in tgt), encoding="utf-8")
-    links = align([x.split() for x in src], [x.split() for x in tgt])
-    (d / "a").write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
-    dev_src = (tico / "dev.fr").read_text(encoding="utf-8").splitlines()
-    dev_tgt = (tico / "dev.en").read_text(encoding="utf-8").splitlines()
-    dev_links = align([x.split() for x in dev_src], [x.split() for x in dev_tgt])
-    (d / "dev.a").write_text("".join(format_links(a) + "\n" for a in dev_links), encoding="utf-8")
-    return d
+def aligned(tico_aligned):
+    return tico_aligned
 
 
 def _tiny_memory(monkeypatch) -> None:

@@ -13,23 +13,14 @@ import moses_recaser
 from moses_recaser.cli.main import main
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
-from moses_recaser.moses.pharaoh import format_links
-from moses_recaser.stats.eflomal import align
 from moses_recaser.stats.shards import parse_shard, shard_range
 
 CLI = str(Path(sys.executable).parent / "moses-recaser")
 
 
 @pytest.fixture(scope="module")
-def bitext(tico, tmp_path_factory):
-    d = tmp_path_factory.mktemp("shards")
-    src = (tico / "train.fr").read_text(encoding="utf-8").splitlines()
-    tgt = (tico / "train.en").read_text(encoding="utf-8").splitlines()
-    links = align([x.split() for x in src], [x.split() for x in tgt])
-    (d / "f").write_text("".join(x + "\n" for x in src), encoding="utf-8")
-    (d / "e").write_text("".join(x + "\n" for x in tgt), encoding="utf-8")
-    (d / "a").write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
-    return d
+def bitext(tico_aligned):
+    return tico_aligned
 
 
 @pytest.mark.parametrize("n_shards", [1, 3])
@@ -251,20 +242,13 @@ def test_shard_arithmetic():
 @pytest.fixture(scope="module")
 def dev(bitext, tico) -> list[str]:
     """The dev set's training options, with its word alignment."""
-    dev_src = (tico / "dev.fr").read_text(encoding="utf-8").splitlines()
-    dev_tgt = (tico / "dev.en").read_text(encoding="utf-8").splitlines()
-    path = bitext / "dev.a"
-    path.write_text(
-        "".join(format_links(a) + "\n" for a in align([x.split() for x in dev_src], [x.split() for x in dev_tgt])),
-        encoding="utf-8",
-    )
     return [
         "--dev-source",
         str(tico / "dev.fr"),
         "--dev-target",
         str(tico / "dev.en"),
         "--dev-alignment",
-        str(path),
+        str(bitext / "dev.a"),
         "--max-iter",
         "30",
     ]

@@ -1,12 +1,10 @@
 """The truecaser (``truecaser.Truecaser``): truecase.perl's rules, and agreement with Moses' own
-train-truecaser.perl and truecase.perl on the same text (those need ../shared/moses, as test_ems_moses)."""
+train-truecaser.perl and truecase.perl on the same text (those need Moses' scripts, as test_ems_moses)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-
-from conftest import SHARED, need_shared
 
 from moses_recaser.model.truecaser import Truecaser, detruecased, sentence_starts
 from moses_recaser.moses.tokenizer import tokenizer
@@ -37,14 +35,11 @@ def test_rules_of_truecase_perl():
     assert t.truecase(["a", "In"]) == ["a", "In"]
 
 
-def test_the_same_as_moses_truecaser_on_real_text(tmp_path):
+def test_the_same_as_moses_truecaser_on_real_text(moses_scripts, tmp_path):
     """train-truecaser.perl + truecase.perl against Truecaser.of_forms on the same tokenized text: they
     differ only where Moses also starts a sentence inside a line (after ':' and the like), which the form counts
     do not know."""
-    need_shared()
-    tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
-    subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp_path), "mosesdecoder/scripts/recaser"], check=True)
-    scripts = tmp_path / "mosesdecoder/scripts/recaser"
+    scripts = moses_scripts / "recaser"
     tok = tokenizer("en")
     lines = [" ".join(tok(x)) for x in TICO.read_text(encoding="utf-8").splitlines()]
     (tmp_path / "train.en").write_text("".join(x + "\n" for x in lines[:1800]), encoding="utf-8")
@@ -70,16 +65,13 @@ def test_the_same_as_moses_truecaser_on_real_text(tmp_path):
     assert changed > 200
 
 
-def test_sentence_starts_are_those_detruecase_perl_capitalizes(tmp_path):
+def test_sentence_starts_are_those_detruecase_perl_capitalizes(moses_scripts):
     """detruecase.perl capitalizes the first letter at each sentence start; ``sentence_starts`` marks the same."""
-    need_shared()
-    tarball = next(SHARED.glob("mosesdecoder-*.tar.xz"))
-    subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp_path), "mosesdecoder/scripts/recaser"], check=True)
     tok = tokenizer("en")
     lines = [" ".join(tok(x)).lower() for x in TICO.read_text(encoding="utf-8").splitlines()[:400]]
     lines += ["( the start is later .", 'one : two ? three ! four . " five', "ppe : PPE , ßa . &apos;cause"]
     theirs = subprocess.run(
-        ["perl", str(tmp_path / "mosesdecoder/scripts/recaser/detruecase.perl")],
+        ["perl", str(moses_scripts / "recaser" / "detruecase.perl")],
         input="".join(x + "\n" for x in lines),
         capture_output=True,
         text=True,
