@@ -503,22 +503,6 @@ def test_a_usage_error_is_one_line(argv, capsys):
     assert err.startswith("moses-recaser-ems: error: " if argv[:1] == ["ems"] else "moses-recaser: error: "), err
 
 
-def test_lm_o_with_a_number_is_not_taken_as_a_file_name(tmp_path, capsys, monkeypatch):
-    """Earlier releases' 'lm -o 3' meant the order: it is refused (writing a file '3' would surprise), with the
-    spellings that say either thing; ./3 writes a file of that name."""
-    monkeypatch.chdir(tmp_path)
-    corpus = _write(tmp_path / "c", "a b c\n" * 5)
-    assert main(["lm", "--input", corpus, "-o", "3"]) == 2
-    err = capsys.readouterr().err
-    assert err == (
-        "moses-recaser: error: -o is the output file (the n-gram order is --lm-order 3); to write a file named 3, "
-        "give ./3\n"
-    )
-    assert not (tmp_path / "3").exists()
-    assert main(["-q", "lm", "--input", corpus, "-o", "./3", "--lm-order", "2"]) == 0
-    assert (tmp_path / "3").read_text().startswith("\n\\data\\") or "\\data\\" in (tmp_path / "3").read_text()
-
-
 def test_stats_refuses_a_given_lm_that_is_not_one(tmp_path, capsys):
     """stats stores a given --lm as it is: a text file (a corpus given by mistake) or an ARPA file cut short is
     refused now, not by the train that reads the statistics model later."""

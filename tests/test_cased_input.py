@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_truecaser import truecaser_of
 
-from moses_recaser import Recaser, casing
+from moses_recaser import Recaser
 from moses_recaser.cli.main import main
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.model.extractor import capital_runs

@@ -49,8 +49,7 @@ def test_dash_o_is_an_output_in_every_subcommand(prog):
 
 @pytest.mark.parametrize("prog", PARSERS)
 def test_every_setting_has_its_one_spelling(prog):
-    """A setting of the registry is spelt as the registry says, in every subcommand; the old spellings are
-    hidden."""
+    """A setting of the registry is spelt as the registry says, in every subcommand."""
     for name, p in subcommands(PARSERS[prog]).items():
         for a in visible(p):
             # the settings stored under this name (--nbest is a spelling of trace_format's value nbest)
@@ -63,10 +62,6 @@ def test_every_setting_has_its_one_spelling(prog):
             else:
                 assert a.option_strings[0] in [o.ems for o in spelt], (name, a.dest)
             assert a.help, (name, a.dest)
-    old = {x for o in OPTIONS.values() for x in o.old if x.startswith("--") == (prog == "moses-recaser")}
-    for p in subcommands(PARSERS[prog]).values():
-        shown = {x for a in visible(p) for x in a.option_strings}
-        assert not shown & old, shown & old
 
 
 def test_every_flag_has_help():

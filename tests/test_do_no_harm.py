@@ -11,7 +11,8 @@ import pytest
 import sacrebleu
 from sacremoses import MosesDetokenizer
 
-from moses_recaser import Recaser, casing
+from moses_recaser import Recaser
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.tokenizer import tokenizer
