@@ -190,9 +190,12 @@ def _own_descriptor(shown: str) -> int | None:
         m = _DESCRIPTOR.fullmatch(os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p)))
         if m and (m["pid"] is None or int(m["pid"]) == os.getpid()):
             return int(m["fd"])
-        if not os.path.islink(p):
+        try:
+            if not os.path.islink(p):
+                return None
+            p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+        except OSError:  # (a link that cannot be read: the path is written as any other, and says why)
             return None
-        p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
     return None
 
 
@@ -359,7 +362,7 @@ def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Itera
     """A scratch directory (in ``parent``, else $TMPDIR), removed at the end, an interrupt's end included."""
     base = os.fspath(parent) if parent is not None else tempfile.gettempdir()
     try:
-        path = tempfile.mkdtemp(prefix=f".{prefix}.", suffix=".work", dir=base)
+        path = os.path.abspath(tempfile.mkdtemp(prefix=f".{prefix}.", suffix=".work", dir=base))
     except OSError as exc:
         raise write_error(exc, base) from None
     try:
