@@ -9,6 +9,8 @@ import signal
 import sys
 import threading
 
+from moses_recaser.io.outputs import ENDING_SIGNALS
+
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:
     sys.stderr.write(f"{os.path.basename(sys.argv[0] or 'moses-recaser')}: interrupted; no output was written\n")
@@ -16,6 +18,6 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
 
 
 if threading.current_thread() is threading.main_thread():
-    for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    for _sig in ENDING_SIGNALS:
         if signal.getsignal(_sig) is not signal.SIG_IGN:  # (a background job's ignored SIGINT stays ignored)
             signal.signal(_sig, _interrupted_while_starting)

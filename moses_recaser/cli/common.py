@@ -339,8 +339,12 @@ def _flush_stdout() -> None:
             raise write_error(exc, STDOUT) from None
 
 
-def _error(prog: str, message: str) -> None:
-    """One line, whatever the message holds (a YAML parser's, say, spans several)."""
+def _error(prog: str, message: str, *, since: int | None = None) -> None:
+    """One line, whatever the message holds (a YAML parser's, say, spans several); with ``since`` (the count of
+    lines on stdout when the run began), how many lines it already wrote there, which no rename can undo."""
+    if since is not None and stdout_lines() > since:
+        n = stdout_lines() - since
+        message += f" ({n:,} line{'s' * (n != 1)} of output were already written to standard output)"
     if sys.stderr is not None:
         print(
             f"{prog}: error: " + " ".join(part.strip() for part in message.splitlines() if part.strip()),
@@ -377,7 +381,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         _flush_stdout()
         return code
     except RecaserError as exc:
-        _error(prog, str(exc) + _on_stdout(stdout_lines() - lines))
+        _error(prog, str(exc), since=lines)
         return 2
     except KeyboardInterrupt:
         if sys.stderr is not None:
@@ -397,24 +401,19 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         return 0
     except OSError as exc:  # a fault no reader or writer of ours turned into a RecaserError
         where = f"{exc.filename}: " if exc.filename else ""
-        _error(prog, f"{where}{exc.strerror or exc}" + _on_stdout(stdout_lines() - lines))
+        _error(prog, f"{where}{exc.strerror or exc}", since=lines)
         return 2
     except MemoryError:
-        _error(prog, "out of memory" + _on_stdout(stdout_lines() - lines))
+        _error(prog, "out of memory", since=lines)
         return 2
     except RecursionError:
-        _error(prog, "input nested too deeply" + _on_stdout(stdout_lines() - lines))
+        _error(prog, "input nested too deeply", since=lines)
         return 2
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, with the traceback on request
         log.debug("traceback of the internal error", exc_info=True)
         bug = f"internal error (a bug; please report it, with the traceback -v prints): {type(exc).__name__}: {exc}"
-        _error(prog, bug + _on_stdout(stdout_lines() - lines))
+        _error(prog, bug, since=lines)
         return 3
-
-
-def _on_stdout(lines: int) -> str:
-    """What an error adds when part of the output already went to standard output, which no rename can undo."""
-    return f" ({lines:,} line{'s' * (lines != 1)} of output were already written to standard output)" if lines else ""
 
 
 def _after_argparse(prog: str, done: SystemExit, text: str) -> int:

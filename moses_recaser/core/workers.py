@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn, TypeVar
 
 from moses_recaser.io.errors import RecaserError
+from moses_recaser.io.outputs import ENDING_SIGNALS
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ def check_workers(n: int, what: str) -> int:
 
 
 # what ends a worker at once (a hang-up of the terminal, a kill sent to the process group); SIGINT is the parent's
-_ENDING = {signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+_ENDING = set(ENDING_SIGNALS) - {signal.SIGINT}
 
 
 def worker_signals() -> None:
