@@ -1,7 +1,7 @@
 """The public API, as ``moses_recaser`` exports it: ``Recaser`` (load a model, recase lines) and ``train``.
 
 Both console commands are built on these calls: ``moses-recaser train`` and ``moses-recaser-ems train`` are
-``train``, ``moses-recaser recase`` is ``Recaser.load`` and ``Recaser.recase_records``.
+``train``, ``moses-recaser recase`` is ``Recaser.load`` and ``Recaser.recase_file``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from moses_recaser.io.errors import RecaserError, flag_of
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
@@ -30,6 +30,7 @@ def train(
     source: PathLike | None,
     target: PathLike | None,
     model: PathLike,
+    settings: TrainSettings | None = None,
     *,
     alignment: PathLike | None = None,
     dev_source: PathLike | None = None,
@@ -44,8 +45,6 @@ def train(
     lmplz: PathLike | None = None,
     work: PathLike | None = None,
     memory: str | int | None = None,
-    settings: TrainSettings | None = None,
-    **setting_values: Any,
 ) -> TrainedModel:
     """Train a recaser into the directory ``model``; return it (its path and signature): the one entry point of
     training, which the command lines, the EMS step and the experiments call.
@@ -61,22 +60,24 @@ def train(
       lmplz binary estimates the LM; ``work``: where temporary files go (default: the system's); ``memory``:
       what the whole run may hold (``"2G"``, ``"50%"``, or a number of bytes; default ``"2G"``): counts beyond
       it are sorted on disk in ``work`` (the model is the same for every setting).
-    - Settings (``TrainSettings`` fields, e.g. ``lm_order=3``, ``sigma=1.0``, ``monolingual=[...]``) by name, or
-      a whole ``settings``. They are recorded in the model and its signature.
+    - ``settings``: every setting that changes the model (``TrainSettings(lm_order=4, sigma=2.0, ...)``; default:
+      the defaults), recorded in the model and its signature.
 
     An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
-    Errors name the settings as the command line spells them (``dev_source`` is ``--dev-source``).
+    Errors name the arguments and settings in backquotes (```dev_source```); the command lines spell them as
+    their flags (``--dev-source``).
     """
     from moses_recaser.core.memory import Memory
     from moses_recaser.core.workers import check_workers
     from moses_recaser.io.outputs import work_dir
-    from moses_recaser.model.train import DecoderOutput, check_stats_fixed, fit_model
+    from moses_recaser.model.data import DecoderOutput
+    from moses_recaser.model.train import fit_model
 
-    check_workers(jobs, flag_of("jobs"))
+    check_workers(jobs)
     if isinstance(dev_size, bool) or not isinstance(dev_size, int):
-        raise RecaserError(f"{flag_of('dev_size')} must be a whole number of sentence pairs, not {dev_size!r}")
+        raise RecaserError(f"`dev_size` must be a whole number of sentence pairs, not {dev_size!r}")
     if dev_trace_options is not None and not isinstance(dev_trace_options, TraceOptions):
-        raise RecaserError(f"dev_trace_options must be a TraceOptions, not {type(dev_trace_options).__name__}")
+        raise RecaserError(f"`dev_trace_options` must be a TraceOptions, not {type(dev_trace_options).__name__}")
     _check_paths(
         model=model,
         source=source,
@@ -95,17 +96,15 @@ def train(
         scratch_dir, model_dir = Path(os.path.realpath(work)), Path(os.path.realpath(model))
         if scratch_dir == model_dir or model_dir in scratch_dir.parents:
             raise RecaserError(
-                f"work is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
+                f"`work` is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
                 "scratch directory outside it",
                 os.fspath(work),
             )
-    budget = Memory.of(memory)
-    chosen = _settings(settings, setting_values)
-    if stats is not None:  # a setting the statistics model fixed, named here, would go unused at any value
-        check_stats_fixed(chosen, [k for k, v in setting_values.items() if v is not None], _str(lmplz))
+    budget = Memory.from_setting(memory)
+    chosen = _settings(settings)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
     if dev_trace_alignment is not None and dev_trace is None:
-        raise RecaserError("--dev-trace-alignment goes with --dev-trace")
+        raise RecaserError("`dev_trace_alignment` goes with `dev_trace`")
     dev_output = (
         DecoderOutput(os.fspath(dev_trace), _str(dev_trace_alignment), dev_trace_options or TraceOptions())
         if dev_trace is not None
@@ -168,28 +167,23 @@ def _check_paths(**paths: object) -> None:
         if value is None and name != "model":
             continue
         if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
-            flag = "-o" if name == "model" else flag_of(name)  # as the command line spells it
-            raise RecaserError(f"{flag} must be a file name, not {value!r}")
+            raise RecaserError(f"`{name}` must be a file name, not {value!r}")
 
 
 def _str(path: PathLike | None) -> str | None:
     return None if path is None else os.fspath(path)
 
 
-def _settings(settings: TrainSettings | None, values: dict[str, Any]) -> TrainSettings:
-    """``settings`` (default: the defaults) with ``values`` set by name; an unknown name is an error."""
-    names = {f.name for f in dataclasses.fields(TrainSettings) if f.init}
-    unknown = sorted(set(values) - names)
-    if unknown:
-        raise RecaserError(f"unknown setting(s) {', '.join(unknown)}; the settings are {', '.join(sorted(names))}")
+def _settings(settings: TrainSettings | None) -> TrainSettings:
+    """A copy of ``settings`` (default: the defaults), checked."""
     if settings is not None and not isinstance(settings, TrainSettings):
-        raise RecaserError(f"settings must be a TrainSettings, not {type(settings).__name__}")
-    chosen = dataclasses.replace(settings or TrainSettings(), **values)
+        raise RecaserError(f"`settings` must be a TrainSettings, not {type(settings).__name__}")
+    chosen = dataclasses.replace(settings or TrainSettings())
     default = TrainSettings()
     for name in DERIVED:
         if getattr(chosen, name) != getattr(default, name):
             raise RecaserError(
-                f"setting {name} is train's to set from its inputs (alignment files or none, lmplz, dev_trace, "
+                f"setting `{name}` is train's to set from its inputs (alignment files or none, lmplz, dev_trace, "
                 "the monolingual text), not yours"
             )
     chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
@@ -211,26 +205,26 @@ def _bitexts(
     dev_size: int,
 ) -> tuple[Any, Any]:
     """The training bitext (None with ``stats``) and the dev bitext, held out from training when not given."""
-    from moses_recaser.model.train import Bitext
+    from moses_recaser.model.data import Bitext
     from moses_recaser.stats.pieces import corpus_lines
 
     if stats is not None and (source is not None or target is not None or alignment is not None):
-        raise RecaserError("--stats replaces --source, --target and --alignment: give one or the other")
+        raise RecaserError("`stats` replaces `source`, `target` and `alignment`: give one or the other")
     if stats is None and (source is None or target is None):
-        raise RecaserError("give the training bitext (--source and --target) or a statistics model (--stats)")
+        raise RecaserError("give the training bitext (`source` and `target`) or a statistics model (`stats`)")
     if (dev_source is None) != (dev_target is None):
-        raise RecaserError("the dev set is two files: give both --dev-source and --dev-target")
+        raise RecaserError("the dev set is two files: give both `dev_source` and `dev_target`")
     if dev_alignment is not None and dev_source is None:
-        raise RecaserError("--dev-alignment goes with --dev-source and --dev-target")
+        raise RecaserError("`dev_alignment` goes with `dev_source` and `dev_target`")
     training = None
     if source is not None and target is not None:
         training = Bitext(os.fspath(source), os.fspath(target), _str(alignment))
     if dev_source is not None and dev_target is not None:
         return training, Bitext(os.fspath(dev_source), os.fspath(dev_target), _str(dev_alignment))
     if training is None:
-        raise RecaserError("with --stats, give the dev set (--dev-source and --dev-target)")
+        raise RecaserError("with `stats`, give the dev set (`dev_source` and `dev_target`)")
     if dev_size < 1:
-        raise RecaserError(f"{flag_of('dev_size')} must be at least 1 sentence pair, got {dev_size}")
+        raise RecaserError(f"`dev_size` must be at least 1 sentence pair, got {dev_size}")
     n = corpus_lines([f for f in (training.source, training.target, training.alignment) if f])
     if n < 2:
         raise RecaserError("the corpus needs at least 2 lines (training and dev)", training.target)

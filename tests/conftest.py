@@ -13,6 +13,8 @@ from typing import NoReturn
 
 import pytest
 
+from moses_recaser import TrainSettings
+
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "moses-traces"
 
@@ -105,7 +107,14 @@ def _train_tico(d: Path) -> None:
         for name, part in (("train", lines[:700]), ("dev", lines[700:800]), ("test", lines[1950:])):
             (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in part), encoding="utf-8")
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
-    train(d / "train.fr", d / "train.en", d / "model", dev_source=d / "dev.fr", dev_target=d / "dev.en", max_iter=60)
+    train(
+        d / "train.fr",
+        d / "train.en",
+        d / "model",
+        dev_source=d / "dev.fr",
+        dev_target=d / "dev.en",
+        settings=TrainSettings(max_iter=60),
+    )
 
 
 # Moses' own scripts: MOSES_SCRIPTS names them (a mosesdecoder checkout or release, its scripts/ directory, or a

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import moses_recaser
-from moses_recaser import Recaser, RecaserError, Triple, train
+from moses_recaser import Recaser, RecaserError, TrainSettings, Triple, train
 from moses_recaser.cli.main import main
 from moses_recaser.io.lines import split_tokens
 
@@ -127,29 +127,55 @@ def test_case_only_and_signature(tico):
         ),
         (lambda r: r.explain(Triple(0, ["A", "B"], ["a", "b"], phrases=[(0, 1, 0, 3)])), "triples:1: "),
         # a count of processes as a string (read from a config) is refused by name, not a TypeError
-        (lambda r: list(r.recase_lines(["a"], jobs="2")), "--jobs must be a whole number of processes, not '2'"),  # type: ignore[arg-type]
-        (lambda r: list(r.recase_lines(["a"], jobs=0)), "--jobs must be between 1 and"),
-        (lambda r: train(None, None, "m", stats="s", jobs=2.0), "--jobs must be a whole number"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_lines(["a"], jobs="2")), "`jobs` must be a whole number of processes, not '2'"),  # type: ignore[arg-type]
+        (lambda r: list(r.recase_lines(["a"], jobs=0)), "`jobs` must be between 1 and"),
+        (lambda r: train(None, None, "m", stats="s", jobs=2.0), "`jobs` must be a whole number"),  # type: ignore[arg-type]
         # settings refused before any work, not a model that load refuses, nor a TypeError midway
-        (lambda r: train(None, None, "m", stats="s", max_candidates=0), "--max-candidates must be at least 1"),
-        (lambda r: train(None, None, "m", stats="s", sigma="1"), "setting --sigma must be a number, not '1'"),
-        (lambda r: train(None, None, "m", stats="s", monolingual="a.en"), "setting --monolingual must be a list"),
-        (lambda r: train(None, None, "m", stats="s", memory=1), "--memory of 1 bytes is too small"),
-        (lambda r: train(None, None, "m", stats="s", heldout_sentences=-5), "--heldout-sentences must be at least 0"),
-        (lambda r: train(None, None, "m", stats="s", symmetrization="nope"), "--symmetrization is 'nope'; choose"),
-        (lambda r: train(None, None, "m", stats="s", sigma_grid=["a"]), "setting --sigma-grid holds 'a', not a number"),
-        (lambda r: train(None, None, "m", stats="s", npa_lengths={1: "b"}), "setting npa_lengths holds 'b', not a"),
-        (lambda r: train(None, None, "m", stats="s", dev_size="5"), "--dev-size must be a whole number"),  # type: ignore[arg-type]
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(max_candidates=0)),
+            "`max_candidates` must be at least 1",
+        ),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(sigma="1")),
+            "setting `sigma` must be a number, not '1'",
+        ),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(monolingual="a.en")),
+            "setting `monolingual` must be a list",
+        ),
+        (lambda r: train(None, None, "m", stats="s", memory=1), "`memory` of 1 bytes is too small"),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(heldout_sentences=-5)),
+            "`heldout_sentences` must be at least 0",
+        ),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(symmetrization="nope")),
+            "`symmetrization` is 'nope'; choose",
+        ),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(sigma_grid=["a"])),
+            "setting `sigma_grid` holds 'a', not a number",
+        ),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(npa_lengths={1: "b"})),
+            "setting `npa_lengths` holds 'b', not a",
+        ),
+        (lambda r: train(None, None, "m", stats="s", dev_size="5"), "`dev_size` must be a whole number"),  # type: ignore[arg-type]
         # what train records from its inputs is not the caller's to set: the signature would say something false
-        (lambda r: train(None, None, "m", stats="s", dev_decoded=True), "setting dev_decoded is train's to set"),
-        (lambda r: train(None, None, "m", stats="s", alignment_source="eflomal"), "alignment_source is train's"),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(dev_decoded=True)),
+            "setting `dev_decoded` is train's to set",
+        ),
+        (
+            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(alignment_source="eflomal")),
+            "`alignment_source` is train's",
+        ),
         (lambda r: r.recase("a", trace_format=[]), "trace_format is \\[\\]; choose one of"),  # type: ignore[arg-type]
         (lambda r: r.recase("a", trace_options=5), "trace_options must be a TraceOptions, not int"),  # type: ignore[arg-type]
         (lambda r: list(r.recase_triples(None)), "triples must be an iterable"),  # type: ignore[arg-type]
-        (lambda r: list(r.recase_records([1])), "records:1: an item must be a Record, not int"),  # type: ignore[list-item]
         (lambda r: moses_recaser.read_lines(5), "read_lines takes a file name, not 5"),  # type: ignore[arg-type]
-        (lambda r: train(5, "t.en", "m"), "--source must be a file name, not 5"),  # type: ignore[arg-type]
-        (lambda r: train(None, None, None, stats="s"), "-o must be a file name, not None"),  # type: ignore[arg-type]
+        (lambda r: train(5, "t.en", "m"), "`source` must be a file name, not 5"),  # type: ignore[arg-type]
+        (lambda r: train(None, None, None, stats="s"), "`model` must be a file name, not None"),  # type: ignore[arg-type]
         (lambda r: Recaser.load(""), "a model is a directory name, not ''"),
         (lambda r: list(r.recase_lines(5)), "hyps must be an iterable of lines"),  # type: ignore[arg-type]
         (lambda r: list(r.recase_lines(b"the cat")), "hyps must be an iterable of lines .* not bytes"),  # type: ignore[arg-type]
@@ -189,13 +215,18 @@ def test_public_names_are_listed_and_documented():
 
 
 def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tmp_path):
-    with pytest.raises(RecaserError, match="unknown setting.*sigmma"):
-        moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", sigmma=2.0)
+    with pytest.raises(TypeError, match="sigmma"):  # settings come as one typed object
+        moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", sigmma=2.0)  # type: ignore[call-arg]
     with pytest.raises(RecaserError, match="give both"):
         moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr")
     # no dev set: the last pairs of the bitext fit the weights (100 of 700: at most a tenth)
     model = moses_recaser.train(
-        tico / "train.fr", tico / "train.en", tmp_path / "m", dev_size=100, max_iter=5, alignment=None
+        tico / "train.fr",
+        tico / "train.en",
+        tmp_path / "m",
+        dev_size=100,
+        alignment=None,
+        settings=TrainSettings(max_iter=5),
     )
     r = Recaser.load(model)
     assert "sigma:1" in r.signature
@@ -373,7 +404,7 @@ def test_a_scratch_directory_inside_the_model_is_refused_before_work(tico, tmp_p
     shutil.copytree(tico / "model", model)
     before = sorted(p.name for p in model.iterdir())
     for work in (model, model / "sub"):
-        with pytest.raises(RecaserError, match="work is inside the model directory"):
+        with pytest.raises(RecaserError, match="`work` is inside the model directory"):
             train(
                 tico / "train.fr",
                 tico / "train.en",
@@ -390,7 +421,6 @@ def test_train_returns_the_model_and_its_signature(tico, tmp_path):
     tests' fixtures call it): it returns the model's path and signature, and is a path itself."""
     from moses_recaser import TrainedModel
 
-    made = train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr",
-                 dev_target=tico / "dev.en", max_iter=2)  # fmt: skip
+    made = train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr", dev_target=tico / "dev.en", settings=TrainSettings(max_iter=2))  # fmt: skip
     assert isinstance(made, TrainedModel) and made.path == tmp_path / "m" and os.fspath(made) == str(tmp_path / "m")
     assert made.signature == Recaser.load(made).signature and "|w:" in made.signature

@@ -9,6 +9,7 @@ import re
 import pytest
 import yaml
 
+from moses_recaser import TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.io.errors import RecaserError
 
@@ -467,8 +468,8 @@ def test_a_sigma_that_is_not_a_positive_number_is_refused(values):
     internal error) after the tables and the LM were built."""
     from moses_recaser.model.settings import TrainSettings
 
-    flag = "--sigma-grid" if "sigma_grid" in values else "--sigma"
-    with pytest.raises(RecaserError, match=f"^{flag} must be a positive number"):
+    name = "sigma_grid" if "sigma_grid" in values else "sigma"
+    with pytest.raises(RecaserError, match=f"^`{name}` must be a positive number"):
         TrainSettings(**values).check()
 
 
@@ -607,14 +608,22 @@ def test_a_directory_given_as_a_corpus_or_an_lm_is_called_a_directory(tmp_path, 
     dev = ["--dev-source", src, "--dev-target", tgt, "--dev-alignment", links, "-o", str(tmp_path / "m")]
     argv = ["train", "--source", str(d), "--target", tgt, "--alignment", links, *dev]
     _fails(capsys, argv, str(d), None, "is a directory, not a file", tmp_path / "m")
-    for where, values in (
-        ("source", {"source": d}),
-        ("lm", {"lm": str(d)}),
-        ("monolingual", {"monolingual": [str(d)]}),
+    for where, source, settings in (
+        ("source", d, TrainSettings()),
+        ("lm", src, TrainSettings(lm=str(d))),
+        ("monolingual", src, TrainSettings(monolingual=[str(d)])),
     ):
-        given = {"source": src, "target": tgt, "model": tmp_path / "m", **values}
         with pytest.raises(RecaserError, match=re.escape(f"{d}: is a directory, not ")):
-            train(alignment=links, dev_source=src, dev_target=tgt, dev_alignment=links, **given)
+            train(
+                source,
+                tgt,
+                tmp_path / "m",
+                settings,
+                alignment=links,
+                dev_source=src,
+                dev_target=tgt,
+                dev_alignment=links,
+            )
         assert not (tmp_path / "m").exists(), where
 
 
@@ -635,7 +644,7 @@ def test_a_given_lm_that_is_no_lm_is_refused_before_alignment(tico, tmp_path, mo
             tmp_path / "m",
             dev_source=tico / "dev.fr",
             dev_target=tico / "dev.en",
-            lm=text,
+            settings=TrainSettings(lm=text),
         )
 
 
@@ -670,7 +679,14 @@ def test_a_lowercased_dev_target_is_warned_of(tico, tmp_path, caplog):
     low = _write(tmp_path / "dev.en", "".join(x.lower() + "\n" for x in lines))
     src = _write(tmp_path / "dev.fr", "".join((tico / "dev.fr").read_text(encoding="utf-8").splitlines(True)[:30]))
     with caplog.at_level(logging.WARNING):
-        train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=src, dev_target=low, max_iter=2)
+        train(
+            tico / "train.fr",
+            tico / "train.en",
+            tmp_path / "m",
+            dev_source=src,
+            dev_target=low,
+            settings=TrainSettings(max_iter=2),
+        )
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any(x.startswith(f"{low}: the dev target has no word with a capital letter") for x in said), said
 

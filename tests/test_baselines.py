@@ -15,11 +15,11 @@ def test_copy_source_takes_the_case_of_non_positional_source_words():
         ["Après", "The", "Next", "Day", ",", "la", "fondation", "Reason"],
         ["after", "the", "next", "day", ",", "the", "reason", "foundation"],
     )
-    (out,) = rule.recase_batch([t])
+    (out,) = list(rule.recase_triples([t]))
     # "The" and "Next" and "Day" and "Reason" are copied; "After" is the sentence start (sacremoses' rule)
     assert out == ["After", "The", "Next", "Day", ",", "The", "Reason", "foundation"]
     # the source's first word is capitalized by its position: nothing to copy from it
     t = Triple(0, ["Reason", "est", "là"], ["the", "reason", "is", "there"])
-    (out,) = rule.recase_batch([t])
+    (out,) = list(rule.recase_triples([t]))
     assert out[1] == "reason"
     assert "copy-source" in rule.signature

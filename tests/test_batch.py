@@ -92,7 +92,7 @@ def _source_facts(ts: list[Triple]):
 @PROPS
 @given(triples())
 def test_positional_and_flags_agree_with_the_sentence_definitions(ts):
-    layout = Layout.of([t.target for t in ts], [t.source for t in ts])
+    layout = Layout.from_sentences([t.target for t in ts], [t.source for t in ts])
     letter, end, final, cap, long = _source_facts(ts)
     pos = positional(letter, end, layout.src_start, layout.n_src)
     headline, title = headline_flags(letter, final, cap, long, layout.src_sent, layout.src_start, layout.n_src)
@@ -122,7 +122,7 @@ def aligned_sources(triple: Triple, mode: str) -> list[list[int]]:
 @PROPS
 @given(triples(), st.sampled_from(["phrase", "links"]))
 def test_alignment_pairs_agree_with_aligned_sources(ts, mode):
-    layout = Layout.of([t.target for t in ts], [t.source for t in ts])
+    layout = Layout.from_sentences([t.target for t in ts], [t.source for t in ts])
     pt, ps = alignment_pairs(ts, layout, mode)
     got = list(zip(pt.tolist(), ps.tolist()))
     want = [

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_truecaser import truecaser_of
 
-from moses_recaser import Recaser
+from moses_recaser import Recaser, TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.core import casing
+from moses_recaser.core.sentences import capital_runs
 from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
-from moses_recaser.model.extractor import capital_runs
 from moses_recaser.model.truecaser import detruecased, sentence_starts
 from moses_recaser.moses.pharaoh import format_links, parse_links
 from moses_recaser.moses.tokenizer import tokenizer
@@ -53,9 +53,8 @@ def models(tmp_path_factory) -> Path:
             dev_source=d / "dev.fr",
             dev_target=d / "dev.en",
             dev_alignment=d / "dev.wa",
-            max_iter=60,
-            input_case=case,
             jobs=2,
+            settings=TrainSettings(max_iter=60, input_case=case),
         )
     # the test set as a truecased Moses system would give it: truecased words in a -t trace with word links
     tc = truecaser_of([x.split() for x in sides["en"][:700]])
@@ -164,7 +163,7 @@ def test_the_model_records_the_setting(models):
 def test_dev_words_cased_as_a_truecased_decoder_would():
     """``as_decoded``: a word linked to a source word takes the form that word translates to most in training
     (right or wrong for this sentence), other words truecase.perl's form, a sentence start its truecased form."""
-    from moses_recaser.model.train import DECODED_SHARE, _forms_by_lower, as_decoded
+    from moses_recaser.model.data import DECODED_SHARE, as_decoded, forms_by_lower
     from moses_recaser.model.truecaser import Truecaser
     from moses_recaser.stats.in_memory import count_triples
     from moses_recaser.stats.tables import Tables
@@ -175,7 +174,7 @@ def test_dev_words_cased_as_a_truecased_decoder_would():
     corpus += [Triple(4, ["un", "impôt"], ["a", "federal", "tax"], links=[(0, 0), (1, 2)])] * 5
     tables = Tables.from_counts(count_triples(corpus, order=1))
     truecaser = Truecaser.of_forms(tables.forms, DECODED_SHARE)
-    forms = _forms_by_lower(tables)
+    forms = forms_by_lower(tables)
     ref = Triple(
         0, ["Federal", "la", "fédérale", "impôt"], ["federal", "the", "federal", "tax"], links=[(2, 2), (3, 3)]
     )

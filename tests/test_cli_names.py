@@ -111,10 +111,16 @@ def _error(args: list[str], capsys) -> str:
     ("extra", "message"),
     [
         (["--input", "IN", "--alignment", "WA"], "--alignment links the output to its source: give --source too"),
-        (["--triples", "IN", "--source", "SRC"], "--triples carry their own source and links"),
-        (["--input", "IN", "--source", "SRC", "--align", "--alignment", "WA"], "give one or the other"),
+        (["--triples", "IN", "--source", "SRC"], "--source does not go with --trace-format jsonl"),
+        (
+            ["--input", "IN", "--source", "SRC", "--align", "--alignment", "WA"],
+            "--align links text --input to its --source: give both, and no --alignment",
+        ),
         (["--trace", "IN", "--alignment", "WA"], "give --source too"),
-        (["--trace", "IN", "--trace-format", "jsonl", "--source", "SRC"], "a source file does not go with"),
+        (
+            ["--trace", "IN", "--trace-format", "jsonl", "--source", "SRC"],
+            "--source does not go with --trace-format jsonl",
+        ),
     ],
 )
 def test_a_given_file_is_never_silently_unused(tico, tmp_path, capsys, extra, message):

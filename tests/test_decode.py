@@ -67,8 +67,8 @@ def test_split_viterbi_and_dense_lattices_equal_full_trigram_viterbi(seed, share
     per_pos, n_pos, phi = _batch(rng, lengths)
     lm = RandomLM(share)
     BOS, EOS = 10_000, 10_001  # the LM's ids of <s> and </s>; candidate c has id c
-    cells = decode.Cells.of(per_pos, n_pos)
-    split = decode.SplitLM.of(cells, lm, np.arange(len(phi)), (BOS, EOS))
+    cells = decode.Cells.from_lengths(per_pos, n_pos)
+    split = decode.SplitLM.from_lm(cells, lm, np.arange(len(phi)), (BOS, EOS))
     weight = rng.normal(size=len(lengths))  # per sentence, negative ones included
     got = decode.viterbi(cells, split, weight, phi, n_pos)
     dense = decode.dense(cells, split, per_pos, n_pos)
@@ -106,10 +106,10 @@ def test_split_viterbi_and_dense_lattices_equal_full_trigram_viterbi(seed, share
 
 def test_an_empty_batch_and_sentences_without_words():
     per_pos, n_pos = np.zeros(0, dtype=np.int64), np.array([0, 0], dtype=np.int64)
-    cells = decode.Cells.of(per_pos, n_pos)
-    split = decode.SplitLM.of(cells, RandomLM(0.5), np.zeros(0, dtype=np.int64), (1, 2))
+    cells = decode.Cells.from_lengths(per_pos, n_pos)
+    split = decode.SplitLM.from_lm(cells, RandomLM(0.5), np.zeros(0, dtype=np.int64), (1, 2))
     assert [p.tolist() for p in decode.viterbi(cells, split, np.ones(2), np.zeros(0), n_pos)] == [[], []]
     assert [d.shape for d in decode.dense(cells, split, per_pos, n_pos)] == [(1, 1, 1, 1)] * 2
-    empty = decode.Cells.of(per_pos, np.zeros(0, dtype=np.int64))
-    split = decode.SplitLM.of(empty, RandomLM(0.5), np.zeros(0, dtype=np.int64), (1, 2))
+    empty = decode.Cells.from_lengths(per_pos, np.zeros(0, dtype=np.int64))
+    split = decode.SplitLM.from_lm(empty, RandomLM(0.5), np.zeros(0, dtype=np.int64), (1, 2))
     assert decode.viterbi(empty, split, np.ones(0), np.zeros(0), np.zeros(0, dtype=np.int64)) == []

@@ -8,6 +8,7 @@ import copy
 import numpy as np
 import pytest
 
+from moses_recaser import TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
@@ -39,7 +40,7 @@ def test_a_source_line_in_capitals_gives_an_output_line_in_capitals(tico, with_l
     src = "CLIQUEZ SUR OK POUR CONTINUER . PUIS FERMEZ LA FENÊTRE .".split()
     tgt = "click on ok to continue . then close the window .".split()
     t = Triple(0, src, tgt, links=_diagonal(src, tgt) if with_links else None)
-    (out,) = _recaser(tico).recase_batch([t])
+    (out,) = list(_recaser(tico).recase_triples([t]))
     assert out == "CLICK ON OK TO CONTINUE . THEN CLOSE THE WINDOW .".split()
 
 
@@ -101,7 +102,7 @@ def test_escaped_entities_do_not_make_a_line_in_capitals_lowercase(tico):
     """'&apos;' and '&quot;' are the Moses tokenizer's escapes: their letters are not the line's."""
     src = "L&apos; OMS PUBLIE UN &quot; RAPPORT &quot; AUJOURD&apos;HUI .".split()
     tgt = "the who publishes a &quot; report &quot; today .".split()
-    (out,) = _recaser(tico).recase_batch([Triple(0, src, tgt, links=_diagonal(src, tgt))])
+    (out,) = list(_recaser(tico).recase_triples([Triple(0, src, tgt, links=_diagonal(src, tgt))]))
     assert out == "THE WHO PUBLISHES A &quot; REPORT &quot; TODAY .".split()
 
 
@@ -122,14 +123,14 @@ def test_a_marked_unknown_word_keeps_its_source_form(tico):
     tgt = "he jumped from the summit in wingsuit .".split()
     links = [(2, 0), (3, 1), (4, 2), (5, 3), (5, 4), (0, 6), (7, 7)]
     marked = Triple(0, src, tgt, links=links, unknown=[6])
-    assert rec.recase_batch([marked])[0][6] == "Wingsuit"
+    assert list(rec.recase_triples([marked]))[0][6] == "Wingsuit"
     # a lowercase source word copied to the start of the output is capitalized there
     src2 = "le wingsuit est dangereux .".split()
     tgt2 = "wingsuit is dangerous .".split()
     first = Triple(1, src2, tgt2, links=[(1, 0), (2, 1), (3, 2), (4, 3)], unknown=[0])
-    assert rec.recase_batch([first])[0][0] == "Wingsuit"
+    assert list(rec.recase_triples([first]))[0][0] == "Wingsuit"
     # without an alignment, the one source word equal to it up to case
-    assert rec.recase_batch([Triple(2, src, tgt, unknown=[6])])[0][6] == "Wingsuit"
+    assert list(rec.recase_triples([Triple(2, src, tgt, unknown=[6])]))[0][6] == "Wingsuit"
 
 
 def test_unknown_marks_of_a_trace_reach_the_output(tico, tmp_path):
@@ -167,7 +168,7 @@ def test_a_passed_through_word_unmarked_keeps_a_source_case_that_position_does_n
     src = "il a survolé le sanctuaire de Monserrate .".split()
     tgt = "he flew over the monserrate sanctuary .".split()
     links = [(0, 0), (2, 1), (2, 2), (3, 3), (6, 4), (4, 5), (7, 6)]
-    assert rec.recase_batch([Triple(0, src, tgt, links=links)])[0][4] == "Monserrate"
+    assert list(rec.recase_triples([Triple(0, src, tgt, links=links)]))[0][4] == "Monserrate"
 
 
 # --- Windows line ends ----------------------------------------------------------------------
@@ -236,7 +237,8 @@ def _inputs(tico) -> dict[str, list[Triple]]:
         rows = []
         for t in base:
             links = _diagonal(t.source, t.target)
-            phrases = [(s, s, i, i) for s, i in links]
+            k = min(len(t.source), len(t.target))  # one-word phrases; the last takes the target words left
+            phrases = [(i, i, i, i) for i in range(k - 1)] + ([(k - 1, k - 1, k - 1, len(t.target) - 1)] if k else [])
             rows.append(m.view(Triple(t.id, t.source, t.target, phrases=phrases, links=links)))
         out[m.name] = rows
     return out
@@ -247,18 +249,18 @@ def test_each_input_mode_is_scored_with_its_own_weights(tico):
     inputs = _inputs(tico)
     rng = np.random.default_rng(0)
     for m in MODES:
-        want = rec.recase_batch(inputs[m.name])
+        want = list(rec.recase_triples(inputs[m.name]))
         others = copy.copy(rec)
         others.weights = copy.deepcopy(rec.weights)
         for name in others.weights.by_mode:
             if name != m.name:  # every other mode's weights scrambled: the output stays
                 others.weights.by_mode[name] = rng.normal(0, 5, len(others.weights.by_mode[name]))
-        assert others.recase_batch(inputs[m.name]) == want, m.name
+        assert list(others.recase_triples(inputs[m.name])) == want, m.name
         mine = copy.copy(rec)
         mine.weights = copy.deepcopy(rec.weights)
         w = mine.weights.by_mode[m.name]
         mine.weights.by_mode[m.name] = np.where(np.arange(len(w)) == 0, -5.0, -w)  # its own: it changes
-        assert mine.recase_batch(inputs[m.name]) != want, m.name
+        assert list(mine.recase_triples(inputs[m.name])) != want, m.name
 
 
 def test_recase_phrase_features_flag_reads_one_side_of_input_with_both(tico, tmp_path):
@@ -294,7 +296,7 @@ def test_recase_phrase_features_flag_reads_one_side_of_input_with_both(tico, tmp
             == 0
         )
         view = BY_NAME["phrases" if prefer == "phrase" else "links"].view(t)
-        assert out.read_text(encoding="utf-8").split() == _recaser(tico).recase_batch([view])[0]
+        assert out.read_text(encoding="utf-8").split() == list(_recaser(tico).recase_triples([view]))[0]
 
 
 def test_every_fit_that_stops_early_is_warned_about(tico, tmp_path, caplog):
@@ -307,8 +309,7 @@ def test_every_fit_that_stops_early_is_warned_about(tico, tmp_path, caplog):
         tmp_path / "model",
         dev_source=tico / "dev.fr",
         dev_target=tico / "dev.en",
-        max_iter=1,
-        sigma_grid=(0.5, 1.0),
+        settings=TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)),
     )
     said = caplog.text
     for m in MODES:

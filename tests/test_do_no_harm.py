@@ -11,7 +11,7 @@ import pytest
 import sacrebleu
 from sacremoses import MosesDetokenizer
 
-from moses_recaser import Recaser
+from moses_recaser import Recaser, TrainSettings
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.moses.pharaoh import format_links
@@ -51,8 +51,8 @@ def model(tmp_path_factory) -> Recaser:
         dev_source=d / "dev.zh",
         dev_target=d / "dev.en",
         dev_alignment=d / "dev.wa",
-        input_case="cased",
         jobs=2,
+        settings=TrainSettings(input_case="cased"),
     )
     return Recaser.load(d / "model")
 
@@ -68,7 +68,9 @@ def test_cased_mt_output_recased_loses_no_bleu(model, system):
     hyp = (WMT / f"newstest2021.zh-en.hyp.{system}.en").read_text(encoding="utf-8").splitlines()
     tokens = [tokenizer("en")(x) for x in hyp]
     links = align(source, [[casing.lower(w) for w in t] for t in tokens])
-    recased = model.recase_batch([Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(source, tokens, links))])
+    recased = list(
+        model.recase_triples([Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(source, tokens, links))])
+    )
     assert [[casing.lower(w) for w in t] for t in recased] == [[casing.lower(w) for w in t] for t in tokens]
     detok = MosesDetokenizer(lang="en")
     own = sacrebleu.corpus_bleu([detok.detokenize(t) for t in tokens], [ref]).score

@@ -834,12 +834,13 @@ def test_config_merge_of_a_config_that_restores_no_case_asks_for_the_switch(tmp_
         _merged("[GENERAL]\nworking-dir = /x\n")
     assert err.value.reason == (
         "this config neither truecases (output-truecaser) nor lowercases (output-lowercaser): its decoder writes "
-        "cased text; give --lowercase to switch it to lowercasing and the recaser"
+        "cased text; give `lowercase` to switch it to lowercasing and the recaser"
     )
     src, out = tmp_path / "config", tmp_path / "merged"
     src.write_text("[GENERAL]\nworking-dir = /x\n", encoding="utf-8")
     proc = _ems(capsys, "config", "--merge", str(src), "-o", str(out))
-    assert proc.returncode == 2 and proc.stderr == f"moses-recaser-ems: error: {src}: {err.value.reason}\n"
+    said = err.value.reason.replace("`lowercase`", "--lowercase")  # (the library's name, as the command spells it)
+    assert proc.returncode == 2 and proc.stderr == f"moses-recaser-ems: error: {src}: {said}\n"
     assert not out.exists()
 
 

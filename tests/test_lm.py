@@ -136,7 +136,7 @@ def test_kenlm_perplexity_matches_reference(corpus, tmp_path, order, ppl, ppl_no
 
 def test_tiny_corpus_needs_fallback():
     sents = [["a", "b"], ["a", "c"]]
-    with pytest.raises(RecaserError, match="discount-fallback"):
+    with pytest.raises(RecaserError, match="`discount_fallback`"):
         estimate(count_text(sents, 2), io.StringIO())
     model = estimate(count_text(sents, 2), io.StringIO(), discount_fallback=True)
     assert model.discounts[0] == (0.5, 1.0, 1.5)

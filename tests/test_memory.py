@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import moses_recaser.core.memory as memory_module
+from moses_recaser import TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.core.keyset import KeySet, pack_blocks
 from moses_recaser.core.memory import Memory, parse_memory, physical_memory
@@ -36,13 +37,13 @@ def test_memory_share_of_physical_memory():
 
 @pytest.mark.parametrize("text", ["lots", "2X", "-1G", "", "10M", "200M"])  # 200M: below the floor
 def test_bad_memory_sizes_are_one_line_errors(text):
-    with pytest.raises(RecaserError, match="--memory"):
+    with pytest.raises(RecaserError, match="`memory`"):
         parse_memory(text)
 
 
 def test_memory_that_cannot_hold_what_must_stay_says_which_setting_to_raise():
     with pytest.raises(
-        RecaserError, match=r"needs 2 MiB in memory, more than --memory 1G leaves it .*: give more with --memory$"
+        RecaserError, match=r"needs 2 MiB in memory, more than `memory` 1G leaves it .*: give more with `memory`$"
     ):
         Memory(1 << 20, "1G").need(2 << 20, "this")
 
@@ -152,7 +153,7 @@ def _training(aligned: Path, tico: Path, jobs: int = 1) -> dict:
         dev_source=tico / "dev.fr",
         dev_target=tico / "dev.en",
         dev_alignment=aligned / "dev.a",
-        max_iter=5,
+        settings=TrainSettings(max_iter=5),
         jobs=jobs,
     )
 
@@ -269,7 +270,7 @@ def _same(a: object, b: object) -> bool:
 
 
 def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_models(aligned, tico, monkeypatch):
-    """The LM and tables for the dev lattices (``for_dev``) keep the n-grams and word pairs whose words all occur
+    """The LM and tables for the dev lattices (``tables_for_dev``) keep the n-grams and word pairs whose words all occur
     in one block of dev sentences (here 4 sentences a block): fewer than those of words met anywhere in dev (a
     share of the corpus's: the frequent words are all met), and the lattices of every input mode read from them
     are the lattices of the whole tables and LM."""
@@ -288,7 +289,7 @@ def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_mo
     dev = training.Bitext(str(tico / "dev.fr"), str(tico / "dev.en"), str(aligned / "dev.a")).triples()
     triples = [phrase_align_triple(t, None, 0) for t in dev]
     refs = [list(t.target) for t in dev]
-    dev_tables, dev_lm = training.for_dev(tables, lm, triples, refs)
+    dev_tables, dev_lm = training.tables_for_dev(tables, lm, triples, refs)
     assert isinstance(dev_lm, ArrayLM)
 
     met = {training.dev_key(p) for t in triples for w in (*t.source, *t.target) for p in (w, *w.split("-"))}

@@ -13,7 +13,7 @@ from moses_recaser.moses.pharaoh import MAX_LINKS
 
 
 def _pairs(t: Triple, mode: str = "links") -> list[tuple[int, int]]:
-    pt, ps = alignment_pairs([t], Layout.of([t.target], [t.source]), mode)
+    pt, ps = alignment_pairs([t], Layout.from_sentences([t.target], [t.source]), mode)
     return list(zip(pt.tolist(), ps.tolist()))
 
 
@@ -27,7 +27,7 @@ def test_a_sentence_whose_alignment_makes_more_than_max_links_pairs_has_none():
     small = Triple(1, ["a", "b"], ["x", "y"], links=[(0, 0), (1, 1)])
     wide = Triple(0, words, words, phrases=[(0, 599, 0, 599)])
     pt, ps = alignment_pairs(
-        [wide, small], Layout.of([wide.target, small.target], [wide.source, small.source]), "links"
+        [wide, small], Layout.from_sentences([wide.target, small.target], [wide.source, small.source]), "links"
     )
     assert list(zip(pt.tolist(), ps.tolist())) == [(600, 600), (601, 601)]
 
@@ -45,7 +45,7 @@ def test_a_densely_aligned_line_takes_memory_linear_in_its_words(tico):
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        (out,) = r.recase_batch([triple])  # the triple as a reader gives it (checking it is a reader's work)
+        (out,) = list(r.recase_triples([triple]))  # the triple as a reader gives it (checking it is a reader's work)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

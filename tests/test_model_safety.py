@@ -195,7 +195,7 @@ def test_a_model_replaced_while_it_loads_is_seen_whole_or_refused(model, tmp_pat
     src.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     triples = [r.triple for r in FORMATS["text"].read(Inputs(str(src)))]
     other = _flipped(model, tmp_path)
-    expected = {"a": Recaser(model).recase_batch(triples), "b": Recaser(other).recase_batch(triples)}
+    expected = {"a": list(Recaser(model).recase_triples(triples)), "b": list(Recaser(other).recase_triples(triples))}
     assert expected["a"] != expected["b"]
     sources = {"a": tmp_path / "keep-a", "b": tmp_path / "keep-b"}
     shutil.copytree(model, sources["a"])
@@ -216,7 +216,7 @@ def test_a_model_replaced_while_it_loads_is_seen_whole_or_refused(model, tmp_pat
     try:
         for _ in range(40):
             try:
-                out = Recaser(model).recase_batch(triples)
+                out = list(Recaser(model).recase_triples(triples))
             except RecaserError as exc:
                 assert "replaced while it was loading" in str(exc), exc
                 seen["refused"] += 1
@@ -252,29 +252,52 @@ def test_a_pointer_with_a_byte_order_mark_loads_and_one_with_two_models_is_refus
         Recaser.load(two)
 
 
-def test_a_model_loaded_by_a_relative_name_is_found_after_a_chdir(model, tmp_path, monkeypatch):
+def _align_recased(r: Recaser, tico, out) -> list[str]:
+    """``r`` recasing the tico test set with --align: the lines, each a recasing of its input line."""
+    hyps = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()[:20]
+    (out.parent / "hyp").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (out.parent / "src").write_text(
+        "\n".join((tico / "test.fr").read_text(encoding="utf-8").splitlines()[:20]) + "\n", encoding="utf-8"
+    )
+    r.recase_file(str(out.parent / "hyp"), str(out), source=str(out.parent / "src"), align=True)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert [x.lower() for x in lines] == hyps
+    return lines
+
+
+def _not_priors(model: Path) -> None:
+    """The model's priors replaced by a word alignment (rehashed): read, they are 'not eflomal priors'."""
+    (model / "aligner.priors").write_text("0-0 1-1\n", encoding="utf-8")
+    _rehash(model)
+
+
+def test_a_model_loaded_by_a_relative_name_is_found_after_a_chdir(model, tmp_path, tico, monkeypatch):
     """What a loaded model reads later (--align's priors) is where it was loaded from, whatever the working
     directory has become (it was looked for relative to the new one, and could be another model's)."""
     monkeypatch.chdir(model.parent)
     r = Recaser.load(model.name)
-    monkeypatch.chdir("/")
-    assert r.aligner_priors().read_bytes() == (model / "aligner.priors").read_bytes()
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(model, elsewhere / model.name)
+    _not_priors(elsewhere / model.name)
+    monkeypatch.chdir(elsewhere)
+    _align_recased(r, tico, tmp_path / "out")
+    with pytest.raises(RecaserError, match=":1: not eflomal priors"):
+        _align_recased(Recaser.load(model.name), tico, tmp_path / "out")
 
 
-def test_a_model_replaced_under_a_loaded_recaser_is_the_old_one_to_it(model, tmp_path):
+def test_a_model_replaced_under_a_loaded_recaser_is_the_old_one_to_it(model, tmp_path, tico):
     """--align reads the priors it checked at load, through that descriptor: a model replaced since (as train
     replaces one) is the old model to a loaded Recaser, not a checksum mismatch at use ("damaged")."""
     r = Recaser.load(model)
-    before = (model / "aligner.priors").read_bytes()
     newer = tmp_path / "newer"
     shutil.copytree(model, newer)
-    (newer / "aligner.priors").write_bytes(before.replace(b"\t", b"\t\t", 1))
-    _rehash(newer)
+    _not_priors(newer)
     with atomic_directory(model) as d:
         for f in newer.iterdir():
             shutil.copyfile(f, d / f.name)
-    assert (model / "aligner.priors").read_bytes() != before
-    assert r.aligner_priors().read_bytes() == before
+    _align_recased(r, tico, tmp_path / "out")
+    with pytest.raises(RecaserError, match=":1: not eflomal priors"):
+        _align_recased(Recaser.load(model), tico, tmp_path / "out")
 
 
 def test_a_model_path_that_is_no_directory_or_pointer_says_so(tmp_path):
@@ -303,8 +326,8 @@ def test_align_reads_only_the_priors_its_manifest_names(model, tmp_path, tico):
     _write_manifest(model, doc)
     (model / "aligner.priors").unlink()
     (model / "aligner.priors").symlink_to(other)
-    with pytest.raises(RecaserError, match="--align needs a model trained with eflomal alignment"):
-        Recaser.load(model).aligner_priors()
+    with pytest.raises(RecaserError, match="`align` needs a model trained with eflomal alignment"):
+        _align_recased(Recaser.load(model), tico, tmp_path / "out")
     (model / "aligner.priors").unlink()
     (model / "aligner.priors").write_text("0-0 1-1\n", encoding="utf-8")  # a word alignment, not priors
     doc["files"]["aligner.priors"] = hashlib.sha256(b"0-0 1-1\n").hexdigest()
@@ -342,11 +365,10 @@ def test_two_outputs_naming_one_file_are_refused(tico, tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
-def test_the_recase_signature_says_what_a_recaser_was_told_to_read(model):
+def test_the_signature_says_what_a_recaser_was_told_to_read(model):
     """``alignment_mode`` at recase changes the output of input with phrases and links: the signature the recase
     logs says so."""
-    assert Recaser.load(model).recase_signature == Recaser.load(model).signature
+    plain = Recaser.load(model).signature
+    assert plain == _manifest(model)["signature"]
     for mode in ("phrase", "links"):
-        assert (
-            Recaser.load(model, alignment_mode=mode).recase_signature == Recaser.load(model).signature + f"|read:{mode}"
-        )
+        assert Recaser.load(model, alignment_mode=mode).signature == plain + f"|read:{mode}"

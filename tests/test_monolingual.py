@@ -69,8 +69,8 @@ def test_mono_text_is_in_settings_and_signature(mono_model):
 def test_mono_text_capitalizes_a_name_the_bitext_lacks(mono_model, tico):
     d, _ = mono_model
     t = Triple(0, [], ["the", "zorblax", "report", "was", "published", "on", "monday", "."])
-    assert Recaser(d / "with").recase_batch([t])[0][1] == "Zorblax"
-    assert Recaser(tico / "model").recase_batch([t])[0][1] == "zorblax"
+    assert list(Recaser(d / "with").recase_triples([t]))[0][1] == "Zorblax"
+    assert list(Recaser(tico / "model").recase_triples([t]))[0][1] == "zorblax"
 
 
 def test_mono_errors_name_the_file_and_line(tico, tmp_path, capsys, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from moses_recaser import TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.core import casing
 from moses_recaser.core.sentences import chunks
@@ -73,14 +74,14 @@ def test_bilingual_beats_monolingual_beats_lowercase(tico):
 
 def test_round_trip_through_disk_is_byte_identical(tico, tmp_path):
     triples = list(read_aligned_bitext(str(tico / "test.fr"), str(tico / "test.lc.en")))
-    a = Recaser(tico / "model").recase_batch(triples)
+    a = list(Recaser(tico / "model").recase_triples(triples))
     copy = tmp_path / "copied-model"
     shutil.copytree(tico / "model", copy)
-    b = Recaser(copy).recase_batch(triples)
+    b = list(Recaser(copy).recase_triples(triples))
     assert a == b
     # batches of another size give the same as one batch, and so does the streaming path
     r = Recaser(copy)
-    assert [t for part in chunks(triples, 7) for t in r.recase_batch(part)] == a
+    assert [t for part in chunks(triples, 7) for t in list(r.recase_triples(part))] == a
     assert list(r.recase_triples(triples)) == a
 
 
@@ -205,7 +206,7 @@ def test_property_case_only_and_same_length(tico, lines, with_source):
         src = ["Le", "Document", "HTTP://WHO.INT/COVID", "Ǆemal", "ΟΔΟΣ"] if with_source else []
         links = [(min(i, len(src) - 1), i) for i in range(len(toks))] if src else None
         triples.append(Triple(k, src, toks, links=links))
-    out = rec.recase_batch(triples)
+    out = list(rec.recase_triples(triples))
     assert len(out) == len(triples)
     for t, o in zip(triples, out):
         assert len(o) == len(t.target)
@@ -221,10 +222,10 @@ def test_a_batch_mixing_sentences_with_and_without_source_recases_each_as_alone(
     for t in triples:
         t.links = [(min(i, len(t.source) - 1), i) for i in range(len(t.target))]
     mixed = [t if k % 2 else Triple(t.id, [], t.target) for k, t in enumerate(triples)]
-    alone = [rec.recase_batch([t])[0] for t in mixed]
-    assert rec.recase_batch(mixed) == alone
+    alone = [list(rec.recase_triples([t]))[0] for t in mixed]
+    assert list(rec.recase_triples(mixed)) == alone
     # the two modes differ on some of these sentences, so a mix-up of weights would show
-    assert any(alone[k] != rec.recase_batch([Triple(k, [], triples[k].target)])[0] for k in range(1, 40, 2))
+    assert any(alone[k] != list(rec.recase_triples([Triple(k, [], triples[k].target)]))[0] for k in range(1, 40, 2))
 
 
 _CACHE: dict = {}
@@ -358,7 +359,7 @@ _sentence = st.lists(st.lists(_chars, min_size=1, max_size=4).map("".join), max_
     )
 )
 def test_case_only_check_of_a_batch_agrees_with_the_per_token_test(cases):
-    from moses_recaser.model.recaser import check_case_only_all
+    from moses_recaser.core.casing import check_case_only_all
 
     inputs, outputs = [], []
     for sent, how in cases:
@@ -392,6 +393,6 @@ def test_the_signature_tells_a_dev_only_eflomal_alignment_apart(tico, tmp_path):
         alignment=links,
         dev_source=tico / "dev.fr",
         dev_target=tico / "dev.en",
-        max_iter=5,
+        settings=TrainSettings(max_iter=5),
     )
     assert "|align:files+dev:eflomal+grow-diag-final-and|" in read_manifest(model).signature

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import moses_recaser
+from moses_recaser import TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
@@ -235,7 +236,7 @@ def test_shard_arithmetic():
     assert [shard_range(10, i, 3) for i in (1, 2, 3)] == [(0, 3), (3, 6), (6, 10)]
     assert parse_shard("2/5") == (2, 5)
     for bad in ("0/3", "4/3", "x", "1/0"):
-        with pytest.raises(RecaserError, match="--shard must be i/N"):
+        with pytest.raises(RecaserError, match="`shard` must be i/N"):
             parse_shard(bad)
 
 
@@ -317,8 +318,11 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     ):
         assert main(["train", "--stats", str(tmp_path / "stats"), *extra, *dev, "-o", str(tmp_path / "m")]) == 2
         assert f"{named} be combined with --stats" in capsys.readouterr().err
-    with pytest.raises(RecaserError, match="--lm-order cannot be combined with --stats"):
-        moses_recaser.train(None, None, tmp_path / "m", stats=tmp_path / "stats", lm_order=3, **lib_dev)
+    # (the library tells a setting from its default, not a named default: the command line refuses those)
+    with pytest.raises(RecaserError, match="`lm_order` cannot be combined with `stats`"):
+        moses_recaser.train(
+            None, None, tmp_path / "m", stats=tmp_path / "stats", **lib_dev, settings=TrainSettings(lm_order=4)
+        )
     # a statistics model of an older format
     manifest = tmp_path / "stats" / "manifest.yaml"
     doc = yaml.safe_load(manifest.read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ WORDS = st.lists(
 
 
 def _check(words: list[str], others: list[str]) -> None:
-    v = Vocab.of(words)
+    v = Vocab.from_words(words)
     for again in (v, Vocab.load(v.arrays("v"), "v")):
         assert list(again) == words and len(again) == len(words)
         queries = words + [w for w in others if w not in words]
@@ -40,7 +40,7 @@ def test_colliding_hashes(monkeypatch, buckets):
 
 
 def test_added_words_are_stored():
-    v = Vocab.of(["x", "y"])
+    v = Vocab.from_words(["x", "y"])
     assert v.add("z") == 2 and v.add("x") == 0 and v.add_all(["w", "y", "w"]).tolist() == [3, 1, 3]
     back = Vocab.load(v.arrays("v"), "v")
     assert list(back) == ["x", "y", "z", "w"] and back.numbers(["w", "q"]).tolist() == [3, -1]
@@ -51,7 +51,7 @@ def test_added_words_are_stored():
 def test_add_all_numbers_new_words_in_order_of_first_occurrence(stored):
     """The bulk path a growing vocabulary (counting, word types) takes: as ``add`` one word at a time would."""
     chunks = [["a", "b", "a", "c"], [], ["c", "d", "b", "e", "d"]]
-    bulk, one = Vocab.of(stored), Vocab.of(stored)
+    bulk, one = Vocab.from_words(stored), Vocab.from_words(stored)
     for chunk in chunks:
         start = len(bulk)
         got = bulk.add_all(chunk)
@@ -66,7 +66,7 @@ def test_add_all_numbers_new_words_in_order_of_first_occurrence(stored):
 def test_compacted_vocabulary_keeps_its_numbers(first, second, others, keep):
     """Strings added, moved into the arrays (``compact``), then more added: the same numbers, the same stored
     form, and lookups of any string as before; right after, the dict holds the first ``keep`` strings only."""
-    plain, compacted = Vocab.of([]), Vocab.of([])
+    plain, compacted = Vocab.from_words([]), Vocab.from_words([])
     for v in (plain, compacted):
         v.add_all(first)
     compacted.compact(keep)
@@ -83,7 +83,7 @@ def test_compacted_vocabulary_keeps_its_numbers(first, second, others, keep):
 
 def test_strings_of_many_numbers_at_once():
     """``strings`` gives what indexing gives, for stored and added strings, repeated and in any order."""
-    v = Vocab.of(["a", "Öl", "b", "naïve"])
+    v = Vocab.from_words(["a", "Öl", "b", "naïve"])
     v.add("new")
     v.add("ßig")
     ids = np.array([5, 0, 1, 4, 1, 3, 5, 2, 0])
@@ -97,12 +97,12 @@ def test_compacting_keeps_colliding_strings(monkeypatch, buckets):
     hash is stored as one made from all its strings at once, and finds each string."""
     monkeypatch.setattr(vocab_module, "string_hash", lambda data: len(data) % buckets)
     words = ["a", "bb", "ccc", "dd", "e", "ffff", "ggggg", "Über", "çà"]
-    v = Vocab.of(words[:3])
+    v = Vocab.from_words(words[:3])
     v.add_all(words[3:6])
     v.compact()
     v.add_all(words[6:])
     v.compact()
-    a, b = v.arrays("v"), Vocab.of(words).arrays("v")
+    a, b = v.arrays("v"), Vocab.from_words(words).arrays("v")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     assert v.numbers(words + ["zz"]).tolist() == list(range(len(words))) + [-1]
 
@@ -112,7 +112,7 @@ def test_compacting_keeps_colliding_strings(monkeypatch, buckets):
 def test_chunks_walk_the_strings_in_order(stored, added, size):
     """``chunks`` gives every string once, in order, ``size`` at a time (the last chunk the rest), over stored
     and added strings alike, and a ``compact`` between two chunks changes nothing."""
-    v = Vocab.of(stored)
+    v = Vocab.from_words(stored)
     v.add_all([w for w in added if w not in stored])
     want = list(v)
     got = []

@@ -59,7 +59,7 @@ def _child(kind: str, model: str, src: str, ref: str, align: str | None, train_t
     from moses_recaser.model.streaming import CHUNK
 
     t0 = time.perf_counter()
-    out = [x for part in chunks(triples, CHUNK) for x in system.recase_batch(part)]  # streamed as the CLI does
+    out = [x for part in chunks(triples, CHUNK) for x in list(system.recase_triples(part))]  # streamed as the CLI does
     wall = time.perf_counter() - t0
     q.put(
         {

@@ -298,7 +298,7 @@ def trigram(pair: str, d: Path, model: Path, test_out: tuple[Path, Path]) -> Pat
     path = d / "test.recased.trigram"
     if not path.is_file():
         triples = list(read_trace(str(d / f"test.tok.{src}"), str(test_out[0]), str(test_out[1])))
-        write_lines(path, [" ".join(t) for t in TrigramRecaser(model).recase_batch(triples)])
+        write_lines(path, [" ".join(t) for t in list(TrigramRecaser(model).recase_triples(triples))])
     return path
 
 

@@ -8,6 +8,7 @@ import difflib
 import io
 import logging
 import os
+import re
 import shlex
 import signal
 import stat
@@ -228,7 +229,7 @@ def check_destinations(args: argparse.Namespace) -> None:
     def one_reader(path: str, name: str) -> None:
         stream = _stream(path)
         if stream is not None:
-            flag = _input_flag(args, name)
+            flag = flag_for(args, name)
             if stream in streams:
                 what = "standard input" if stream == STDIN else f"the pipe {os.fspath(path)}"
                 raise RecaserError(f"{streams[stream]} and {flag} both read {what}: give one of them a file")
@@ -251,14 +252,14 @@ def check_destinations(args: argparse.Namespace) -> None:
         output = file_id(getattr(args, name))
         if output != NOT_A_FILE and output in inputs:
             raise RecaserError(
-                f"this output is also the file given as {_input_flag(args, inputs[output])}, which the command only "
+                f"this output is also the file given as {flag_for(args, inputs[output])}, which the command only "
                 "reads: give another output",
                 os.fspath(getattr(args, name)),
             )
         key = _output_key(getattr(args, name), output)
         if key is not None and key in outputs:
             raise RecaserError(
-                f"this output is also the one given as {_input_flag(args, outputs[key])}: give each output a file of "
+                f"this output is also the one given as {flag_for(args, outputs[key])}: give each output a file of "
                 "its own",
                 os.fspath(getattr(args, name)),
             )
@@ -304,10 +305,11 @@ def _stream(path: str | os.PathLike[str]) -> object:
     return (st.st_dev, st.st_ino) if piped else None
 
 
-def _input_flag(args: argparse.Namespace, name: str) -> str:
-    """An input argument as the command spells its flag: ``input_flags`` (a flag inside another's value), else
-    its option's first long spelling in the command's parser (``-in`` in moses-recaser-ems, ``--input`` here)."""
-    given = getattr(args, "input_flags", {}).get(name)
+def flag_for(args: argparse.Namespace, name: str) -> str:
+    """The library's argument or setting ``name`` as the command spells it: its ``spellings`` (a library name the
+    command calls otherwise: ``-corpus`` for ``target``), ``input_flags`` (a flag inside another's value), else the
+    first long spelling of its option in the command's parser (``-in`` in moses-recaser-ems, ``--input`` here)."""
+    given = {**getattr(args, "spellings", {}), **getattr(args, "input_flags", {})}.get(name)
     if given is not None:
         return str(given)
     parser = getattr(args, "subparser", None)
@@ -315,6 +317,11 @@ def _input_flag(args: argparse.Namespace, name: str) -> str:
         if action.dest == name and action.option_strings:
             return next((o for o in action.option_strings if len(o) > 2), action.option_strings[0])
     return "--" + name.replace("_", "-")
+
+
+def spelled(message: str, args: argparse.Namespace) -> str:
+    """A library message with each backquoted name (```dev_size```, errors.py) spelled as the command's flag."""
+    return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: flag_for(args, m.group(1)), message)
 
 
 def print_result(text: str) -> None:
@@ -381,7 +388,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         _flush_stdout()
         return code
     except RecaserError as exc:
-        _error(prog, str(exc), since=lines)
+        _error(prog, spelled(str(exc), args), since=lines)
         return 2
     except KeyboardInterrupt:
         if sys.stderr is not None:

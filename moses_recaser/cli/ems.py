@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser.cli.common import command_parser, main_of
-from moses_recaser.cli.options import OPTIONS, add
-from moses_recaser.io.errors import RecaserError, flag_of, spelled_as
+from moses_recaser.cli.options import add
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
@@ -125,12 +125,8 @@ TRAIN_SETTINGS = (
 )
 
 
-# how train's flags name what the library calls source, target and the settings (``errors.spelled_as``)
-TRAIN_SPELLINGS = {
-    "source": "-source-corpus",
-    "target": "-corpus",
-    **{name: spelling for name in ("alignment", *TRAIN_SETTINGS) if (spelling := OPTIONS[name].ems)},
-}
+# how train's flags name what the library calls source and target (its errors' `source`, `target`)
+TRAIN_SPELLINGS = {"source": "-source-corpus", "target": "-corpus"}
 
 # the patched meta's train step passes [RECASING] tokenized as "-mono IN2", which EMS leaves empty when the
 # config names none (experiment.perl's input of an ignored step): "-mono" then stands before the next flag
@@ -147,7 +143,11 @@ def add_train(p: argparse.ArgumentParser) -> None:
         add(p, name, ems=True, **TRAIN_OVERRIDES.get(name, {}))
     for ignored in ("train-script", "scripts-root-dir", "ngram-count", "first-step", "last-step", "build-kenlm"):
         _add_ems_flag(p, ignored, dest=ignored.replace("-", "_"), help=argparse.SUPPRESS)
-    p.set_defaults(reads=("corpus", "source_corpus", "alignment", "lm", "monolingual"), writes=("config",))
+    p.set_defaults(
+        reads=("corpus", "source_corpus", "alignment", "lm", "monolingual"),
+        writes=("config",),
+        spellings=TRAIN_SPELLINGS,
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -155,20 +155,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.core.workers import check_workers
     from moses_recaser.ems import steps
 
-    with spelled_as(TRAIN_SPELLINGS):  # the library's errors name the settings as this command spells them
-        check_workers(args.jobs, flag_of("jobs"))
-        if args.memory is not None:
-            parse_memory(args.memory, flag_of("memory"))
-        steps.train_step(
-            steps.TrainStep(
-                dir=args.dir,
-                corpus=args.corpus,
-                config=args.config,
-                source_corpus=args.source_corpus,
-                alignment=args.alignment,
-                settings={name: getattr(args, name) for name in TRAIN_SETTINGS},
-            )
+    check_workers(args.jobs)
+    if args.memory is not None:
+        parse_memory(args.memory)
+    steps.train_step(
+        steps.TrainStep(
+            dir=args.dir,
+            corpus=args.corpus,
+            config=args.config,
+            source_corpus=args.source_corpus,
+            alignment=args.alignment,
+            settings={name: getattr(args, name) for name in TRAIN_SETTINGS},
         )
+    )
     return 0
 
 

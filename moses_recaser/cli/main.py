@@ -7,11 +7,9 @@ Each subcommand is a pair: ``add_NAME`` declares its flags (settings by their on
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, print_result, trace_options
 from moses_recaser.cli.options import add, unset_unless_given
@@ -19,9 +17,6 @@ from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.settings import STATS_SETTINGS
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
-
-if TYPE_CHECKING:
-    from moses_recaser.api import Recaser
 
 PROG = "moses-recaser"
 log = logging.getLogger("moses_recaser")
@@ -32,12 +27,6 @@ def _read(name: str, inputs: Inputs) -> Iterator[Record]:
     if inputs.alignment is not None and not fmt.takes_alignment:
         raise RecaserError(f"an alignment file does not go with --trace-format {name} ({fmt.description})")
     return fmt.read(inputs)
-
-
-def _only_with(args: argparse.Namespace, given: str, needs: str, what: str) -> None:
-    """A file given without the one it goes with is an error, never silently unused."""
-    if getattr(args, given.lstrip("-").replace("-", "_")) is not None and getattr(args, needs) is None:
-        raise RecaserError(f"{given} {what}")
 
 
 # triples ---------------------------------------------------------------------------------------------------
@@ -185,7 +174,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from moses_recaser.core.memory import Memory
     from moses_recaser.stats.build import StatsSettings, write_statistics
 
-    memory = Memory.of(args.memory)
+    memory = Memory.from_setting(args.memory)
     settings = StatsSettings(
         lm_order=args.lm_order,
         discount_fallback=args.discount_fallback,
@@ -214,7 +203,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     from moses_recaser.stats.shards import count_shard, parse_shard
 
     i, n = parse_shard(args.shard)
-    memory = Memory.of(args.memory)
+    memory = Memory.from_setting(args.memory)
     with atomic_output(args.output, binary=True) as out:
         count_shard(args.source, args.target, args.alignment, i, n, args.lm_order, out, memory)
     return 0
@@ -233,7 +222,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from moses_recaser.core.memory import Memory
     from moses_recaser.stats.shards import merge_into_model
 
-    memory = Memory.of(args.memory)
+    memory = Memory.from_setting(args.memory)
     print_result(merge_into_model(args.shards, args.output, args.discount_fallback, memory, args.lm_prune))
     return 0
 
@@ -317,14 +306,19 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from moses_recaser.api import train
+    from moses_recaser.model.settings import TrainSettings, check_stats_fixed
 
     values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode") if hasattr(args, name)}
     values["sigma_grid"] = tuple(values["sigma_grid"] or ())
     values["monolingual"] = values["monolingual"] or []
+    settings = TrainSettings(**values, npa_lengths=npa_lengths(args))
+    if args.stats is not None:  # a flag the statistics model fixed would go unused at any value, its default too
+        check_stats_fixed(settings, [k for k, v in values.items() if v is not None], args.lmplz)
     model = train(
         args.source,
         args.target,
         args.output,
+        settings,
         alignment=args.alignment,
         stats=args.stats,
         dev_source=args.dev_source,
@@ -336,8 +330,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         memory=args.memory,
         lmplz=args.lmplz,
-        npa_lengths=npa_lengths(args),
-        **values,
     )
     # eflomal seeds itself from the system: what it aligns differs from run to run, and so do the weights
     by_eflomal = [
@@ -401,47 +393,26 @@ def stdin_unless_given(parser: argparse.ArgumentParser, args: argparse.Namespace
         args.input = "-"
 
 
-def _records(args: argparse.Namespace, recaser: Recaser) -> Iterator[Record]:
-    """The input as records, from whichever input flag was given; a file that would go unused is an error."""
-    if sum(x is not None for x in (args.trace, args.triples, args.input)) > 1:
-        raise RecaserError("give one input: --trace, --triples or --input (none of them: text on stdin)")
-    if args.triples is not None and (args.source is not None or args.alignment is not None):
-        raise RecaserError("--triples carry their own source and links: --source and --alignment do not go with them")
-    _only_with(args, "--alignment", "source", "links the output to its source: give --source too")
-    if args.align:
-        if args.input is None or args.source is None:
-            raise RecaserError("--align aligns --input to --source: give both")
-        if args.alignment is not None:
-            raise RecaserError("--align computes the links that --alignment gives: give one or the other")
-        from moses_recaser.stats.eflomal import aligned_bitext
-
-        return (Record(t) for t in aligned_bitext(args.source, args.input, priors=recaser.aligner_priors()))
-    if args.trace is not None:
-        if args.source is not None and not FORMATS[args.trace_format].takes_source:
-            raise RecaserError(
-                f"a source file does not go with --trace-format {args.trace_format} (it carries its own)"
-            )
-        return _read(args.trace_format, Inputs(args.trace, args.source, args.alignment, trace_options(args)))
-    if args.triples is not None:
-        return _read("jsonl", Inputs(args.triples))
-    return _read("text", Inputs(args.input, args.source, args.alignment))
-
-
 def cmd_recase(args: argparse.Namespace) -> int:
     from moses_recaser.api import Recaser
 
+    given = [(flag, v) for flag, v in (("trace", args.trace), ("triples", args.triples), ("input", args.input)) if v]
+    if len(given) > 1:
+        raise RecaserError("give one input: --trace, --triples or --input (none of them: text on stdin)")
+    fmt = {"trace": args.trace_format, "triples": "jsonl"}.get(given[0][0], "text")
     recaser = Recaser.load(args.model, alignment_mode=args.alignment_mode)
-    records = _records(args, recaser)
-    with atomic_output(args.output, compress=True) as out:
-        if args.explain:
-            for r in records:
-                for row in recaser.explain(r.triple):
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                out.write("\n")
-            return 0
-        for line in recaser.recase_records(records, jobs=args.jobs):
-            out.write(line + "\n")
-    log.info("signature: %s", recaser.recase_signature)
+    recaser.recase_file(
+        given[0][1],
+        args.output,
+        source=args.source,
+        alignment=args.alignment,
+        trace_format=fmt,
+        trace_options=trace_options(args),
+        align=args.align,
+        explain=args.explain,
+        jobs=args.jobs,
+    )
+    log.info("signature: %s", recaser.signature)
     return 0
 
 

@@ -29,6 +29,7 @@ import unicodedata
 from collections.abc import Sequence
 from enum import IntEnum
 from functools import lru_cache
+from itertools import chain
 
 # Moses-escaped characters (&amp; &apos; &quot; &lt; &gt; &#124; &#91; &#93;) are punctuation, not
 # letters: casing skips over them ("&apos;malley" -> "&apos;Malley", never "&Apos;malley").
@@ -261,3 +262,27 @@ def tells_case(tokens: Sequence[str]) -> bool:
     """The line's case says something of its words: it has a capital, and a lowercase letter too. A line in
     capitals (a headline, a system that writes them) is as mute on its words' case as a lowercased one."""
     return has_case(tokens) and any(c.islower() for t in tokens for c in t)
+
+
+def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:
+    """``check_case_only`` on every sentence, in one go when all is well."""
+    if list(map(len, inputs)) == list(map(len, outputs)):
+        flat_in, flat_out = list(chain.from_iterable(inputs)), list(chain.from_iterable(outputs))
+        # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
+        # final-sigma rule as the end of a token does, so this is the per-token test (an "İ" made
+        # from "i̇" changes a length: such sentences take the slow way)
+        joined_in, joined_out = "\n".join(flat_in), "\n".join(flat_out)
+        if (
+            list(map(len, flat_in)) == list(map(len, flat_out))
+            and joined_in.lower() == joined_out.lower()
+            and variant_positions(joined_in) == variant_positions(joined_out)
+        ):
+            return
+    for inp, out in zip(inputs, outputs, strict=True):
+        check_case_only(inp, out)
+
+
+def check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
+    """Every output token a recasing of its input token (``is_recasing_of``)."""
+    if len(inp) != len(out) or not all(map(is_recasing_of, out, inp)):
+        raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

@@ -124,7 +124,7 @@ class WordTypes:
     def __init__(self, columns: Spec, describe: Callable[[list[str]], NewRows]) -> None:
         self.columns = list(columns)
         self.describe = describe
-        self.ids = Vocab.of([])
+        self.ids = Vocab.from_words([])
         self._cols = Columns(columns)
 
     def __len__(self) -> int:

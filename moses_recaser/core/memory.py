@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from moses_recaser.io.errors import RecaserError, flag_of
+from moses_recaser.io.errors import RecaserError
 
 DEFAULT_MEMORY = "2G"
 WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after counting (``Memory.working``)
@@ -47,16 +47,16 @@ def physical_memory() -> int:
     return total
 
 
-def parse_memory(text: str, what: str = "--memory") -> int:
+def parse_memory(text: str) -> int:
     """Bytes of a size as lmplz's -S takes it: ``2G``, ``500M``, ``1.5g``, ``4096`` (bytes) or ``50%`` (of
-    physical memory); at least FLOOR. ``what``: the flag, as errors name it."""
+    physical memory); at least FLOOR (the setting ``memory``)."""
     m = _SIZE.fullmatch(text.strip())
     if m is None:
-        raise RecaserError(f"{what} must be a size such as 2G, 500M or 50%, not {text!r}")
+        raise RecaserError(f"`memory` must be a size such as 2G, 500M or 50%, not {text!r}")
     number, unit = float(m.group(1)), m.group(2).lower()
     value = int(number * physical_memory() / 100) if unit == "%" else int(number * _UNITS[unit])
     if value < FLOOR:
-        raise RecaserError(f"{what} {text} is too small: a run needs at least {FLOOR >> 20}M")
+        raise RecaserError(f"`memory` {text} is too small: a run needs at least {FLOOR >> 20}M")
     return value
 
 
@@ -114,17 +114,17 @@ class Memory:
     setting: str = DEFAULT_MEMORY
 
     @classmethod
-    def of(cls, setting: Memory | str | int | None) -> Memory:
+    def from_setting(cls, setting: Memory | str | int | None) -> Memory:
         """The whole run's memory: a size as ``parse_memory`` reads it (default DEFAULT_MEMORY), or bytes."""
         if isinstance(setting, Memory):
             return setting
         if isinstance(setting, int) and not isinstance(setting, bool):
             if setting < LIBRARY_FLOOR:  # (bytes are the library's and the tests': spilling everything is allowed)
                 least = LIBRARY_FLOOR >> 20
-                raise RecaserError(f"{flag_of('memory')} of {setting} bytes is too small: give at least {least}M")
+                raise RecaserError(f"`memory` of {setting} bytes is too small: give at least {least}M")
             return cls(setting, f"{setting >> 20}M")
         if setting is not None and not isinstance(setting, str):
-            raise RecaserError(f"{flag_of('memory')} must be a size such as 2G, 500M or 50%, or bytes, not {setting!r}")
+            raise RecaserError(f"`memory` must be a size such as 2G, 500M or 50%, or bytes, not {setting!r}")
         text = DEFAULT_MEMORY if setting is None else setting
         return cls(parse_memory(text), text)
 
@@ -155,6 +155,6 @@ class Memory:
         """Refuse, in one line naming the setting, what cannot fit."""
         if nbytes > self.bytes:
             raise RecaserError(
-                f"{what} needs {mib(nbytes)} in memory, more than {flag_of('memory')} {self.setting} leaves it "
-                f"({mib(self.bytes)}): give more with {flag_of('memory')}"
+                f"{what} needs {mib(nbytes)} in memory, more than `memory` {self.setting} leaves it "
+                f"({mib(self.bytes)}): give more with `memory`"
             )

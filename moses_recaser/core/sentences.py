@@ -50,7 +50,7 @@ class Layout:
     src_start: np.ndarray  # (S,) first source word of each sentence
 
     @classmethod
-    def of(cls, targets: Sequence[Sequence[str]], sources: Sequence[Sequence[str]] | None = None) -> Layout:
+    def from_sentences(cls, targets: Sequence[Sequence[str]], sources: Sequence[Sequence[str]] | None = None) -> Layout:
         S = len(targets)
         n_tgt = np.fromiter(map(len, targets), dtype=np.int64, count=S)
         n_src = np.zeros(S, np.int64) if sources is None else np.fromiter(map(len, sources), dtype=np.int64, count=S)
@@ -131,7 +131,7 @@ def _column(tokens: list[str], test: object) -> np.ndarray:
 
 def positional_words(sentences: Sequence[Sequence[str]]) -> list[set[int]]:
     """For each sentence, the positions whose capital is due to position (``positional``)."""
-    layout = Layout.of(sentences)
+    layout = Layout.from_sentences(sentences)
     tokens = list(chain.from_iterable(sentences))
     pos = positional(
         _column(tokens, casing.has_letter), _column(tokens, SENTENCE_END.__contains__), layout.tgt_start, layout.n_tgt
@@ -146,14 +146,14 @@ def positional_words(sentences: Sequence[Sequence[str]]) -> list[set[int]]:
 
 def first_letters(sentences: Sequence[Sequence[str]]) -> list[int]:
     """For each sentence, the position of its first word with a letter (-1: none)."""
-    layout = Layout.of(sentences)
+    layout = Layout.from_sentences(sentences)
     tokens = list(chain.from_iterable(sentences))
     return first_in_sentence(_column(tokens, casing.has_letter), layout.tgt_sent, layout.tgt_start).tolist()
 
 
 def headline_lines(sentences: Sequence[Sequence[str]]) -> list[tuple[bool, bool]]:
     """For each line, (looks like a headline, is title-cased) (``headline_flags``)."""
-    layout = Layout.of(sentences)
+    layout = Layout.from_sentences(sentences)
     tokens = list(chain.from_iterable(sentences))
     headline, title = headline_flags(
         _column(tokens, casing.has_letter),
@@ -165,3 +165,54 @@ def headline_lines(sentences: Sequence[Sequence[str]]) -> list[tuple[bool, bool]
         layout.n_tgt,
     )
     return list(zip(headline.tolist(), title.tolist()))
+
+
+HYPHEN = "@-@"  # the hyphen inside a word, as Moses' tokenizer -a splits it off
+
+
+def source_spans(source: Sequence[str], target: Sequence[str], unseen: Sequence[bool] | None = None) -> list[int]:
+    """For each target position, the source position whose word it copies when it lies in a run of >= 2
+    words with a letter that the source repeats verbatim up to case (-1: none; the longest run wins,
+    then the first). A word that training's target never had (``unseen``) and the source writes in lowercase does
+    not count among the two: a decoder passes a word it cannot translate through as it is, so "veraltete System"
+    in its output is no copied name, while "The Next Day" stays a title whether training saw its words or not."""
+    src = list(map(str.lower, source))  # casing.lower, mapped in C: this runs on every sentence
+    tgt = list(map(str.lower, target))
+    common = set(src).intersection(tgt)
+    out = [-1] * len(tgt)
+    if len(common) < 2:
+        return out
+    where: dict[str, list[int]] = {}
+    for k, w in enumerate(src):
+        if w in common:
+            where.setdefault(w, []).append(k)
+    best = [0] * len(tgt)
+    for i, w in enumerate(tgt):
+        for k in where.get(w, ()):
+            if i and k and tgt[i - 1] == src[k - 1]:
+                continue  # not the start of a run
+            n = 0
+            while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
+                n += 1
+            if n < 2 or sum(_counts_toward_copy(tgt, i + d, source[k + d], unseen) for d in range(n)) < 2:
+                continue
+            for d in range(n):
+                if n > best[i + d]:
+                    best[i + d], out[i + d] = n, k + d
+    return out
+
+
+def _counts_toward_copy(tgt: Sequence[str], j: int, source_word: str, unseen: Sequence[bool] | None) -> bool:
+    """Target word ``j`` of a run counts toward a copied name or title (``source_spans``). A part joined to the
+    word before by Moses' hyphen ("Super @-@ Tunnel") is one word with it: German capitalizes every part of a
+    compound noun, not only of a name."""
+    if not casing.has_letter(tgt[j]) or (j and tgt[j - 1] == HYPHEN):
+        return False
+    return not (unseen is not None and unseen[j] and source_word == source_word.lower())
+
+
+def capital_runs(words: Sequence[str], at_start: Sequence[bool]) -> list[bool]:
+    """Per word: it and a word beside it both begin with a capital where no sentence starts ('Chinese Embassy',
+    'Class A'): a name the MT system cased as one, which a language model of its common words would break up."""
+    cap = [casing.is_capitalized(w) and not f for w, f in zip(words, at_start)]
+    return [c and ((j > 0 and cap[j - 1]) or (j + 1 < len(cap) and cap[j + 1])) for j, c in enumerate(cap)]

@@ -58,7 +58,7 @@ class Vocab:
         self._added: list[str] = []
 
     @classmethod
-    def of(cls, words: Iterable[str]) -> Vocab:
+    def from_words(cls, words: Iterable[str]) -> Vocab:
         """The strings numbered in the order given (each once)."""
         encoded = [w.encode("utf-8") for w in words]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -85,7 +85,7 @@ class Vocab:
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Everything, added strings included, for ``load``."""
-        v = self if not self._added else Vocab.of(self)
+        v = self if not self._added else Vocab.from_words(self)
         return {
             f"{prefix}.blob": np.frombuffer(v._blob, dtype=np.uint8),
             f"{prefix}.offsets": v._offsets,
@@ -197,8 +197,8 @@ class Vocab:
         self._known = dict(zip(map(self.__getitem__, first), first))
 
     def _grown(self) -> Vocab:
-        """``Vocab.of(self)``, the stored strings' bytes and hashes taken as they are (a registry compacted a chunk
-        at a time does no Python work per string it already holds)."""
+        """``Vocab.from_words(self)``, the stored strings' bytes and hashes taken as they are (a registry compacted a
+        chunk at a time does no Python work per string it already holds)."""
         added = [w.encode("utf-8") for w in self._added]
         keys = np.empty(len(self), dtype=np.int64)
         keys[self._ids] = self._index.keys_at(0, len(self._index))

@@ -19,12 +19,12 @@ T = TypeVar("T")
 MAX_WORKERS = 256
 
 
-def check_workers(n: int, what: str) -> int:
-    """``n`` processes for ``what`` (a flag's name), refused unless an int with 1 <= n <= MAX_WORKERS."""
+def check_workers(n: int) -> int:
+    """``n`` processes (the setting ``jobs``), refused unless an int with 1 <= n <= MAX_WORKERS."""
     if not isinstance(n, int) or isinstance(n, bool):  # a library caller's "2" or 2.0
-        raise RecaserError(f"{what} must be a whole number of processes, not {n!r}")
+        raise RecaserError(f"`jobs` must be a whole number of processes, not {n!r}")
     if not 1 <= n <= MAX_WORKERS:
-        raise RecaserError(f"{what} must be between 1 and {MAX_WORKERS} (processes), not {n}")
+        raise RecaserError(f"`jobs` must be between 1 and {MAX_WORKERS} (processes), not {n}")
     return n
 
 

@@ -34,7 +34,7 @@ _VARIABLE = re.compile(r"\$\{([a-z][a-z\-:\d]*)\}|\$([a-z][a-z\-:\d]*)", re.I | 
 
 
 @dataclass(frozen=True)
-class Layout:
+class Placement:
     """How a config restores case, and the recaser in it: ``step`` is the patched meta's step that runs it,
     in place of ``replaces``; ``settings``, added to ``recasing-settings``, fit its weights for what it reads;
     ``stock``, the ``stock-recaser`` of a ``--stock-set`` set, is what stock Moses runs in its place."""
@@ -47,14 +47,14 @@ class Layout:
 
 
 LAYOUTS = {
-    "truecase": Layout(
+    "truecase": Placement(
         "truecase",
         "recase-truecased-output",
         "detruecase-output (detruecase.perl)",
         "-input-case cased",
         "$detruecaser",
     ),
-    "lowercase": Layout(
+    "lowercase": Placement(
         "lowercase", "recase-output", "recase-output (recase.perl)", "", "$moses-script-dir/recaser/recase.perl"
     ),
 }
@@ -186,7 +186,7 @@ class _Editor:
         return "".join(out)
 
 
-def layout_of(cfg: Config) -> Layout | None:
+def layout_of(cfg: Config) -> Placement | None:
     """The config's layout: truecase when it sets output-truecaser (EMS then runs detruecase-output, never
     recase-output), lowercase when it sets output-lowercaser, None when its decoder writes cased text."""
     if cfg.lookup("GENERAL", "output-truecaser") is not None:
@@ -212,7 +212,7 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
     if layout is None:
         raise RecaserError(
             "this config neither truecases (output-truecaser) nor lowercases (output-lowercaser): its decoder "
-            "writes cased text; give --lowercase to switch it to lowercasing and the recaser"
+            "writes cased text; give `lowercase` to switch it to lowercasing and the recaser"
         )
     ed = _Editor(cfg)
     notes = _to_lowercasing(cfg, ed) if layout.name == "lowercase" else [_kept_truecasing(cfg, layout)]
@@ -307,7 +307,7 @@ def _to_lowercasing(cfg: Config, ed: _Editor) -> list[str]:
     return notes
 
 
-def _kept_truecasing(cfg: Config, layout: Layout) -> str:
+def _kept_truecasing(cfg: Config, layout: Placement) -> str:
     kept = [k for k in TRUECASING if cfg.lookup("GENERAL", k) is not None]
     return (
         f"[GENERAL] {', '.join(kept)}: kept; the recaser runs in place of {layout.replaces}, as {layout.step}, "
@@ -315,7 +315,7 @@ def _kept_truecasing(cfg: Config, layout: Layout) -> str:
     )
 
 
-def _recasing_settings(cfg: Config, layout: Layout) -> str:
+def _recasing_settings(cfg: Config, layout: Placement) -> str:
     """The layout's recasing-settings: ours (they hold -dev-size) kept but for -input-case, which the layout
     decides; anything else (Moses' recasing-settings are train-recaser.perl's) replaced by the defaults."""
     words = (_own(cfg, "RECASING", "recasing-settings") or "").split()
@@ -412,7 +412,7 @@ def _mono_text(cfg: Config, ed: _Editor) -> str:
     )
 
 
-def _stock_set(cfg: Config, ed: _Editor, layout: Layout) -> list[str]:
+def _stock_set(cfg: Config, ed: _Editor, layout: Placement) -> list[str]:
     """A copy of the first evaluation set that restores case as stock Moses does in the layout, with
     ``stock-recaser``: detruecase.perl (the config's own detruecaser) in the truecase layout, recase.perl
     (trained by EMS on the same cased corpus: the patched meta's [RECASING] train-stock) in the lowercase."""
@@ -501,7 +501,7 @@ def check(cfg: Config) -> list[str]:
     return problems
 
 
-def _check_settings(cfg: Config, layout: Layout | None) -> list[str]:
+def _check_settings(cfg: Config, layout: Placement | None) -> list[str]:
     """recasing-settings against the layout: fitted for the input case the recaser will read."""
     words = (cfg.lookup("RECASING", "recasing-settings") or "").split()
     cased = _input_case(words)[1] == "cased"

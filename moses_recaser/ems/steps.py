@@ -27,7 +27,6 @@ from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader
 from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
 from moses_recaser.model.recaser import Recaser
-from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.bitext import read_monolingual
 from moses_recaser.moses.trace import (
     TraceOptions,
@@ -87,7 +86,7 @@ def _recase(step: RecaseStep, recaser: Recaser) -> Iterator[str]:
     sgm = step.headline
     flags = headline_flags(sgm) if sgm else []
     k = 0
-    for k, (_, tokens) in enumerate(zip_recased(triples, recaser), 1):
+    for k, tokens in enumerate(recaser.recase_triples(triples), 1):
         if sgm:
             if k > len(flags):
                 check_headline_count(flags, k, sgm, step.infile)
@@ -183,6 +182,7 @@ def train_step(step: TrainStep) -> None:
     pointer to the model that later steps receive as -model, is written before the work and renamed into place
     after it; a failed run leaves neither, nor the directories it made."""
     from moses_recaser.api import train
+    from moses_recaser.model.settings import TrainSettings
 
     if step.source_corpus is None or step.alignment is None:
         raise RecaserError(
@@ -205,4 +205,6 @@ def train_step(step: TrainStep) -> None:
         out.write(POINTER_HEADER)
         out.write(f"model: {model.resolve()}\n")
         out.flush()  # on disk before the work: a full disk fails here, not after the model replaced the old one
-        train(step.source_corpus, step.corpus, model, alignment=step.alignment, work=out_dir, **given)
+        run = {k: given.pop(k) for k in ("jobs", "memory", "lmplz", "dev_size") if k in given}
+        settings = TrainSettings(**given)
+        train(step.source_corpus, step.corpus, model, settings, alignment=step.alignment, work=out_dir, **run)

@@ -25,7 +25,7 @@ from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
-from moses_recaser.model.recaser import check_case_only_all, load_model_lm
+from moses_recaser.model.recaser import load_model_lm
 from moses_recaser.stats.tables import Tables
 
 
@@ -44,7 +44,7 @@ class UnigramRecaser:
         tables = Tables.load(Path(model_dir))
         self.best = {k: tables.forms.vocab[ids[0]] for k, ids in tables.forms.by_lower().items()}
 
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+    def recase_triples(self, triples: Sequence[Triple]) -> list[list[str]]:
         out = []
         for t in triples:
             toks = []
@@ -53,7 +53,7 @@ class UnigramRecaser:
                 toks.append(form if form is not None and casing.is_recasing_of(form, w) else casing.lower_all(w))
             out.append(toks)
         _initial_rule(out)
-        check_case_only_all([t.target for t in triples], out)
+        casing.check_case_only_all([t.target for t in triples], out)
         return out
 
 
@@ -73,12 +73,12 @@ class TrigramRecaser:
         self.weights = np.array([1.0])
 
     @gc_paused()
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+    def recase_triples(self, triples: Sequence[Triple]) -> list[list[str]]:
         # monolingual: GEN without source words, LM only
         flat = self.extractor.flat([Triple(t.id, [], lowered(t).target) for t in triples])
         paths = flat.best_paths(np.zeros(len(flat.ids)), np.full(len(flat.n_pos), self.weights[0]))
         out = _initial_rule(flat.words(paths, self.extractor.candidates.strings))
-        check_case_only_all([t.target for t in triples], out)
+        casing.check_case_only_all([t.target for t in triples], out)
         return out
 
 
@@ -92,7 +92,7 @@ class MosesTruecaserBaseline:
         self.truecaser.train([list(s) for s in target_corpus], save_to=None, progress_bar=False)
         self.detruecaser = MosesDetruecaser()
 
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+    def recase_triples(self, triples: Sequence[Triple]) -> list[list[str]]:
         out = []
         for t in triples:
             low = lowered(t).target
@@ -102,7 +102,7 @@ class MosesTruecaserBaseline:
             if len(dt) != len(low):  # sacremoses re-split a token: keep the lowercase input
                 toks = list(low)
             out.append(toks)
-        check_case_only_all([t.target for t in triples], out)
+        casing.check_case_only_all([t.target for t in triples], out)
         return out
 
 
@@ -114,10 +114,10 @@ class CopySourceBaseline:
         self.base = base
         self.signature = f"{base.signature}|copy-source"
 
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+    def recase_triples(self, triples: Sequence[Triple]) -> list[list[str]]:
         out = []
         positions = positional_words([t.source for t in triples])
-        for t, toks, pos in zip(triples, self.base.recase_batch(triples), positions):
+        for t, toks, pos in zip(triples, self.base.recase_triples(triples), positions):
             forms: dict[str, str] = {}
             for k, w in enumerate(t.source):
                 if k not in pos:
@@ -128,5 +128,5 @@ class CopySourceBaseline:
                     for w in toks
                 ]
             )
-        check_case_only_all([t.target for t in triples], out)
+        casing.check_case_only_all([t.target for t in triples], out)
         return out

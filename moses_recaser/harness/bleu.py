@@ -94,7 +94,7 @@ def run_bleu(
         lowered = [detok.detokenize(t) for t in low]
         row["lowercase"] = sacrebleu_scores(lowered, refs)
         for name, cap in capitalizers.items():
-            recased = cap.recase_batch(triples)
+            recased = list(cap.recase_triples(triples))
             text = [detok.detokenize(t) for t in recased]
             _write(out / f"{pair}.{system}.{name}.{tgt_lang}", text)
             row[name] = sacrebleu_scores(text, refs)
@@ -102,7 +102,7 @@ def run_bleu(
         if crf is not None and getattr(getattr(crf, "weights", None), "cased", False):
             cased = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(src_tok, tok, links))]
             row["native:tok"] = sacrebleu_scores([detok.detokenize(t) for t in tok], refs)
-            text = [detok.detokenize(t) for t in crf.recase_batch(cased)]
+            text = [detok.detokenize(t) for t in list(crf.recase_triples(cased))]
             _write(out / f"{pair}.{system}.native-crf.{tgt_lang}", text)
             row["native:crf"] = sacrebleu_scores(text, refs)
         results["systems"][system] = row

@@ -104,7 +104,7 @@ def evaluate(
     hyps: dict[str, list[list[str]]] = {}
     for name, system in build_systems(cfg.systems, Trained(model, train_target)).items():
         t0 = time.perf_counter()
-        hyp = hyps[name] = system.recase_batch(low)
+        hyp = hyps[name] = list(system.recase_triples(low))
         seconds = time.perf_counter() - t0
         sc = case_scores(hyp, refs)
         hl = case_scores([hyp[k] for k in headline], [refs[k] for k in headline])

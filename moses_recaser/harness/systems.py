@@ -8,7 +8,7 @@ row here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,7 @@ class Capitalizer(Protocol):
 
     signature: str
 
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]: ...
+    def recase_triples(self, triples: Sequence[Triple]) -> Iterable[list[str]]: ...
 
 
 class Trained:
@@ -54,8 +54,8 @@ class WithoutSource:
         self.inner = inner
         self.signature = f"{inner.signature}|mode:monolingual"
 
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
-        return self.inner.recase_batch([Triple(t.id, [], t.target) for t in triples])
+    def recase_triples(self, triples: Sequence[Triple]) -> list[list[str]]:
+        return list(self.inner.recase_triples([Triple(t.id, [], t.target) for t in triples]))
 
 
 @dataclass(frozen=True)

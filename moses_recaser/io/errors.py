@@ -1,30 +1,10 @@
-"""The package's one error type for bad user input, and how its messages spell a setting."""
+"""The package's one error type for bad user input.
+
+Its messages name the library's arguments and settings in backquotes (```dev_size```), as ``train`` and ``Recaser``
+take them; a command line spells each as its flag (``--dev-size``, ``-dev-size``) when it prints the message.
+"""
 
 from __future__ import annotations
-
-import contextlib
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
-
-# a setting's spelling where the face in use does not spell it --name-with-dashes (``spelled_as``)
-_SPELLINGS: ContextVar[Mapping[str, str]] = ContextVar("spellings", default={})
-
-
-def flag_of(name: str) -> str:
-    """The setting ``name`` as the command line in use spells it: ``--dev-size`` (``moses-recaser``, whose flags
-    the library's errors name too), or ``-dev-size`` under ``moses-recaser-ems`` (``spelled_as``)."""
-    return _SPELLINGS.get().get(name) or "--" + name.replace("_", "-")
-
-
-@contextlib.contextmanager
-def spelled_as(spellings: Mapping[str, str]) -> Iterator[None]:
-    """Within the block (and in processes forked there), errors name these settings so: a console command whose
-    flags are not ``moses-recaser``'s (EMS's ``-cores`` for ``jobs``) runs the library inside one."""
-    token = _SPELLINGS.set(dict(spellings))
-    try:
-        yield
-    finally:
-        _SPELLINGS.reset(token)
 
 
 class RecaserError(Exception):

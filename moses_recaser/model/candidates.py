@@ -81,8 +81,8 @@ class Candidates:
         self.lm_ids = lm_ids
         self.lm_vocab = lm_vocab  # the LM's vocabulary size (-1: no LM ids), to tell stored registries apart
         self.max_candidates = max_candidates
-        self.strings = Vocab.of([])  # candidate id -> form
-        self._strip = Vocab.of([])  # form without diacritics -> id
+        self.strings = Vocab.from_words([])  # candidate id -> form
+        self._strip = Vocab.from_words([])  # form without diacritics -> id
         self._strip_of: dict[str, int] = {}  # word -> id of its form without diacritics
         self._facts = Columns(_FACTS)
         # GEN results are segments (start, count) of one pool of candidate ids; a stored registry's
@@ -90,13 +90,13 @@ class Candidates:
         self._pool = np.zeros(0, dtype=np.int64)
         self._pending: list[int] = []
         self._size = 0
-        self._plain = Vocab.of([])  # tokens whose GEN without source words is known: their segments
+        self._plain = Vocab.from_words([])  # tokens whose GEN without source words is known: their segments
         self._plain_start = np.zeros(0, dtype=np.int64)
         self._plain_count = np.zeros(0, dtype=np.int64)
         self._sourced: dict[tuple[str, tuple[str, ...]], tuple[int, int]] = {}
         # stored training forms by lowercase (load): lowercase -> row, offsets, form ids
         self._seen: tuple[Vocab, np.ndarray, np.ndarray] | None = None
-        self.sources = Vocab.of([])  # source key -> id (source_ids)
+        self.sources = Vocab.from_words([])  # source key -> id (source_ids)
         self._src_facts = Columns(_SOURCE_FACTS)
 
     def _seen_arrays(self) -> tuple[Vocab, np.ndarray, np.ndarray]:

@@ -25,9 +25,11 @@ from moses_recaser.core.sentences import (
     SENTENCE_END,
     Layout,
     after_a_number,
+    capital_runs,
     first_in_sentence,
     headline_flags,
     positional,
+    source_spans,
 )
 from moses_recaser.core.triples import Triple
 from moses_recaser.core.vocab import Vocab
@@ -45,7 +47,6 @@ from moses_recaser.model.viterbi import Cells, SplitLM
 from moses_recaser.stats.arpa_arrays import ArrayLM, KenlmContexts
 from moses_recaser.stats.tables import Tables
 
-HYPHEN = "@-@"  # the hyphen inside a word, as Moses' tokenizer -a splits it off
 REGISTRY_CHUNK = 1 << 16  # training types described between two compactions of the registry (save_registry)
 # per target type: punctuation feature column (-1: none), has a letter, id among the lowercase table's
 # targets, GEN's segment, what GEN's test for a source word needs (lowercase and stripped keys, length,
@@ -121,7 +122,7 @@ class FeatureExtractor:
         prior = CasePrior(tables) if "case_prior" in self.index else None
         lm_ids = lm.word_ids if isinstance(lm, ArrayLM) else None
         self.candidates = Candidates(tables, prior, lm_ids, max_candidates, lm.V if isinstance(lm, ArrayLM) else -1)
-        self._keys = Vocab.of([])  # lowercase or stripped word -> number (GEN's source-word test)
+        self._keys = Vocab.from_words([])  # lowercase or stripped word -> number (GEN's source-word test)
         self._target_types = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self._source_types = WordTypes(_SOURCE_COLUMNS, self._describe_source)
         if candidates_file is not None:
@@ -216,12 +217,12 @@ class FeatureExtractor:
                 self.index,
             )
         trim_mapped()
-        cells = Cells.of(per_pos, n_pos)
+        cells = Cells.from_lengths(per_pos, n_pos)
         if isinstance(self.lm, ArrayLM):
             specials = (self.lm.vocab.get("<s>", self.lm.unk), self.lm.vocab.get("</s>", self.lm.unk))
-            split = SplitLM.of(cells, self.lm, self.candidates.facts().lm[ids], specials)
+            split = SplitLM.from_lm(cells, self.lm, self.candidates.facts().lm[ids], specials)
         else:
-            split = SplitLM.of(cells, self._kenlm, ids, KenlmContexts.SPECIALS)  # type: ignore[arg-type]
+            split = SplitLM.from_lm(cells, self._kenlm, ids, KenlmContexts.SPECIALS)  # type: ignore[arg-type]
         return Flat(
             ids=ids,
             per_pos=per_pos,
@@ -310,7 +311,7 @@ class FeatureExtractor:
         decoded: Sequence[Sequence[str] | None] | None = None,
     ) -> BatchFacts:
         T = self._target_types
-        layout = Layout.of([t.target for t in triples], [t.source for t in triples])
+        layout = Layout.from_sentences([t.target for t in triples], [t.source for t in triples])
         S = len(triples)
         target = list(chain.from_iterable(t.target for t in triples))
         tt = T.numbers(target)
@@ -425,7 +426,7 @@ class FeatureExtractor:
         for g in np.flatnonzero((want >= 0) & ~found).tolist():
             b.start[g], b.count[g] = C.segment(pool[b.start[g] : b.start[g] + b.count[g]].tolist() + [int(want[g])])
 
-    def _takes(self, tk: np.ndarray, sk: np.ndarray) -> np.ndarray:
+    def _gen_accepts(self, tk: np.ndarray, sk: np.ndarray) -> np.ndarray:
         """GEN's test for an aligned source word (target type numbers ``tk``, source type numbers ``sk``):
         the same length, and equal to the word up to case, or up to case and diacritics; a source word
         equal to the lowercase word itself is GEN's first candidate already, and left out."""
@@ -464,7 +465,7 @@ class FeatureExtractor:
         b.pair_pos = pt
         b.pair_src = np.where(pos[ps], Sr["key_pos"][st[ps]], Sr["key"][st[ps]])
         # most words have no source word GEN takes, and keep their type's GEN
-        takes = self._takes(tt[pt], st[ps])
+        takes = self._gen_accepts(tt[pt], st[ps])
         forms: dict[int, list[str]] = {}
         for p, k in zip(pt[takes].tolist(), ps[takes].tolist()):
             forms.setdefault(p, []).append(source[k])
@@ -516,7 +517,7 @@ class FeatureExtractor:
         if g:
             G, M = np.array(g), np.array(m)
             spans[G] = [self.candidates.id(self._as_known(source[k]) if by_position[k] else source[k]) for k in m]
-            takes = self._takes(tt[G], st[M])
+            takes = self._gen_accepts(tt[G], st[M])
             for p, k in zip(G[takes].tolist(), M[takes].tolist()):
                 forms.setdefault(p, []).append(source[k])
         return spans
@@ -548,59 +549,11 @@ class FeatureExtractor:
             b.gold[s] = np.array(gold, dtype=np.int64)
 
 
-def source_spans(source: Sequence[str], target: Sequence[str], unseen: Sequence[bool] | None = None) -> list[int]:
-    """For each target position, the source position whose word it copies when it lies in a run of >= 2
-    words with a letter that the source repeats verbatim up to case (-1: none; the longest run wins,
-    then the first). A word that training's target never had (``unseen``) and the source writes in lowercase does
-    not count among the two: a decoder passes a word it cannot translate through as it is, so "veraltete System"
-    in its output is no copied name, while "The Next Day" stays a title whether training saw its words or not."""
-    src = list(map(str.lower, source))  # casing.lower, mapped in C: this runs on every sentence
-    tgt = list(map(str.lower, target))
-    common = set(src).intersection(tgt)
-    out = [-1] * len(tgt)
-    if len(common) < 2:
-        return out
-    where: dict[str, list[int]] = {}
-    for k, w in enumerate(src):
-        if w in common:
-            where.setdefault(w, []).append(k)
-    best = [0] * len(tgt)
-    for i, w in enumerate(tgt):
-        for k in where.get(w, ()):
-            if i and k and tgt[i - 1] == src[k - 1]:
-                continue  # not the start of a run
-            n = 0
-            while i + n < len(tgt) and k + n < len(src) and tgt[i + n] == src[k + n]:
-                n += 1
-            if n < 2 or sum(_evidence(tgt, i + d, source[k + d], unseen) for d in range(n)) < 2:
-                continue
-            for d in range(n):
-                if n > best[i + d]:
-                    best[i + d], out[i + d] = n, k + d
-    return out
-
-
-def _evidence(tgt: Sequence[str], j: int, source_word: str, unseen: Sequence[bool] | None) -> bool:
-    """Target word ``j`` of a run counts toward a copied name or title (``source_spans``). A part joined to the
-    word before by Moses' hyphen ("Super @-@ Tunnel") is one word with it: German capitalizes every part of a
-    compound noun, not only of a name."""
-    if not casing.has_letter(tgt[j]) or (j and tgt[j - 1] == HYPHEN):
-        return False
-    return not (unseen is not None and unseen[j] and source_word == source_word.lower())
-
-
 def _start_form(word: str) -> str:
     """detruecase.perl's form of a word at a sentence start (``truecaser.detruecased``) where it differs from the
     word in case only; else the word ('ırmak': Perl's ucfirst gives 'Irmak', whose lowercase is 'irmak')."""
     form = detruecased(word)
     return form if casing.is_recasing_of(form, word) else word
-
-
-def capital_runs(words: Sequence[str], at_start: Sequence[bool]) -> list[bool]:
-    """Per word: it and a word beside it both begin with a capital where no sentence starts ('Chinese Embassy',
-    'Class A'): a name the MT system cased as one, which a language model of its common words would break up."""
-    cap = [casing.is_capitalized(w) and not f for w, f in zip(words, at_start)]
-    return [c and ((j > 0 and cap[j - 1]) or (j + 1 < len(cap) and cap[j + 1])) for j, c in enumerate(cap)]
 
 
 def _of_previous(values: np.ndarray, layout: Layout, fill: object) -> np.ndarray:

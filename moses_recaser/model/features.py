@@ -76,7 +76,7 @@ class BatchFacts:
     # (S,) the line came with case and is not truecased: cased MT output
     decoded_cased: np.ndarray | None = None
     # (N,) the word as it came begins with a capital, and so does a word beside it, neither at a sentence start
-    # (extractor.capital_runs)
+    # (sentences.capital_runs)
     decoded_run: np.ndarray | None = None
 
 

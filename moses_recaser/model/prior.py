@@ -41,7 +41,7 @@ class CasePrior:
         """Each lowercase word (in the order of its first form) and its forms' count (``_form_counts``)."""
         g = self.tables.forms.lower_groups()
         order = g.first_seen()
-        return Vocab.of(g.lows.strings(order)), self._lower_counts[order]
+        return Vocab.from_words(g.lows.strings(order)), self._lower_counts[order]
 
     @cached_property
     def _lower_counts(self) -> np.ndarray:

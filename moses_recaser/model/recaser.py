@@ -14,22 +14,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import io
+import json
 import logging
-import operator
 import os
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain, zip_longest
 from pathlib import Path
-from typing import Any, Union, cast
 
 import numpy as np
 
 from moses_recaser.core import casing
 from moses_recaser.core.memory import release
-from moses_recaser.core.triples import Link, Triple, lowered, triple_from_json
+from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import (
     PRIORS,
@@ -40,14 +37,15 @@ from moses_recaser.io.modeldir import (
     read_manifest,
     verify_files,
 )
+from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.model.inputs import Alignment, line_records, validated_triples
 from moses_recaser.model.modes import Weights, mode_of
 from moses_recaser.model.settings import TrainSettings, weights_digest
 from moses_recaser.model.streaming import zip_recased
-from moses_recaser.moses.formats import FORMATS, Line, Record
-from moses_recaser.moses.pharaoh import format_links
+from moses_recaser.moses.formats import FORMATS, Inputs, Record
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.tables import Tables
 
@@ -101,8 +99,6 @@ def _after_fork() -> None:
 
 os.register_at_fork(after_in_child=_after_fork)
 
-# a word alignment: a Pharaoh line ("0-0 1-2") or (source, target) index pairs
-Alignment = Union[str, Sequence[tuple[int, int]]]
 # what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
 LINE_FORMATS = tuple(name for name, f in FORMATS.items() if f.read_line is not None)
 
@@ -226,14 +222,10 @@ class Recaser:
 
     @property
     def signature(self) -> str:
-        """Every setting the model was trained with, and a hash of its weights (as ``train`` prints it)."""
-        return self.manifest.signature
-
-    @property
-    def recase_signature(self) -> str:
-        """The model's signature and what this Recaser was told to read of input with phrases and links
-        (``read:phrase`` or ``read:links``, from ``alignment_mode``; nothing for both): what its output depends on."""
-        return self.signature + (f"|read:{self.prefer}" if self.prefer else "")
+        """Every setting the model was trained with and a hash of its weights (as ``train`` prints it), and what
+        this Recaser was told to read of input with phrases and links (``|read:phrase``, ``|read:links``, from
+        ``alignment_mode``; nothing for both): what its output depends on."""
+        return self.manifest.signature + (f"|read:{self.prefer}" if self.prefer else "")
 
     def recase(
         self,
@@ -278,72 +270,81 @@ class Recaser:
             raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
         if trace_options is not None and not isinstance(trace_options, TraceOptions):
             raise RecaserError(f"trace_options must be a TraceOptions, not {type(trace_options).__name__}")
-        if alignments is not None and sources is None:
-            raise RecaserError("an alignment links the hypothesis to its source: give the source too")
-        read_line, options = fmt.read_line, trace_options or TraceOptions()
-
-        for name, stream in (("hyps", hyps), ("sources", sources), ("alignments", alignments)):
-            # a str or bytes is an iterable of characters, each of which would be recased as a line
-            if isinstance(stream, (str, bytes, bytearray)) or not (
-                isinstance(stream, Iterable) or (stream is None and name != "hyps")
-            ):
-                raise RecaserError(f"{name} must be an iterable of lines (a list, a file), not {type(stream).__name__}")
-
-        files = [isinstance(x, io.TextIOBase) for x in (hyps, sources)]  # (their first line's BOM dropped)
-
-        def records() -> Iterator[Record]:
-            ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
-            streams = [x for x in (sources, alignments) if x is not None]  # alignments only with sources
-            rows = zip_longest(
-                _decoded(hyps, "hyps"),
-                _decoded(sources or (), "sources"),
-                _decoded(alignments or (), "alignments"),
-                fillvalue=ended,
-            )
-            for k, (hyp, src, links) in enumerate(rows):
-                given = [("hyps", hyp), ("sources", src), ("alignments", links)][: 1 + len(streams)]
-                short = [n for n, v in given if v is ended]
-                if short:  # as the command line says it of files, at the longer stream's line
-                    longer = next(n for n, v in given if v is not ended)
-                    raise RecaserError(
-                        f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1
-                    )
-                line = Line(
-                    _one_line(hyp, "hyps", k, files[0]),
-                    None if sources is None else _one_line(src, "sources", k, files[1]),
-                    None if alignments is None else _pharaoh(cast(Alignment, links), k),  # (type checked there)
-                    options,
-                    ("hyps", "sources", "alignments"),
-                    k + 1,
-                )
-                yield read_line(k, line)
-
-        return self.recase_records(records(), jobs=jobs)
-
-    def recase_records(self, records: Iterable[Record], *, jobs: int = 1) -> Iterator[str]:
-        """The output line of each record (``moses.formats``: what a reader made of its input), in order."""
-        for record, tokens in zip_recased(
-            _items_of(records, Record, "records"), self, jobs, triple_of=lambda r: r.triple
-        ):
-            yield record.line(tokens)
+        records = line_records(fmt, trace_options or TraceOptions(), hyps, sources, alignments)
+        return self._recase_records(records, jobs)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
         """The recased target tokens of each triple, in order; a triple whose spans or links do not fit it is a
         RecaserError at ``triples:N`` (``Triple.validate``)."""
-        for _, tokens in zip_recased(_validated(triples), self, jobs):
+        for _, tokens in zip_recased(validated_triples(triples), self._recase_batch, jobs):
             yield tokens
 
-    def aligner_priors(self) -> Path:
-        """The eflomal priors of the training alignment, for aligning new text to its source (``--align``): the
-        file the manifest names, as it was checked at load (a model that names none cannot ``--align``)."""
+    def recase_file(
+        self,
+        input: str = "-",
+        output: str = "-",
+        *,
+        source: str | None = None,
+        alignment: str | None = None,
+        trace_format: str = "text",
+        trace_options: TraceOptions | None = None,
+        align: bool = False,
+        explain: bool = False,
+        jobs: int = 1,
+    ) -> None:
+        """Recase a file as ``moses-recaser recase`` does: ``input`` (``-``: stdin) read as ``trace_format``
+        (``moses.formats.FORMATS``: ``text``, ``trace``, ``nbest``, ``jsonl``), with its cased ``source`` and
+        Pharaoh ``alignment`` files where the format takes them, or ``align``: the links eflomal gives ``input``
+        and ``source`` with the model's priors. ``output`` (``-``: stdout, streamed) appears whole or not at all;
+        ``explain`` writes ``explain``'s rows as JSON Lines instead, a blank line after each sentence."""
+        fmt = FORMATS.get(trace_format)
+        if fmt is None:
+            raise RecaserError(f"`trace_format` is {trace_format!r}; choose one of {', '.join(FORMATS)}")
+        for name, given, takes in (("source", source, fmt.takes_source), ("alignment", alignment, fmt.takes_alignment)):
+            if given is not None and not takes:
+                raise RecaserError(f"`{name}` does not go with `trace_format` {trace_format} ({fmt.description})")
+        if alignment is not None and source is None:
+            raise RecaserError("`alignment` links the output to its source: give `source` too")
+        if align and (trace_format != "text" or source is None or alignment is not None):
+            raise RecaserError("`align` links text `input` to its `source`: give both, and no `alignment`")
+        records = fmt.read(Inputs(input, source, alignment, trace_options or TraceOptions()))
+        if align:
+            records = iter([Record(t) for t in self._aligned([r.triple for r in records], source)])
+        with atomic_output(output, compress=True) as out:
+            if explain:
+                for r in records:
+                    for row in self.explain(r.triple):
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.write("\n")
+                return
+            for line in self._recase_records(records, jobs):
+                out.write(line + "\n")
+
+    def _recase_records(self, records: Iterable[Record], jobs: int) -> Iterator[str]:
+        """The output line of each record (``moses.formats``: what a reader made of its input), in order."""
+        for record, tokens in zip_recased(records, self._recase_batch, jobs, triple_of=lambda r: r.triple):
+            yield record.line(tokens)
+
+    def _aligned(self, triples: list[Triple], where: str | None) -> list[Triple]:
+        """The triples with the links eflomal gives them, aligned with the priors of the model's training
+        alignment (the file the manifest names, as it was checked at load)."""
         if self._priors is None:
             raise RecaserError(
-                f"--align needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
+                f"`align` needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
             )
-        return Path(f"/proc/self/fd/{self._priors}")
+        from moses_recaser.stats.eflomal import align
+
+        links = align(
+            [t.source for t in triples],
+            [t.target for t in triples],
+            str(self.settings["symmetrization"]),
+            priors=f"/proc/self/fd/{self._priors}",
+            where=lambda k: f"{where}:{k + 1}",
+        )
+        return [dataclasses.replace(t, links=a) for t, a in zip(triples, links)]
 
     @gc_paused()
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+    def _recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
         """Recased target tokens for each triple (empty targets give empty lists)."""
         with self._one_batch():
             return self._recased(triples)
@@ -373,7 +374,7 @@ class Recaser:
             phi = flat.scores(W[modes[sent], 1:])
         paths = flat.best_paths(phi, W[modes, 0])
         out = flat.words(paths, self.extractor.candidates.strings)
-        check_case_only_all([t.target for t in triples], out)
+        casing.check_case_only_all([t.target for t in triples], out)
         return out
 
     def _views(self, triples: Sequence[Triple]) -> tuple[list[Triple], np.ndarray, list[list[str] | None] | None]:
@@ -393,7 +394,7 @@ class Recaser:
     def explain(self, triple: Triple) -> list[dict]:
         """Per word: the chosen form, the runner-up, and each feature's weighted value for both (the LM's
         given the best path); ``fixed_by`` names the constraint that fixed a word."""
-        (triple,) = _validated([triple])
+        (triple,) = validated_triples([triple])
         with self._one_batch():
             return self._explained(triple)
 
@@ -436,108 +437,3 @@ class Recaser:
                 row["fixed_by"] = flat.fixed[i]  # a constraint's name (constraints.CONSTRAINTS)
             rows.append(row)
         return rows
-
-
-def _validated(triples: Iterable[Triple]) -> Iterator[Triple]:
-    """The triples, each checked as it passes as a line of a JSON Lines file is (``triple_from_json``: tokens,
-    spans, links, unknown positions): a bad one is a RecaserError at ``triples:N``, not an IndexError deep in the
-    lattice or a UnicodeEncodeError at the output."""
-    for k, t in enumerate(_items_of(triples, Triple, "triples")):
-        try:
-            triple_from_json(t.to_json())
-        except (TypeError, ValueError):  # a field of another type (a link "0-1", a phrase 3)
-            raise RecaserError(
-                f"a Triple's fields are lists of str and of int tuples: {t!r}"[:300], "triples", k + 1
-            ) from None
-        except RecaserError as exc:
-            raise exc.at("triples", k + 1) from None
-        yield t
-
-
-def _items_of(items: object, kind: type, name: str) -> Iterator[Any]:
-    """The items of an iterable, each a ``kind``: anything else is a RecaserError at ``name:N``."""
-    if isinstance(items, (str, bytes, bytearray)) or not isinstance(items, Iterable):
-        raise RecaserError(f"{name} must be an iterable (a list, a generator), not {type(items).__name__}")
-    for k, item in enumerate(items):
-        if not isinstance(item, kind):
-            raise RecaserError(f"an item must be a {kind.__name__}, not {type(item).__name__}", name, k + 1)
-        yield item
-
-
-def _decoded(stream: Iterable[Any], name: str) -> Iterator[Any]:
-    """The stream's lines; a text file object that fails to decode its bytes (invalid UTF-8) is a RecaserError
-    naming the stream (it decodes ahead in blocks, so the line is known only roughly: ``read_lines`` tells it).
-    Any other iterable's exceptions are its own, and pass as they are."""
-    if not isinstance(stream, io.TextIOBase):
-        yield from stream
-        return
-    k = 0
-    it = iter(stream)
-    while True:
-        try:
-            line = next(it)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:
-            raise RecaserError(
-                f"cannot be decoded after its line {k} ({exc.encoding}: {exc.reason}); read_lines(PATH) names the line",
-                name,
-            ) from None
-        k += 1
-        yield line
-
-
-def _one_line(text: object, stream: str, k: int, bom: bool) -> str:
-    """A line as given, less one trailing newline, and with ``bom`` on a stream's first line a UTF-8 byte-order
-    mark; a newline inside it is an error (it would change the output's line structure). A carriage return inside
-    it stays, as the command line keeps it."""
-    if not isinstance(text, str):
-        raise RecaserError(f"a line must be a str, got {type(text).__name__}", stream, k + 1)
-    text = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
-    if bom and k == 0 and text.startswith("\ufeff"):
-        text = text[1:]
-    if "\n" in text:
-        raise RecaserError("a line break inside the line", stream, k + 1)
-    if "\0" in text:  # as the command line refuses it in a file: not text
-        raise RecaserError(f"a NUL at character {text.index(chr(0))} of the line: not text", stream, k + 1)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate: no file could hold it, no output could write it
-            raise RecaserError(f"character {exc.start} of the line is not text ({exc.reason})", stream, k + 1) from None
-    return text
-
-
-def _pharaoh(links: Alignment, k: int) -> str:
-    """A Pharaoh line of ``links`` (already one, or index pairs)."""
-    if isinstance(links, str):
-        return _one_line(links, "alignments", k, True)  # (a U+FEFF can only be a byte-order mark there)
-    try:
-        pairs: list[Link] = [(operator.index(i), operator.index(j)) for i, j in links]
-    except (TypeError, ValueError):
-        raise RecaserError("an alignment is a Pharaoh string or (source, target) index pairs", "alignments", k + 1)
-    return format_links(pairs)
-
-
-def check_case_only_all(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) -> None:
-    """``check_case_only`` on every sentence, in one go when all is well."""
-    if list(map(len, inputs)) == list(map(len, outputs)):
-        flat_in, flat_out = list(chain.from_iterable(inputs)), list(chain.from_iterable(outputs))
-        # equal token lengths, and the lowercase of the joined tokens: "\n" ends a word for the
-        # final-sigma rule as the end of a token does, so this is the per-token test (an "İ" made
-        # from "i̇" changes a length: such sentences take the slow way)
-        joined_in, joined_out = "\n".join(flat_in), "\n".join(flat_out)
-        if (
-            list(map(len, flat_in)) == list(map(len, flat_out))
-            and joined_in.lower() == joined_out.lower()
-            and casing.variant_positions(joined_in) == casing.variant_positions(joined_out)
-        ):
-            return
-    for inp, out in zip(inputs, outputs, strict=True):
-        check_case_only(inp, out)
-
-
-def check_case_only(inp: Sequence[str], out: Sequence[str]) -> None:
-    """Every output token a recasing of its input token (``casing.is_recasing_of``)."""
-    if len(inp) != len(out) or not all(map(casing.is_recasing_of, out, inp)):
-        raise AssertionError(f"internal error: recasing changed tokens: {list(inp)} -> {list(out)}")

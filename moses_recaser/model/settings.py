@@ -9,12 +9,13 @@ import hashlib
 import math
 import numbers
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from moses_recaser.core.signature import signature
-from moses_recaser.io.errors import RecaserError, flag_of
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.gen import MAX_CANDIDATES
 
 # the paper's features, or the paper's and this package's (features.FEATURES rows marked paper=True)
@@ -35,12 +36,6 @@ ALIGNMENT_SOURCES = ("files", "eflomal", "files+dev:eflomal")
 DERIVED = ("alignment_source", "lm_estimator", "dev_decoded", "monolingual_digest")
 # what a statistics model fixed when it was made (``moses-recaser stats``/``merge``): train cannot change them
 STATS_SETTINGS = ("lm", "lm_order", "lm_prune", "discount_fallback", "lmplz_options")
-
-
-def flag(name: str) -> str:
-    """A setting as the command line spells it (``max_iter`` is ``--max-iter``, ``errors.flag_of``): errors name it
-    so. Those the command line has no flag for (npa_lengths comes from --lengths-trace) keep their name."""
-    return name if name in ("npa_lengths", *DERIVED) else flag_of(name)
 
 
 @dataclass
@@ -92,13 +87,13 @@ class TrainSettings:
             ("alignment_source", ALIGNMENT_SOURCES),
         ):
             if getattr(self, name) not in allowed:
-                raise RecaserError(f"{flag(name)} is {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
+                raise RecaserError(f"`{name}` is {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
         for name, sigma in (("sigma", self.sigma), *(("sigma_grid", x) for x in self.sigma_grid)):
             # NaN would pass 'sigma <= 0' and leave weights unfitted; past the bounds, the prior's 1 / sigma^2
             # overflows or vanishes in the middle of the fit
             if not (math.isfinite(sigma) and SIGMA_RANGE[0] <= sigma <= SIGMA_RANGE[1]):
                 raise RecaserError(
-                    f"{flag(name)} must be a positive number from {SIGMA_RANGE[0]:g} to {SIGMA_RANGE[1]:g} (the "
+                    f"`{name}` must be a positive number from {SIGMA_RANGE[0]:g} to {SIGMA_RANGE[1]:g} (the "
                     f"default sigma is 1), got {sigma}"
                 )
         for name, least, what in (
@@ -111,7 +106,7 @@ class TrainSettings:
             ("npa_seed", 0, "the naive phrase aligner's seed"),
         ):
             if getattr(self, name) < least:
-                raise RecaserError(f"{flag(name)} must be at least {least} ({what}), not {getattr(self, name)}")
+                raise RecaserError(f"`{name}` must be at least {least} ({what}), not {getattr(self, name)}")
         if self.npa_lengths is not None and not (
             all(k >= 1 and v >= 0 and math.isfinite(v) for k, v in self.npa_lengths.items())
             and sum(self.npa_lengths.values()) > 0
@@ -155,7 +150,7 @@ class TrainSettings:
                 "tuple[float, ...]": "a list of numbers",
                 "dict[int, float] | None": "a dict of phrase lengths to weights",
             }.get(str(f.type), "a str")
-            raise RecaserError(f"setting {flag(f.name)} must be {kind}, not {value!r}"[:300])
+            raise RecaserError(f"setting `{f.name}` must be {kind}, not {value!r}"[:300])
 
     def signature(self, weights: Any = None) -> str:
         """The settings as one string; with ``weights`` (a numpy array), a hash of them too."""
@@ -192,7 +187,7 @@ def _items(name: str, value: list | tuple | dict) -> Any:
     str), sigma_grid's numbers, npa_lengths' lengths and weights."""
 
     def refuse(item: object, kind: str) -> RecaserError:
-        return RecaserError(f"setting {flag(name)} holds {item!r}, not {kind}"[:300])
+        return RecaserError(f"setting `{name}` holds {item!r}, not {kind}"[:300])
 
     def number(x: object, whole: bool) -> float:
         if isinstance(x, numbers.Integral) and not isinstance(x, bool):
@@ -216,3 +211,19 @@ def weights_digest(weights: Any) -> str:
     """The signature's ``w:`` part: a hash of the weight matrix (a numpy array), as stored in little-endian
     doubles, so that two models' signatures tell whether their weights are the same."""
     return hashlib.sha256(weights.astype("<f8").tobytes()).hexdigest()[:8]
+
+
+def check_stats_fixed(settings: TrainSettings, given: Collection[str] = (), lmplz: str | None = None) -> None:
+    """For training with a statistics model: the settings it fixed (STATS_SETTINGS) that ``settings`` changes, or
+    that the caller names as ``given`` (at any value: ``lm_order=3`` on an order-4 model would go unused), and
+    ``lmplz``, are refused."""
+    default = TrainSettings()
+    named = [n for n in STATS_SETTINGS if n in given or getattr(settings, n) != getattr(default, n)]
+    # (a switch on by default is turned off as --no-NAME)
+    fixed = [f"`no_{n}`" if getattr(settings, n) is False else f"`{n}`" for n in named]
+    fixed += ["`lmplz`"] if lmplz is not None else []
+    if fixed:
+        raise RecaserError(
+            f"{', '.join(fixed)} cannot be combined with `stats`: the statistics model's LM is final (set "
+            "them when it is made, with moses-recaser stats or merge)"
+        )

@@ -7,31 +7,30 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from moses_recaser.core.sentences import chunks
 from moses_recaser.core.triples import Triple
 from moses_recaser.core.workers import Workers, check_workers
-from moses_recaser.io.errors import flag_of
 
 CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
 
 
-class BatchRecaser(Protocol):
-    def recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]: ...
+# a batch of triples -> their recased target tokens (``Recaser``'s, run in this process or in workers)
+Batch = Callable[[Sequence[Triple]], list[list[str]]]
 
 
 def zip_recased(
-    items: Iterable[T], recaser: BatchRecaser, jobs: int = 1, triple_of: Callable[[T], Triple] | None = None
+    items: Iterable[T], recase_batch: Batch, jobs: int = 1, triple_of: Callable[[T], Triple] | None = None
 ) -> Iterator[tuple[T, list[str]]]:
     """Pairs (item, recased tokens), streaming in fixed chunks; ``triple_of`` picks the triple out of an
     item. ``jobs`` > 1 uses worker processes forked after the model is loaded (they share its pages
     copy-on-write instead of loading it again), with one chunk per worker in flight (bounded memory)."""
     pick: Callable[[T], Triple] = triple_of or (lambda x: x)  # type: ignore[assignment,return-value]
-    if check_workers(jobs, flag_of("jobs")) == 1:
+    if check_workers(jobs) == 1:
         for chunk in chunks(items, CHUNK):
-            yield from zip(chunk, recaser.recase_batch([pick(x) for x in chunk]))
+            yield from zip(chunk, recase_batch([pick(x) for x in chunk]))
         return
     sent: deque[list[T]] = deque()
 
@@ -40,6 +39,6 @@ def zip_recased(
             sent.append(chunk)
             yield [pick(x) for x in chunk]
 
-    with Workers(jobs, recaser.recase_batch) as workers:
+    with Workers(jobs, recase_batch) as workers:
         for recased in workers.map(tasks()):
             yield from zip(sent.popleft(), recased)

@@ -64,7 +64,7 @@ class Cells:
     slot_of: np.ndarray  # (T + 2, S) slot pair of (t, sentence) at row t + 1 (-1: none)
 
     @classmethod
-    def of(cls, per_pos: np.ndarray, n_pos: np.ndarray) -> Cells:
+    def from_lengths(cls, per_pos: np.ndarray, n_pos: np.ndarray) -> Cells:
         S = len(n_pos)
         order = np.argsort(-n_pos, kind="stable")
         T = int(n_pos.max()) if S else -1
@@ -134,7 +134,7 @@ class SplitLM:
     value: np.ndarray
 
     @classmethod
-    def of(cls, cells: Cells, lm: ContextLM, word_ids: np.ndarray, specials: tuple[int, int]) -> SplitLM:
+    def from_lm(cls, cells: Cells, lm: ContextLM, word_ids: np.ndarray, specials: tuple[int, int]) -> SplitLM:
         """``word_ids``: the LM's id of each flat candidate, ``specials`` its ids of <s> and </s>."""
         bos, eos = specials
 

@@ -347,7 +347,7 @@ class ArrayLMWriter:
             "bi_extended": extended,
             "tri_lp": trigrams.payloads[0],
             "order": np.array(min(self.order, 3)),
-            **Vocab.of(self.vocab).arrays("vocab"),
+            **Vocab.from_words(self.vocab).arrays("vocab"),
             **bigrams.arrays("bigrams"),
             **trigrams.arrays("trigrams"),
         }

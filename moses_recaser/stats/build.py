@@ -27,7 +27,7 @@ from moses_recaser.core.signature import signature
 from moses_recaser.core.triples import Triple
 from moses_recaser.core.workers import in_child
 from moses_recaser.io.diskarrays import Scratch
-from moses_recaser.io.errors import RecaserError, flag_of
+from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import BOM, compressed, open_binary, read_lines, split_tokens
 from moses_recaser.io.modeldir import PRIORS, save_npz
 from moses_recaser.io.outputs import atomic_output, model_target, work_dir
@@ -68,7 +68,7 @@ class StatsSettings:
 def check_prune(threshold: int) -> None:
     """A pruning threshold is 0 (none) or a count."""
     if threshold < 0:
-        raise RecaserError(f"{flag_of('lm_prune')} must be 0 (no pruning) or a count, not {threshold}")
+        raise RecaserError(f"`lm_prune` must be 0 (no pruning) or a count, not {threshold}")
 
 
 @dataclass
@@ -134,7 +134,7 @@ def statistics(
     """The tables and the LM of a corpus, counted in ``jobs`` processes, within ``memory`` (default: the default
     setting), with the LM's query arrays unless not ``lm_arrays``; their files go to ``work``/stats.``tag``. The
     work is done in a process of its own (``workers.in_child``), so that the memory it took is given back."""
-    memory = memory or Memory.of(None)
+    memory = memory or Memory.from_setting(None)
     map_large_blocks()
     out = work / f"stats.{tag}"
     out.mkdir(exist_ok=True)
@@ -259,7 +259,7 @@ def run_lmplz(
     args = shlex.split(options)
     cmd = [lmplz, "-o", str(order), "-T", str(work), "--arpa", arpa]
     if "-S" not in args and "--memory" not in args:
-        left = (memory or Memory.of(None)).left().bytes
+        left = (memory or Memory.from_setting(None)).left().bytes
         cmd += ["-S", f"{min(left, 1 << 30) >> 20}M"]
     if discount_fallback:
         cmd.append("--discount_fallback")

@@ -93,7 +93,7 @@ class Counter:
         if order != 0:  # 0: tables only
             check_lm_order(order)
         self.order = order
-        self.tgt_lower, self.src_lower = Vocab.of([]), Vocab.of([])  # lowercased words, numbered as met
+        self.tgt_lower, self.src_lower = Vocab.from_words([]), Vocab.from_words([])  # lowercased words, numbered as met
         self.target = WordTypes(_TARGET_COLUMNS, self._describe_target)
         self.source = WordTypes(_SOURCE_COLUMNS, self._describe_source)
         self.forms = np.zeros(0, dtype=np.int64)
@@ -308,7 +308,7 @@ class Links:
     where: Callable[[int], tuple[str, int]] = field(default=lambda s: ("", 0))  # file and line of sentence s
 
     @classmethod
-    def of(
+    def from_pairs(
         cls, per_sentence: Sequence[Sequence[tuple[int, int]]], where: Callable[[int], tuple[str, int]] | None = None
     ) -> Links:
         """The links of each sentence, (source, target) position pairs; ``where`` names a sentence's file line."""
@@ -357,7 +357,7 @@ def _links(lines: list[str], path: str, first_line: int) -> Links:
                 per.append(parse_links(line))
             except RecaserError as exc:
                 raise exc.at(path, first_line + k) from None
-    return Links.of(per, lambda s: (path, first_line + s))
+    return Links.from_pairs(per, lambda s: (path, first_line + s))
 
 
 def count_piece(

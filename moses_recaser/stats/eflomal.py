@@ -34,7 +34,7 @@ def _eflomal() -> Any:
     except ImportError:
         raise RecaserError(
             "word alignment needs eflomal: pip install 'moses-recaser[align]' "
-            "(or pass an existing alignment file with --alignment)"
+            "(or pass an existing alignment file with `alignment`)"
         ) from None
     return eflomal
 

@@ -33,7 +33,9 @@ def counter_of_triples(
             if t.links is None:
                 raise RecaserError(f"sentence {t.id} has no word alignment; the tables need word links")
         try:
-            counter.add([t.target for t in chunk], [t.source for t in chunk], Links.of([t.links or [] for t in chunk]))
+            counter.add(
+                [t.target for t in chunk], [t.source for t in chunk], Links.from_pairs([t.links or [] for t in chunk])
+            )
         except ReservedToken as exc:
             raise reserved_at(exc, [t.target for t in chunk], target, lambda i: chunk[i].id + 1) from None
         if memory is not None and scratch is not None and scratch.directory is not None:

@@ -112,7 +112,7 @@ def _discounts(t: np.ndarray, n: int, fallback: bool) -> tuple[float, float, flo
         return FALLBACK_DISCOUNTS
     raise RecaserError(
         f"cannot estimate Kneser-Ney discounts for order {n}: {problem} (the corpus is too small for this "
-        "order; lmplz's --discount_fallback, here --discount-fallback, uses 0.5 1 1.5)"
+        "order; lmplz's --discount_fallback, here `discount_fallback`, uses 0.5 1 1.5)"
     )
 
 

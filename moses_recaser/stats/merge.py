@@ -63,7 +63,12 @@ def merge(shards: Iterable[Shard], order: int, scratch: Scratch | None = None, m
     ``memory`` (default: in memory, unbounded)."""
     scratch = scratch or Scratch(None)
     memory = memory or Memory.unbounded()
-    forms, source, tgt_lower, src_lower = Vocab.of([]), Vocab.of([]), Vocab.of([]), Vocab.of([])
+    forms, source, tgt_lower, src_lower = (
+        Vocab.from_words([]),
+        Vocab.from_words([]),
+        Vocab.from_words([]),
+        Vocab.from_words([]),
+    )
     form_count, initial, punct = (np.zeros(0, np.int64) for _ in range(3))
     tags = np.zeros((N_TAGS, N_TAGS), dtype=np.int64)
     sentences = tokens = 0

@@ -142,7 +142,7 @@ def lengths_from_trace(source: str | None, trace: str) -> dict[int, float]:
     from moses_recaser.moses.trace import read_trace
 
     if source is None:
-        raise RecaserError("--lengths-trace needs --lengths-source (the input the decoder translated)")
+        raise RecaserError("`lengths_trace` needs `lengths_source` (the input the decoder translated)")
     lengths = length_distribution(read_trace(source, trace))
     logging.getLogger(__name__).info(
         "source phrase lengths from the trace: %s", " ".join(f"{k}:{v:.3f}" for k, v in lengths.items())

@@ -21,7 +21,6 @@ from moses_recaser.core.memory import Memory, rss
 from moses_recaser.core.triples import Triple
 from moses_recaser.core.workers import Workers, check_workers
 from moses_recaser.io.diskarrays import Scratch
-from moses_recaser.io.errors import flag_of
 from moses_recaser.stats.counter import Shard, count_piece
 from moses_recaser.stats.in_memory import counter_of_triples
 from moses_recaser.stats.merge import Counts, merge
@@ -49,7 +48,7 @@ def count_corpus(
     ``exclude`` (tokens joined by spaces: the dev reference) are not counted. Runs and the merged tables go to
     ``scratch`` (None: everything in memory), the process tree held within ``memory`` (the whole run's).
     ``triples_target``: the file the triples' targets come from (``in_memory.counter_of_triples``)."""
-    check_workers(jobs, flag_of("jobs"))
+    check_workers(jobs)
     scratch = scratch or Scratch(None)
     memory = memory or Memory.unbounded()
     parts = (pieces(bitext, jobs, lines) if bitext else []) + [p for m in mono for p in pieces([m], jobs)]

@@ -35,7 +35,7 @@ _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
 def parse_shard(text: str) -> tuple[int, int]:
     m = _SHARD.fullmatch(text)
     if m is None or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise RecaserError(f"--shard must be i/N with 1 <= i <= N, got {text!r}")
+        raise RecaserError(f"`shard` must be i/N with 1 <= i <= N, got {text!r}")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -58,7 +58,7 @@ def count_shard(
     """The counts of shard i of n into a shard file (with its place, for the merge), within ``memory`` (runs in a
     scratch directory of ``work``, default the system's temporary directory)."""
     check_lm_order(order)  # (a Counter of order 0 counts tables only: merge would refuse it, after the work)
-    memory = memory or Memory.of(None)
+    memory = memory or Memory.from_setting(None)
     files = [src, tgt, alignment]
     start, end = shard_range(corpus_lines(files), i, n)
     part = pieces(files, 1, (start, end))
@@ -134,7 +134,7 @@ def merge_into_model(
     from moses_recaser.stats.tables import write_tables
 
     model_target(model)
-    memory = memory or Memory.of(None)
+    memory = memory or Memory.from_setting(None)
     shards = _one_split(paths, [load_shard(p) for p in paths])
     orders = {int(z["order"]) for z in shards}
     if len(orders) != 1:

@@ -142,7 +142,7 @@ class Forms:
         """The forms grouped by their lowercase, as arrays (worked out once: a dict of lists over every form of a
         large corpus takes ten times the memory)."""
         if self._groups is None:
-            self._groups = LowerGroups.of(self)
+            self._groups = LowerGroups.from_forms(self)
         return self._groups
 
 
@@ -157,14 +157,14 @@ class LowerGroups:
     group: np.ndarray
 
     @classmethod
-    def of(cls, forms: Forms) -> LowerGroups:
+    def from_forms(cls, forms: Forms) -> LowerGroups:
         words = np.array(list(forms.vocab), dtype=object)
         uniq, group = np.unique(np.array([casing.lower(w) for w in words], dtype=object), return_inverse=True)
         rank = np.argsort(np.argsort(words, kind="stable"), kind="stable")  # each form's place in string order
         ids = np.lexsort((rank, -np.asarray(forms.count, dtype=np.int64), group)).astype(np.int64)
         offsets = np.zeros(len(uniq) + 1, dtype=np.int64)
         np.cumsum(np.bincount(group, minlength=len(uniq)), out=offsets[1:])
-        return cls(Vocab.of(uniq.tolist()), offsets, ids, group.astype(np.int64))
+        return cls(Vocab.from_words(uniq.tolist()), offsets, ids, group.astype(np.int64))
 
     def first_seen(self) -> np.ndarray:
         """The rows of ``lows`` in the order of their first form."""
@@ -256,7 +256,7 @@ def table_arrays(counts: Counts, scratch: Scratch, memory: Memory) -> dict[str, 
     arrays["tag_counts"] = counts.tags.copy()
     arrays["forms_count"] = counts.form_count[order]
     arrays["forms_initial"] = counts.initial[order]
-    arrays.update(Vocab.of(vocab).arrays("forms"))
+    arrays.update(Vocab.from_words(vocab).arrays("forms"))
     arrays["punct"] = text_array(punct)
     arrays["punct_count"] = np.array(list(punct.values()), dtype=np.int64)
     return arrays
@@ -299,8 +299,8 @@ def _translation_arrays(
         f"{name}_src_types": src_types,
         f"{name}_tgt_count": tgt_count,
         **packed.arrays(f"{name}.pairs"),
-        **Vocab.of(src_vocab).arrays(f"{name}.src"),
-        **Vocab.of(tgt_vocab).arrays(f"{name}.tgt"),
+        **Vocab.from_words(src_vocab).arrays(f"{name}.src"),
+        **Vocab.from_words(tgt_vocab).arrays(f"{name}.tgt"),
     }
 
 
