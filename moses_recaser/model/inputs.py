@@ -40,42 +40,38 @@ def line_records(
             isinstance(stream, Iterable) or (stream is None and name != "hyps")
         ):
             raise RecaserError(f"{name} must be an iterable of lines (a list, a file), not {type(stream).__name__}")
-    return _records(fmt, options, hyps, sources, alignments)
-
-
-def _records(
-    fmt: InputFormat,
-    options: TraceOptions,
-    hyps: Iterable[str],
-    sources: Iterable[str] | None,
-    alignments: Iterable[Alignment] | None,
-) -> Iterator[Record]:
     read_line = fmt.read_line
-    assert read_line is not None  # (line_records takes line formats only)
+    assert read_line is not None  # (line formats only)
     files = [isinstance(x, io.TextIOBase) for x in (hyps, sources)]  # (their first line's BOM dropped)
     ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
     given_streams = 1 + len([x for x in (sources, alignments) if x is not None])  # alignments only with sources
-    rows = zip_longest(
-        decoded_lines(hyps, "hyps"),
-        decoded_lines(sources or (), "sources"),
-        decoded_lines(alignments or (), "alignments"),
-        fillvalue=ended,
-    )
-    for k, (hyp, src, links) in enumerate(rows):
-        given = list(zip(STREAMS, (hyp, src, links)))[:given_streams]
-        short = [n for n, v in given if v is ended]
-        if short:  # as the command line says it of files, at the longer stream's line
-            longer = next(n for n, v in given if v is not ended)
-            raise RecaserError(f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1)
-        line = Line(
-            one_line(hyp, "hyps", k, files[0]),
-            None if sources is None else one_line(src, "sources", k, files[1]),
-            None if alignments is None else pharaoh_line(cast(Alignment, links), k),  # (type checked there)
-            options,
-            STREAMS,
-            k + 1,
+
+    def records() -> Iterator[Record]:  # (the checks above at the call, the lines as they are read)
+        rows = zip_longest(
+            decoded_lines(hyps, "hyps"),
+            decoded_lines(sources or (), "sources"),
+            decoded_lines(alignments or (), "alignments"),
+            fillvalue=ended,
         )
-        yield read_line(k, line)
+        for k, (hyp, src, links) in enumerate(rows):
+            given = list(zip(STREAMS, (hyp, src, links)))[:given_streams]
+            short = [n for n, v in given if v is ended]
+            if short:  # as the command line says it of files, at the longer stream's line
+                longer = next(n for n, v in given if v is not ended)
+                raise RecaserError(
+                    f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1
+                )
+            line = Line(
+                one_line(hyp, "hyps", k, files[0]),
+                None if sources is None else one_line(src, "sources", k, files[1]),
+                None if alignments is None else pharaoh_line(cast(Alignment, links), k),  # (type checked there)
+                options,
+                STREAMS,
+                k + 1,
+            )
+            yield read_line(k, line)
+
+    return records()
 
 
 def validated_triples(triples: Iterable[Triple]) -> Iterator[Triple]:
