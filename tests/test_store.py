@@ -8,7 +8,7 @@ import yaml
 from test_tables import TOY
 
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.modeldir import FORMAT_VERSION, read_manifest, write_model
+from moses_recaser.io.modeldir import FORMAT_VERSION, MappedArrays, read_manifest, save_npz, write_model
 from moses_recaser.stats.in_memory import count_triples
 from moses_recaser.stats.tables import Tables
 
@@ -78,3 +78,31 @@ def test_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(FileNotFoundError):
         write_model(tmp_path / "m", settings={}, signature="s", copy_files={"lm.arpa": tmp_path / "absent"})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_mapped_arrays_read_every_header(tmp_path):
+    """The headers ``save_npz`` writes are read without numpy's literal parser (``_PLAIN_HEADER``); every other
+    one (a record dtype) by numpy's: both give the arrays back, and a shape past the stored data is damage."""
+    arrays = {
+        "f8": np.linspace(0, 1, 7),
+        "empty": np.zeros(0, dtype=np.int32),
+        "scalar": np.array(3, dtype=np.uint16),
+        "cube": np.arange(24, dtype=">i8").reshape(2, 3, 4),
+        "bools": np.array([True, False]),
+        "text": np.array("a\nb"),
+        "record": np.array([(1, 2.5)], dtype=[("a", "<i4"), ("b", "<f8")]),
+    }
+    save_npz(tmp_path / "a.npz", arrays)
+    fortran = np.asfortranarray(np.arange(12).reshape(3, 4))
+    np.savez(tmp_path / "f.npz", fortran=fortran)  # (save_npz writes C order only)
+    for path, stored in ((tmp_path / "a.npz", arrays), (tmp_path / "f.npz", {"fortran": fortran})):
+        z = MappedArrays(path)
+        for name, a in stored.items():
+            assert z[name].dtype == a.dtype and z[name].shape == a.shape and np.array_equal(z[name], a), name
+    assert z["fortran"].flags.f_contiguous
+    data = bytearray((tmp_path / "a.npz").read_bytes())
+    at = data.index(b"'shape': (7,)")
+    data[at : at + 13] = b"'shape': (9,)"
+    (tmp_path / "b.npz").write_bytes(bytes(data))
+    with pytest.raises(RecaserError, match="larger than the stored data"):
+        MappedArrays(tmp_path / "b.npz")["f8"]
