@@ -67,7 +67,7 @@ def train(
     Errors name the arguments and settings in backquotes (```dev_source```); the command lines spell them as
     their flags (``--dev-source``).
     """
-    from moses_recaser.core.memory import Memory
+    from moses_recaser.core.memory import SCIPY_SPACE, Memory, check_address_space
     from moses_recaser.core.workers import check_workers
     from moses_recaser.io.outputs import work_dir
     from moses_recaser.model.data import DecoderOutput
@@ -101,6 +101,11 @@ def train(
                 os.fspath(work),
             )
     budget = Memory.from_setting(memory)
+    # scipy (the CRF fit's) loaded before the long work: its OpenBLAS, short of address space (ulimit -v) later,
+    # would retry for ever instead of raising MemoryError
+    check_address_space(SCIPY_SPACE, "loading scipy")
+    import scipy.optimize  # noqa: F401
+
     chosen = _settings(settings)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
     if dev_trace_alignment is not None and dev_trace is None:

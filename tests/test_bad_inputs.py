@@ -718,3 +718,35 @@ def test_a_missing_lmplz_is_refused_before_any_work(tmp_path, capsys):
         == f"moses-recaser: error: {tmp_path / 'lmplz'}: no such program, or not executable: give the path of KenLM's lmplz\n"
     )
     assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize("given", ["source", "target", "alignment"])
+@pytest.mark.parametrize("kind", ["nul", "elf", "tar.gz"])
+def test_a_file_that_is_not_text_is_named_so_before_the_work(tmp_path, capsys, given, kind):
+    """A binary file given where text is expected is said to be one at its first NUL, before any line is counted:
+    training counted the corpus' lines first, and said 'line-count mismatch' of a file of NULs."""
+    import gzip
+    import io
+    import tarfile
+
+    text = "Das ist gut .\nJa .\n" * 50
+    files = {
+        "source": _write(tmp_path / "f", text),
+        "target": _write(tmp_path / "e", text.replace("Das ist", "That is")),
+        "alignment": _write(tmp_path / "a", "0-0 1-1 2-2 3-3\n0-0 1-1\n" * 50),
+    }
+    if kind == "nul":
+        binary = bytes(4096)
+    elif kind == "elf":
+        binary = b"\x7fELF\x02\x01\x01\n" + bytes(range(256)) * 8  # (a line end before the first NUL)
+    else:
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            member = tarfile.TarInfo("corpus.fr")
+            member.size = len(text)
+            tar.addfile(member, io.BytesIO(text.encode()))
+        binary = gzip.compress(archive.getvalue())
+    files[given] = _write(tmp_path / f"binary.{kind}", binary)
+    line, at = (2, 0) if kind == "elf" else (1, 0 if kind == "nul" else 9)
+    argv = ["train", *(a for k, v in files.items() for a in (f"--{k}", v)), "--dev-size", "10", "-o", "m"]
+    _fails(capsys, argv, files[given], line, rf"a NUL byte at byte {at} of the line: not a text file$", tmp_path / "m")

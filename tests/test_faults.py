@@ -501,3 +501,67 @@ def test_the_harness_runs_every_subcommand_and_help_lists_each():
         proc = subprocess.run([str(BIN / prog), "--help"], capture_output=True, text=True, check=True)
         listed = [n[len(prefix) :] for n in subcommands() if n.startswith(prefix) and (prefix or " " not in n)]
         assert listed and all(re.search(rf"^    {re.escape(n)}\s", proc.stdout, re.M) for n in listed), proc.stdout
+
+
+def _small_corpus(d: Path) -> list[str]:
+    """The arguments of a small word-aligned bitext in ``d`` (600 lines of TICO-19, the source lowercased, each word
+    linked to its like): trained in seconds."""
+    text = (Path(__file__).parents[1] / "data" / "tico19" / "tico19-test.en").read_text(encoding="utf-8")
+    lines = [x.split() for x in text.splitlines()[:600]]
+    for name, rows in (("fr", [x.lower() for x in map(" ".join, lines)]), ("en", map(" ".join, lines))):
+        (d / f"c.{name}").write_text("".join(x + "\n" for x in rows), encoding="utf-8")
+    (d / "c.wa").write_text("".join(" ".join(f"{k}-{k}" for k in range(len(x))) + "\n" for x in lines))
+    return ["--source", f"{d}/c.fr", "--target", f"{d}/c.en", "--alignment", f"{d}/c.wa"]
+
+
+def _address_space(mib: int) -> Callable[[], None]:
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+    return limit
+
+
+@pytest.mark.parametrize(
+    "command,mib",
+    [("recase", 64), ("recase", 100), ("train", 200)],
+    ids=["recase-64M", "recase-100M", "train-200M"],
+)
+def test_out_of_memory_under_ulimit_v_is_one_line(tico, tmp_path, command, mib):
+    """An address-space limit (``ulimit -v``) too small for the run: exit 2, ``out of memory``, one line, nothing
+    written. Numpy that could not load was called a bug (exit 3, at 64 MiB); OpenBLAS, short of its buffer, ended
+    the process with exit 1 (numpy's, at 100 MiB) or retried for ever (scipy's, loaded for the CRF fit at 200)."""
+    out = tmp_path / "out"
+    if command == "recase":
+        argv = _mr("recase", "--model", str(tico / "model"), "--input", str(tico / "test.lc.en"), "-o", str(out))
+    else:
+        argv = _mr("train", *_small_corpus(tmp_path), "--dev-size", "50", "--jobs", "2", "-o", str(out))
+    proc = subprocess.run(argv, stderr=subprocess.PIPE, text=True, preexec_fn=_address_space(mib), timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert re.fullmatch(r"moses-recaser: error: out of memory(: .*)?\n", proc.stderr), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".out", "out"))) == []
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_full_scratch_disk_is_said_of_tmpdir_not_of_a_removed_directory(tmp_path, jobs):
+    """Training whose scratch files cannot grow (RLIMIT_FSIZE: writes fail as on a full disk, root or not) names
+    TMPDIR's directory, which the user can give room to: it named a file inside the run's scratch directory,
+    removed by the time the message is read."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    proc = subprocess.run(
+        _mr("train", *_small_corpus(tmp_path), "--dev-size", "50", "--jobs", jobs, "-o", str(tmp_path / "model")),
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        preexec_fn=_small_files,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert re.fullmatch(
+        f"moses-recaser: error: {re.escape(str(scratch))}: cannot write scratch data: .*; give TMPDIR a directory "
+        "with more room\n",
+        proc.stderr,
+    ), proc.stderr
+    assert list(scratch.iterdir()) == [] and not (tmp_path / "model").exists()

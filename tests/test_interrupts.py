@@ -150,3 +150,40 @@ def test_a_pool_ended_as_it_starts_ends_its_workers():
     proc = subprocess.run([sys.executable, "-c", _POOL_ENDED_AT_ONCE], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_an_interrupt_while_the_command_imports_its_modules_is_one_line(tmp_path):
+    """Ctrl-C before ``common.run`` has taken over (the command still importing its modules): one line and exit
+    130, as later, not a KeyboardInterrupt's traceback. An import hook (a sitecustomize of the test's own) holds
+    the command in the import of ``moses_recaser.cli.main``, the console command's first import after the handler
+    of ``moses_recaser.cli``; the signal is sent once it is held there (the model is never reached)."""
+    hook, held = tmp_path / "hook", tmp_path / "held"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os, sys, time\n"
+        "class Held:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'moses_recaser.cli.main':\n"
+        f"            open({str(held)!r}, 'w').close()\n"
+        "            time.sleep(60)\n"
+        "sys.meta_path.insert(0, Held())\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    # (the package under test first after the hook, as pytest imports it)
+    paths = [str(hook), str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    argv = ["recase", "--model", str(tmp_path / "model"), "--input", "-", "-o", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moses_recaser", *argv],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (as a terminal's Ctrl-C finds it)
+    )
+    _wait_for(proc, held, 60)
+    assert held.exists(), "the command did not reach its imports"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    _ended_by_interrupt(proc, err, out)

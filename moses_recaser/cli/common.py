@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import io
 import logging
 import os
@@ -238,7 +239,7 @@ def check_destinations(args: argparse.Namespace) -> None:
     for name in getattr(args, "reads", ()):
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [] if value is None else [value]:
-            check_input(path)
+            check_input(path, text=name not in BINARY_INPUTS)
             one_reader(path, name)
             if name not in getattr(args, "rewrites", ()):
                 inputs.setdefault(file_id(path), name)
@@ -269,6 +270,7 @@ def check_destinations(args: argparse.Namespace) -> None:
 
 
 STDIN = "<stdin>"
+BINARY_INPUTS = ("lm", "shards")  # inputs that need not be text: a KenLM binary, shard count files
 
 
 def _output_key(path: str | os.PathLike[str] | None, output: tuple[int, int]) -> object:
@@ -406,21 +408,33 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         with contextlib.suppress(OSError, AttributeError):
             sys.stderr.close()
         return 0
-    except OSError as exc:  # a fault no reader or writer of ours turned into a RecaserError
-        where = f"{exc.filename}: " if exc.filename else ""
-        _error(prog, f"{where}{exc.strerror or exc}", since=lines)
-        return 2
-    except MemoryError:
-        _error(prog, "out of memory", since=lines)
-        return 2
     except RecursionError:
         _error(prog, "input nested too deeply", since=lines)
         return 2
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, with the traceback on request
+        if _out_of_memory(exc):
+            _error(prog, "out of memory", since=lines)
+            return 2
+        if isinstance(exc, OSError):  # a fault no reader or writer of ours turned into a RecaserError
+            where = f"{exc.filename}: " if exc.filename else ""
+            _error(prog, f"{where}{exc.strerror or exc}", since=lines)
+            return 2
         log.debug("traceback of the internal error", exc_info=True)
         bug = f"internal error (a bug; please report it, with the traceback -v prints): {type(exc).__name__}: {exc}"
         _error(prog, bug, since=lines)
         return 3
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    """Whether memory ran out, however it was said: a MemoryError, an ENOMEM (mmap, fork), or a library that
+    could not be mapped (dlopen under ``ulimit -v``: numpy's ImportError holds it), here or as the cause."""
+    while exc is not None:
+        if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
+            return True
+        if isinstance(exc, ImportError) and "failed to map segment" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _after_argparse(prog: str, done: SystemExit, text: str) -> int:

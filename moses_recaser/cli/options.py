@@ -260,9 +260,9 @@ OPTIONS: dict[str, Option] = {
         ),
         _opt(
             "memory",
-            f"what the whole run may hold in memory, worker processes included, as lmplz's -S: 2G, 500M, 50%% "
+            f"what the counts may hold in memory, worker processes included, as lmplz's -S: 2G, 500M, 50%% "
             f"(of physical memory); counts beyond it are sorted on disk (the output is the same for every size; "
-            f"default {DEFAULT_MEMORY})",
+            f"the whole run takes more: docs/performance.md; default {DEFAULT_MEMORY})",
             "-S",
             "--memory",
             ems="-memory",

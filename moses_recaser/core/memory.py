@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import os
 import re
+import resource
 from dataclasses import dataclass
 
 from moses_recaser.io.errors import RecaserError
@@ -58,6 +59,24 @@ def parse_memory(text: str) -> int:
     if value < FLOOR:
         raise RecaserError(f"`memory` {text} is too small: a run needs at least {FLOOR >> 20}M")
     return value
+
+
+# what loading scipy adds to the address space (its own OpenBLAS and its buffers: 121 MiB measured, scipy 1.x):
+# OpenBLAS, short of it under ``ulimit -v``, retries for ever
+SCIPY_SPACE = 160 << 20
+
+
+def check_address_space(need: int, what: str) -> None:
+    """A MemoryError now if the address-space limit (``ulimit -v``) leaves less than ``need`` bytes beside what
+    this process maps: before loading a library that, short of them, would not raise one."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    try:
+        with open("/proc/self/statm") as fh:
+            mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    if limit != resource.RLIM_INFINITY and limit - mapped < need:
+        raise MemoryError(f"{what} needs {mib(need)} more address space than ulimit -v leaves")
 
 
 def rss() -> int:

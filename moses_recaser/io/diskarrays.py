@@ -11,6 +11,7 @@ key sets built in bounded memory, the members of model archives written without 
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 from collections.abc import Iterator
@@ -18,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from moses_recaser.io.errors import RecaserError
 
 
 @dataclass(frozen=True)
@@ -84,12 +83,10 @@ class Sink:
         if self._fh is not None:
             try:
                 block.tofile(self._fh)
-            except OSError as exc:  # numpy's "N requested and M written" (no errno): a full scratch disk
-                reason = exc.strerror or "no space left on the device (it took part of a block)"
-                raise RecaserError(
-                    f"cannot write scratch data: {reason}; give TMPDIR a directory with more room",
-                    self.path,
-                ) from None
+            except OSError as exc:  # numpy's "N requested and M written" (no errno): a full scratch disk, which
+                if exc.errno is None:  # the scratch directory's ``work_dir`` says of the directory the user gave
+                    raise OSError(errno.ENOSPC, "No space left on device", self.path) from None
+                raise
         else:
             self._parts.append(block)
 

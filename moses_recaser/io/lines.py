@@ -119,6 +119,32 @@ LINE_PIECE = 1 << 16
 MAX_LINE_BYTES = 1 << 26
 
 
+def not_text(at: int, path: str, lineno: int) -> RecaserError:
+    """A NUL byte at byte ``at`` of line ``lineno``: binary data, which no token can hold (numpy's string arrays
+    drop it)."""
+    return RecaserError(f"a NUL byte at byte {at} of the line: not a text file", path, lineno)
+
+
+def open_text(path: str, name: str | None = None) -> BinaryIO:
+    """``open_binary`` for a text file: one whose first LINE_PIECE bytes (decompressed) hold a NUL is refused at
+    once, at its line, before it is read (a binary file, a .tar.gz: its line count or its first long line would
+    otherwise be what is said of it, after the work that counts it). ``name``: the file as errors name it."""
+    fh = open_binary(path)
+    try:
+        head = fh.peek(LINE_PIECE)[:LINE_PIECE] if hasattr(fh, "peek") else b""
+    except READ_FAULTS:
+        head = b""  # (a damaged compressed file: its reader says so at its line)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        if path != "-":
+            fh.close()
+        start = head.rfind(b"\n", 0, nul) + 1
+        lineno = head.count(b"\n", 0, nul) + 1
+        at = nul - start - (len(BOM) if lineno == 1 and head.startswith(BOM) else 0)
+        raise not_text(at, name or path, lineno)
+    return fh
+
+
 def read_line(fh: BinaryIO, path: str, lineno: int) -> bytes:
     """``fh.readline()`` (b"" at the end), in bounded memory: a NUL in a long line, or a line longer than
     MAX_LINE_BYTES, is a RecaserError at ``path``:``lineno`` as soon as it is read."""
@@ -130,7 +156,7 @@ def read_line(fh: BinaryIO, path: str, lineno: int) -> bytes:
     while True:
         nul = raw.find(b"\0")
         if nul >= 0:
-            raise RecaserError(f"a NUL byte at byte {size + nul} of the line: not a text file", path, lineno)
+            raise not_text(size + nul, path, lineno)
         parts.append(raw)
         size += len(raw)
         if size > MAX_LINE_BYTES:
@@ -154,7 +180,7 @@ def decode_line(raw: bytes, path: str, lineno: int) -> str:
         raw = raw[len(BOM) :]
     nul = raw.find(b"\0")
     if nul >= 0:
-        raise RecaserError(f"a NUL byte at byte {nul} of the line: not a text file", path, lineno)
+        raise not_text(nul, path, lineno)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -215,7 +241,7 @@ class LineReader:
 
     def __iter__(self) -> Iterator[str]:
         if self._fh is None:
-            self._fh = open_binary(self.path)
+            self._fh = open_text(self.path, self.name)
         fh = self._fh
         try:
             for raw in iter(lambda: read_line(fh, self.name, self.lineno + 1), b""):
@@ -274,8 +300,9 @@ def zip_readers(*readers: LineReader) -> Iterator[tuple[str, ...]]:
         )
 
 
-def check_input(path: str | os.PathLike[str]) -> None:
-    """Fail now, before long work, if ``path`` cannot be read as a file (``-``: stdin, always)."""
+def check_input(path: str | os.PathLike[str], text: bool = True) -> None:
+    """Fail now, before long work, if ``path`` cannot be read as a file, or (``text``) is a regular file that is
+    not text (``open_text``; ``-``: stdin, always)."""
     shown = os.fspath(path)
     if shown == "-":
         return
@@ -289,6 +316,8 @@ def check_input(path: str | os.PathLike[str]) -> None:
         raise RecaserError("is a directory, not a file", shown)
     if not os.access(shown, os.R_OK):
         raise RecaserError("cannot open: permission denied", shown)
+    if text and stat.S_ISREG(st.st_mode):  # (a pipe's or a device's first bytes are the reader's: not taken here)
+        open_text(shown).close()
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

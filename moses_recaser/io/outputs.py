@@ -357,28 +357,37 @@ def made_dirs(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
+_SCRATCH: list[str] = []  # the scratch directories in use (a forked worker's too: it inherits them)
+
+
 @contextlib.contextmanager
 def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Iterator[str]:
-    """A scratch directory (in ``parent``, else $TMPDIR), removed at the end, an interrupt's end included."""
-    base = os.fspath(parent) if parent is not None else tempfile.gettempdir()
+    """A scratch directory (in ``parent``, else $TMPDIR), removed at the end, an interrupt's end included. A full
+    disk under it is said of the directory the user can give room to (``parent`` or TMPDIR), by the outermost
+    scratch directory: not of one inside it, which is gone when the message is read."""
+    base = os.path.abspath(parent if parent is not None else tempfile.gettempdir())
+    nested = any(base == d or base.startswith(d + os.sep) for d in _SCRATCH)
+    path = ""
     try:
         path = os.path.abspath(tempfile.mkdtemp(prefix=f".{prefix}.", suffix=".work", dir=base))
-    except OSError as exc:
-        raise write_error(exc, base) from None
-    try:
+        _SCRATCH.append(path)
         yield path
     except OSError as exc:
+        if nested:
+            raise
+        if not path:
+            raise write_error(exc, base) from None
         inside = exc.filename is None or os.fspath(exc.filename).startswith(path)
-        if exc.errno in DISK_FAULTS and inside:  # a writer of scratch data: the directory it wrote is gone now
-            where = "TMPDIR" if parent is None else "the scratch directory"
-            raise RecaserError(
-                f"cannot write scratch data: {exc.strerror}; give {where} a directory with more room", base
-            ) from None
+        if exc.errno in DISK_FAULTS and inside:  # a writer of scratch data
+            room = "give TMPDIR a directory with more room" if parent is None else "free some room on its disk"
+            raise RecaserError(f"cannot write scratch data: {exc.strerror}; {room}", base) from None
         raise
     finally:
-        remove_tree(path)
-        # what was put in place in it went with it: not an output to name after an interrupt
-        _WRITTEN[:] = [w for w in _WRITTEN if not os.path.realpath(w).startswith(path + os.sep)]
+        if path:
+            remove_tree(path)
+            _SCRATCH.remove(path)
+            # what was put in place in it went with it: not an output to name after an interrupt
+            _WRITTEN[:] = [w for w in _WRITTEN if not os.path.realpath(w).startswith(path + os.sep)]
 
 
 def is_model_dir(path: Path) -> bool:
