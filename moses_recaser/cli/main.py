@@ -247,6 +247,8 @@ TRAIN_SETTINGS = (
     "lmplz_options",
     "monolingual",
     "input_case",
+    "source_lang",
+    "target_lang",
 )
 
 
@@ -366,6 +368,9 @@ def add_recase(p: argparse.ArgumentParser) -> None:
         "the decoder's -alignment-output-file",
     )
     add(p, "align")
+    add(p, "raw")
+    add(p, "source_lang", help="--raw: the language of --source (default: the model's, from train --source-lang)")
+    add(p, "target_lang", help="--raw: the language of --input (default: the model's, from train --target-lang)")
     add(
         p,
         "alignment_mode",
@@ -411,6 +416,9 @@ def cmd_recase(args: argparse.Namespace) -> int:
         align=args.align,
         explain=args.explain,
         jobs=args.jobs,
+        raw=args.raw,
+        source_lang=args.source_lang,
+        target_lang=args.target_lang,
     )
     log.info("signature: %s", recaser.signature)
     return 0

@@ -110,6 +110,22 @@ OPTIONS: dict[str, Option] = {
             action="store_true",
         ),
         _opt("align", "align --input to --source with the model's eflomal priors", action="store_true"),
+        _opt(
+            "raw",
+            "--input and --source are raw (detokenized) text: tokenized as the model's training text was, and the "
+            "output is --input with only the case of its letters changed",
+            action="store_true",
+        ),
+        _opt(
+            "source_lang",
+            "the source language (en, fr, de, zh ...): train records it, and recase --raw tokenizes raw sources for it",
+            metavar="LANG",
+        ),
+        _opt(
+            "target_lang",
+            "the target language: train records it, and recase --raw tokenizes raw text to recase for it",
+            metavar="LANG",
+        ),
         _opt("dev_source", "cased, tokenized dev source", metavar="FILE"),
         _opt("dev_target", "cased, tokenized dev reference", metavar="FILE"),
         _opt("dev_alignment", "dev word alignment (Pharaoh); else eflomal aligns it", metavar="FILE"),

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import io
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import zip_longest
 from typing import Any, Union, cast
 
 from moses_recaser.core.triples import Link, Triple, triple_from_json
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.moses.formats import InputFormat, Line, Record
+from moses_recaser.moses.formats import Line, Record
 from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.trace import TraceOptions
 
@@ -25,13 +25,13 @@ STREAMS = ("hyps", "sources", "alignments")
 
 
 def line_records(
-    fmt: InputFormat,
+    read_line: Callable[[int, Line], Record],
     options: TraceOptions,
     hyps: Iterable[str],
     sources: Iterable[str] | None,
     alignments: Iterable[Alignment] | None,
 ) -> Iterator[Record]:
-    """The records of parallel streams of lines, read by a line format (``fmt.read_line``)."""
+    """The records of parallel streams of lines, each read by ``read_line`` (a line format's, ``FORMATS``)."""
     if alignments is not None and sources is None:
         raise RecaserError("an alignment links the hypothesis to its source: give the source too")
     for name, stream in zip(STREAMS, (hyps, sources, alignments)):
@@ -40,8 +40,6 @@ def line_records(
             isinstance(stream, Iterable) or (stream is None and name != "hyps")
         ):
             raise RecaserError(f"{name} must be an iterable of lines (a list, a file), not {type(stream).__name__}")
-    read_line = fmt.read_line
-    assert read_line is not None  # (line formats only)
     files = [isinstance(x, io.TextIOBase) for x in (hyps, sources)]  # (their first line's BOM dropped)
     ended = object()  # (not None: a None in a stream is a line of the wrong type, said so below)
     given_streams = 1 + len([x for x in (sources, alignments) if x is not None])  # alignments only with sources

@@ -19,7 +19,8 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +44,9 @@ from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.inputs import Alignment, line_records, validated_triples
 from moses_recaser.model.modes import Weights, mode_of
-from moses_recaser.model.settings import TrainSettings, weights_digest
+from moses_recaser.model.settings import TrainSettings, check_language, weights_digest
 from moses_recaser.model.streaming import zip_recased
-from moses_recaser.moses.formats import FORMATS, Inputs, Record
+from moses_recaser.moses.formats import FORMATS, Inputs, Line, Record
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.tables import Tables
 
@@ -99,6 +100,9 @@ def _after_fork() -> None:
 
 os.register_at_fork(after_in_child=_after_fork)
 
+# lines aligned to their sources in one eflomal run (``align``, raw text): more align a little better, and hold more
+# in memory
+ALIGN_LINES = 20_000
 # what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
 LINE_FORMATS = tuple(name for name, f in FORMATS.items() if f.read_line is not None)
 
@@ -235,11 +239,18 @@ class Recaser:
         *,
         trace_format: str = "text",
         trace_options: TraceOptions | None = None,
+        raw: bool = False,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
     ) -> str:
         """One sentence recased: ``hyp`` tokenized (``trace_format="text"``) or a Moses 1-best output line with its
         ``|s-e|`` markers (``trace_format="trace"``: plain, ``-t``, ``-tt``, ``-print-alignment-info``; markers are
         read, not returned). ``source`` is the cased, tokenized line the decoder translated (None:
-        monolingual); ``alignment`` its word links to ``hyp``, Pharaoh ``"0-0 1-1"`` or index pairs."""
+        monolingual); ``alignment`` its word links to ``hyp``, Pharaoh ``"0-0 1-1"`` or index pairs.
+
+        ``raw=True``: ``hyp`` and ``source`` are raw text, as MT systems print it (``"the u.s. president's
+        visit."``), tokenized for the model's languages (``source_lang``, ``target_lang`` say others) and aligned
+        with its eflomal priors; the output is ``hyp`` with only the case of its letters changed."""
         return next(
             self.recase_lines(
                 [hyp],
@@ -247,6 +258,9 @@ class Recaser:
                 None if alignment is None else [alignment],
                 trace_format=trace_format,
                 trace_options=trace_options,
+                raw=raw,
+                source_lang=source_lang,
+                target_lang=target_lang,
             )
         )
 
@@ -259,18 +273,26 @@ class Recaser:
         trace_format: str = "text",
         trace_options: TraceOptions | None = None,
         jobs: int = 1,
+        raw: bool = False,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
     ) -> Iterator[str]:
         """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 512 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
         a line is dropped; so is a byte-order mark that starts a text file (``open()`` keeps it, where the command
         line and ``read_lines`` drop it; in a list of lines a U+FEFF is a character of its first token), and one
-        that starts an alignment; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line."""
+        that starts an alignment; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line.
+        ``raw=True``: raw lines, as ``recase`` says; the sources are aligned a chunk of ``ALIGN_LINES`` at a
+        time, unless ``alignments`` (of the tokenized lines) are given."""
         fmt = FORMATS.get(trace_format) if isinstance(trace_format, str) else None
         if fmt is None or fmt.read_line is None:
             raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
         if trace_options is not None and not isinstance(trace_options, TraceOptions):
             raise RecaserError(f"trace_options must be a TraceOptions, not {type(trace_options).__name__}")
-        records = line_records(fmt, trace_options or TraceOptions(), hyps, sources, alignments)
+        read_line = self._raw_reader(source_lang, target_lang, sources is not None, trace_format) if raw else None
+        records = line_records(read_line or fmt.read_line, trace_options or TraceOptions(), hyps, sources, alignments)
+        if raw and sources is not None and alignments is None:
+            records = self._aligned(records)
         return self._recase_records(records, jobs)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
@@ -291,12 +313,16 @@ class Recaser:
         align: bool = False,
         explain: bool = False,
         jobs: int = 1,
+        raw: bool = False,
+        source_lang: str | None = None,
+        target_lang: str | None = None,
     ) -> None:
         """Recase a file as ``moses-recaser recase`` does: ``input`` (``-``: stdin) read as ``trace_format``
         (``moses.formats.FORMATS``: ``text``, ``trace``, ``nbest``, ``jsonl``), with its cased ``source`` and
         Pharaoh ``alignment`` files where the format takes them, or ``align``: the links eflomal gives ``input``
         and ``source`` with the model's priors. ``output`` (``-``: stdout, streamed) appears whole or not at all;
-        ``explain`` writes ``explain``'s rows as JSON Lines instead, a blank line after each sentence."""
+        ``explain`` writes ``explain``'s rows as JSON Lines instead, a blank line after each sentence. ``raw``:
+        ``input`` and ``source`` are raw text (``recase``), a raw source aligned unless ``alignment`` is given."""
         fmt = FORMATS.get(trace_format)
         if fmt is None:
             raise RecaserError(f"`trace_format` is {trace_format!r}; choose one of {', '.join(FORMATS)}")
@@ -307,9 +333,17 @@ class Recaser:
             raise RecaserError("`alignment` links the output to its source: give `source` too")
         if align and (trace_format != "text" or source is None or alignment is not None):
             raise RecaserError("`align` links text `input` to its `source`: give both, and no `alignment`")
-        records = fmt.read(Inputs(input, source, alignment, trace_options or TraceOptions()))
-        if align:
-            records = iter([Record(t) for t in self._aligned([r.triple for r in records], source)])
+        inputs = Inputs(input, source, alignment, trace_options or TraceOptions())
+        if raw:
+            from moses_recaser.moses.raw import read_raw
+
+            records = read_raw(inputs, self._raw_reader(source_lang, target_lang, source is not None, trace_format))
+        elif source_lang or target_lang:
+            raise RecaserError("`source_lang` and `target_lang` say how raw text is tokenized: give `raw` too")
+        else:
+            records = fmt.read(inputs)
+        if align or (raw and source is not None and alignment is None):
+            records = self._aligned(records)
         with atomic_output(output, compress=True) as out:
             if explain:
                 for r in records:
@@ -325,23 +359,48 @@ class Recaser:
         for record, tokens in zip_recased(records, self._recase_batch, jobs, triple_of=lambda r: r.triple):
             yield record.line(tokens)
 
-    def _aligned(self, triples: list[Triple], where: str | None) -> list[Triple]:
-        """The triples with the links eflomal gives them, aligned with the priors of the model's training
-        alignment (the file the manifest names, as it was checked at load)."""
+    def _aligned(self, records: Iterable[Record]) -> Iterator[Record]:
+        """The records, their triples given the links eflomal finds with the priors of the model's training
+        alignment (the file the manifest names, as it was checked at load), ``ALIGN_LINES`` at a time."""
         if self._priors is None:
             raise RecaserError(
                 f"`align` needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
             )
         from moses_recaser.stats.eflomal import align
 
-        links = align(
-            [t.source for t in triples],
-            [t.target for t in triples],
-            str(self.settings["symmetrization"]),
-            priors=f"/proc/self/fd/{self._priors}",
-            where=lambda k: f"{where}:{k + 1}",
-        )
-        return [dataclasses.replace(t, links=a) for t, a in zip(triples, links)]
+        it = iter(records)
+        while chunk := list(islice(it, ALIGN_LINES)):
+            links = align(
+                [r.triple.source for r in chunk],
+                [r.triple.target for r in chunk],
+                str(self.settings["symmetrization"]),
+                priors=f"/proc/self/fd/{self._priors}",
+                where=lambda k: f"line {chunk[k].triple.id + 1}",  # noqa: B023 (used before the next chunk)
+            )
+            for r, a in zip(chunk, links):
+                r.triple.links = a
+            yield from chunk
+
+    def _raw_reader(
+        self, source_lang: str | None, target_lang: str | None, bilingual: bool, trace_format: str
+    ) -> Callable[[int, Line], Record]:
+        """The reader of raw lines (``moses.raw``) for the given languages, else the model's; the source's only
+        for ``bilingual`` input."""
+        from moses_recaser.moses.raw import line_reader
+
+        if trace_format != "text":
+            raise RecaserError(f"raw text is plain text: `trace_format` {trace_format!r} does not go with `raw`")
+        langs = {"target_lang": target_lang or self.settings.get("target_lang")}
+        if bilingual:
+            langs["source_lang"] = source_lang or self.settings.get("source_lang")
+        for name, lang in langs.items():
+            if lang is None:
+                raise RecaserError(
+                    f"raw text is tokenized for its language, and the model does not record it (trained without "
+                    f"`{name}`): give `{name}`"
+                )
+            check_language(name, lang)
+        return line_reader(str(langs["target_lang"]), langs.get("source_lang"))
 
     @gc_paused()
     def _recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:

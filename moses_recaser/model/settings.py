@@ -9,6 +9,7 @@ import hashlib
 import math
 import numbers
 import os
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -73,6 +74,10 @@ class TrainSettings:
     monolingual_digest: str | None = None  # sha256 of their contents, set when read
     dev_decoded: bool = False  # the weights were fitted on decoder output for dev (train(dev_output=...))
     input_case: str = "lower"  # INPUT_CASES
+    # the languages (ISO 639-1) of the training text, so that raw text to recase is tokenized as it was (None:
+    # not said; raw text then needs them at recasing)
+    source_lang: str | None = None
+    target_lang: str | None = None
 
     def check(self) -> None:
         from moses_recaser.stats.symal import SYMMETRIZATIONS
@@ -88,6 +93,8 @@ class TrainSettings:
         ):
             if getattr(self, name) not in allowed:
                 raise RecaserError(f"`{name}` is {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
+        for name in ("source_lang", "target_lang"):
+            check_language(name, getattr(self, name))
         for name, sigma in (("sigma", self.sigma), *(("sigma_grid", x) for x in self.sigma_grid)):
             # NaN would pass 'sigma <= 0' and leave weights unfitted; past the bounds, the prior's 1 / sigma^2
             # overflows or vanishes in the middle of the fit
@@ -177,6 +184,8 @@ class TrainSettings:
             parts.append(("dev", "decoded"))
         if self.input_case != "lower":
             parts.append(("in", self.input_case))
+        if self.source_lang or self.target_lang:  # shown when said, so signatures without them stay
+            parts.append(("lang", f"{self.source_lang or '?'}-{self.target_lang or '?'}"))
         if weights is not None:
             parts.append(("w", weights_digest(weights)))
         return signature(*parts)
@@ -205,6 +214,13 @@ def _items(name: str, value: list | tuple | dict) -> Any:
     if name == "npa_lengths" and isinstance(value, dict):
         return {int(number(k, True)): number(v, False) for k, v in value.items()}
     return value
+
+
+def check_language(name: str, lang: str | None) -> None:
+    """A language setting is None or an ISO 639 code (sacremoses takes any string, and tokenizes a misspelt one
+    as no language at all)."""
+    if lang is not None and not (isinstance(lang, str) and re.fullmatch("[a-z]{2,3}", lang)):
+        raise RecaserError(f"`{name}` is {lang!r}; give a language code such as en, fr, de, zh")
 
 
 def weights_digest(weights: Any) -> str:

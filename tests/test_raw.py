@@ -1,0 +1,291 @@
+"""Raw text in, raw text out (#49): recased Moses tokens projected back onto the raw line (moses.raw). The output
+is the input line with only the case of its letters changed, whatever the tokens and whatever the recaser says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moses_recaser.core import casing
+from moses_recaser.moses.raw import locate, project, unescape
+from moses_recaser.moses.tokenizer import tokenizer
+
+ROOT = Path(__file__).parents[1]
+WMT = ROOT.parent / "shared" / "corpora" / "wmt-system-outputs" / "wmt21" / "txt"
+SIGMAS = {"σ", "ς", "Σ"}
+
+
+def case_only(out: str, line: str) -> None:
+    """``out`` equals ``line`` under str.lower(), and every code point that changed changed by case mapping alone
+    (``İ`` counted as the two characters of its lowercase; KELVIN SIGN and its like never change)."""
+    assert out.lower() == line.lower()
+    a, b = (x.replace(casing.DOTTED_I, "I\u0307") for x in (out, line))
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if x != y:
+            assert x.lower() == y.lower() or {x, y} <= SIGMAS, (x, y)
+            assert x not in casing.VARIANTS and y not in casing.VARIANTS
+
+
+def recased_with(line: str, lang: str, how) -> str:
+    tokens = tokenizer(lang)(line)
+    return project(line, tokens, [how(t) for t in tokens])
+
+
+def test_every_other_byte_is_the_inputs():
+    line = 'the u.s. president\'s visit, on monday... "ok" & <b> at http://x.com/a?b=c&d=e 😀\t[a|b]  end .\r'
+    out = recased_with(line, "en", casing.upper_all)
+    assert out == line.upper()  # (ASCII letters only: every one of them was in a token)
+    case_only(out, line)
+    assert recased_with(line, "en", casing.upper_first).startswith(
+        'The U.s. President\'S Visit, On Monday... "Ok" & <B> At'
+    )  # ('s: a token)
+
+
+def test_the_tokens_are_found_where_the_tokenizer_changed_nothing_else():
+    line = "l'homme  a\tdit : « x » & co."
+    tokens = tokenizer("fr")(line)
+    assert "&amp;" in tokens  # the model's vocabulary is escaped; the line is not
+    for token, pos in zip(tokens, locate(line, tokens)):
+        assert pos is not None and "".join(line[p] for p in pos) == unescape(token)
+
+
+@given(st.text(alphabet="&|<>'\"[]ab;#", max_size=30))
+def test_unescape_inverts_the_tokenizers_escaping(text):
+    from sacremoses import MosesTokenizer
+
+    assert unescape(MosesTokenizer(lang="en").escape_xml(text)) == text
+
+
+def test_a_control_character_inside_a_word_stays_and_the_word_is_recased():
+    line = "ab\x01cd ef"
+    assert recased_with(line, "en", casing.upper_all) == "AB\x01CD EF"
+
+
+def test_a_token_the_tokenizer_changed_is_left_as_it_is():
+    # sacremoses' marker for runs of dots: a literal DOTDOTMULTI comes back as ".."
+    line = "xdotdotmultiy and xDOTDOTMULTIy then more"
+    out = recased_with(line, "en", casing.upper_all)
+    assert out == "XDOTDOTMULTIY AND xDOTDOTMULTIy THEN MORE"
+
+
+def test_a_recased_token_that_is_not_a_recasing_changes_nothing():
+    line = "the cat & the <dog>"
+    tokens = tokenizer("en")(line)
+    assert project(line, tokens, ["a" * len(t) for t in tokens]) == line
+    assert project(line, tokens, [t.replace("&", "&AMP") if t == "&amp;" else t for t in tokens]) == line
+    assert project(line, tokens, [t.upper() for t in tokens]) == "THE CAT & THE <DOG>"  # (&AMP; &LT; left out)
+
+
+@pytest.mark.parametrize(
+    ("line", "how", "expected"),
+    [
+        ("\u212aelvin 5 \u212a, 3 \u2126, 1 \u212b", casing.upper_all, "\u212aELVIN 5 \u212a, 3 \u2126, 1 \u212b"),
+        ("\u212aELVIN \u2126", casing.lower_all, "\u212aelvin \u2126"),
+        ("straße", casing.upper_all, "STRAßE"),  # "SS" would change the length
+        ("STRAẞE", casing.lower_all, "straße"),
+        ("ırmak istanbul", casing.upper_first, "ırmak Istanbul"),  # I would lowercase to i
+        ("İSTANBUL", casing.lower_all, "İSTANBUL"),  # its lowercase, i̇stanbul, is longer: the token stays
+        ("οδος μας", casing.upper_all, "ΟΔΟΣ ΜΑΣ"),
+        ("ΟΔΟΣ ΜΑΣ", casing.lower_all, "οδος μας"),
+        ("οδος'α", casing.upper_all, "οδος'Α"),  # ΟΔΟΣ'Α would lowercase to οδοσ'α: that token stays
+        ("ǆemal ǆ", casing.upper_first, "ǅemal ǅ"),
+        ("ǆemal", casing.upper_all, "ǄEMAL"),
+    ],
+)
+def test_special_letters_as_the_token_mode_handles_them(line, how, expected):
+    out = recased_with(line, "en", how)
+    assert out == expected
+    case_only(out, line)
+
+
+def test_a_dotted_i_written_as_one_character_as_the_token_mode_writes_it():
+    line = "i\u0307stanbul"
+    tokens = ["i\u0307stanbul"]  # as a tokenizer that keeps combining marks would cut it
+    out = project(line, tokens, ["İstanbul"])
+    assert out == "İstanbul"
+    case_only(out, line)
+
+
+TRICKY = "aAbzZ ßẞıIİi\u0307σςΣǅǆǄ\u212a\u2126\u212bkKΩå'\".,&<>|[]-\t\r\x01\u00a0😀é\u0301"
+TAGS = [casing.lower_all, casing.upper_first, casing.upper_all, lambda t: t, str.upper, str.swapcase, str.title]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=TRICKY, max_size=40), st.lists(st.sampled_from(range(len(TAGS))), min_size=1), st.data())
+def test_the_output_is_the_input_in_another_case_whatever_the_tokens_become(line, tags, data):
+    tokens = tokenizer(data.draw(st.sampled_from(["en", "fr", "de"])))(line)
+    recased = [TAGS[tags[k % len(tags)]](t) for k, t in enumerate(tokens)]
+    out = project(line, tokens, recased)
+    case_only(out, line)
+    assert project(line, tokens, tokens) == line
+    if len(out) == len(line):  # (no İ written for i̇): what is outside the tokens found is as it was
+        found = {p for pos in locate(line, tokens) if pos for p in pos}
+        assert all(out[p] == c for p, c in enumerate(line) if p not in found)
+
+
+def shipped_lines() -> list[tuple[str, str]]:
+    lang = {"en": "en", "fr": "fr"}
+    files = [ROOT / "data" / "tico19" / f"tico19-test.{x}" for x in lang]
+    files += sorted((ROOT / "tests" / "data" / "wmt21-zh-en").glob("*.en"))
+    return [(line, f.suffix[1:]) for f in files for line in f.read_text(encoding="utf-8").splitlines()]
+
+
+def check_restores(pairs: list[tuple[str, str]]) -> int:
+    """Each lowercased line recased with the tokens of the line it came from comes back as that line, byte for
+    byte, where the two tokenize alike (the tokenizer's nonbreaking prefixes read case: "Jan." is one token, "jan."
+    two); returns how many did."""
+    restored = 0
+    for line, lang in pairs:
+        low = line.lower()
+        tok = tokenizer(lang)
+        tokens, cased = tok(low), tok(line)
+        case_only(recased_with(low, lang, casing.upper_all), low)
+        if len(tokens) != len(cased):
+            continue
+        out = project(low, tokens, cased)
+        case_only(out, low)
+        assert casing.is_recasing_of(line, low)  # (so are all their lines)
+        if all(map(casing.is_recasing_of, cased, tokens)):
+            assert out == line
+            restored += 1
+    return restored
+
+
+def test_the_shipped_corpora_come_back_as_they_were():
+    pairs = shipped_lines()
+    assert check_restores(pairs) > 0.9 * len(pairs)
+
+
+def test_wmt21_system_outputs_come_back_as_they_were():
+    if not WMT.is_dir():
+        pytest.skip(f"needs the WMT21 system outputs in {WMT} (the project's shared corpora)")
+    pairs = []
+    for f in sorted((WMT / "system-outputs").glob("*.hyp.*")):
+        if f.suffix[1:] in ("en", "de", "fr"):
+            pairs += [(line, f.suffix[1:]) for line in f.read_text(encoding="utf-8").splitlines()[:20]]
+    assert check_restores(pairs) > 0.9 * len(pairs)
+
+
+# recasing raw lines with a model -------------------------------------------------------------------------------
+def raw_slice(lang: str, lines: slice = slice(1950, 1990)) -> list[str]:
+    return (ROOT / "data" / "tico19" / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()[lines]
+
+
+def test_a_raw_line_is_recased_as_its_tokens_are_and_projected_back(tico):
+    from moses_recaser import Recaser
+
+    r = Recaser.load(tico / "model")
+    low = [x.lower() for x in raw_slice("en")]
+    out = list(r.recase_lines(low, raw=True, target_lang="en"))
+    tok = tokenizer("en")
+    tokenized = list(r.recase_lines([" ".join(tok(x)) for x in low]))
+    assert out == [project(x, tok(x), y.split(" ")) for x, y in zip(low, tokenized)]
+    for x, y in zip(out, low):
+        case_only(x, y)
+    assert sum(x != y for x, y in zip(out, low)) > 0.9 * len(low)
+
+
+def test_raw_lines_with_their_raw_sources_are_aligned_and_recased(tico):
+    from moses_recaser import Recaser
+
+    r = Recaser.load(tico / "model")
+    low = [x.lower() for x in raw_slice("en")]
+    out = list(r.recase_lines(low, raw_slice("fr"), raw=True, source_lang="fr", target_lang="en"))
+    for x, y in zip(out, low):
+        case_only(x, y)
+    assert sum(x != y for x, y in zip(out, low)) > 0.9 * len(low)
+    line = 'the u.s. president\'s visit, on monday... "ok" & <b> at http://x.com/a?b=c 😀\t[a|b]  end .\r'
+    one = r.recase(line, source="La visite du président, lundi.", raw=True, source_lang="fr", target_lang="en")
+    case_only(one, line)
+    assert one.startswith("The ")
+
+
+def test_raw_text_needs_its_languages(tico):
+    from moses_recaser import Recaser
+    from moses_recaser.io.errors import RecaserError
+
+    r = Recaser.load(tico / "model")  # trained without --source-lang and --target-lang
+    with pytest.raises(RecaserError, match="does not record it .trained without `target_lang`.: give `target_lang`"):
+        r.recase("the cat .", raw=True)
+    with pytest.raises(RecaserError, match="give `source_lang`"):
+        r.recase("the cat .", source="le chat .", raw=True, target_lang="en")
+    with pytest.raises(RecaserError, match="`target_lang` is 'english'; give a language code"):
+        r.recase("the cat .", raw=True, target_lang="english")
+    with pytest.raises(RecaserError, match="`source_lang` is 5; give a language code"):
+        r.recase("the cat .", source="le chat .", raw=True, target_lang="en", source_lang=5)  # type: ignore[arg-type]
+    with pytest.raises(RecaserError, match="raw text is plain text: `trace_format` 'trace'"):
+        r.recase("the cat .", raw=True, target_lang="en", trace_format="trace")
+
+
+def test_the_languages_are_settings_of_the_model():
+    from moses_recaser.io.errors import RecaserError
+    from moses_recaser.model.settings import TrainSettings
+
+    assert "lang" not in TrainSettings().signature()
+    assert "|lang:fr-en|" in TrainSettings(source_lang="fr", target_lang="en").signature() + "|"
+    with pytest.raises(RecaserError, match="`source_lang` is 'FR'"):
+        TrainSettings(source_lang="FR").check()
+
+
+def test_one_command_recases_raw_text_case_only_byte_for_byte(tico, tmp_path, capsys):
+    """train records the languages; ``recase --raw --source --align`` reads them, tokenizes, aligns, recases and
+    writes the input back with only its letters' case changed."""
+    from moses_recaser.cli.main import main
+
+    for lang in ("fr", "en"):
+        lines = (tico / f"train.{lang}").read_text(encoding="utf-8").splitlines(keepends=True)
+        (tmp_path / f"train.{lang}").write_text("".join(lines[-100:]), encoding="utf-8")  # (the first are lowercased)
+    model = tmp_path / "model"
+    common = ["--source", str(tmp_path / "train.fr"), "--target", str(tmp_path / "train.en"), "--dev-size", "10"]
+    assert (
+        main(["train", *common, "--max-iter", "20", "--source-lang", "fr", "--target-lang", "en", "-o", str(model)])
+        == 0
+    )
+    assert "|lang:fr-en|" in capsys.readouterr().out
+    src, hyp, out = tmp_path / "src.fr", tmp_path / "hyp.en", tmp_path / "out.en"
+    extra = "the who's “covid-19” &amp; <b>x</b>\tüber 5\u212a  e-mail: a@b.com 😀 ."
+    src.write_text("\n".join([*raw_slice("fr"), "L'OMS."]) + "\n", encoding="utf-8")
+    hyp.write_text("\n".join([*(x.lower() for x in raw_slice("en")), extra]) + "\n", encoding="utf-8")
+    assert (
+        main(
+            [
+                "recase",
+                "--raw",
+                "--model",
+                str(model),
+                "--source",
+                str(src),
+                "--input",
+                str(hyp),
+                "--align",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    given, got = hyp.read_text(encoding="utf-8"), out.read_text(encoding="utf-8")
+    case_only(got, given)
+    assert got != given
+    # without a source: monolingual; the model's languages overridden
+    assert (
+        main(["recase", "--raw", "--model", str(model), "--input", str(hyp), "--target-lang", "de", "-o", str(out)])
+        == 0
+    )
+    case_only(out.read_text(encoding="utf-8"), given)
+
+
+def test_raw_recasing_without_languages_is_a_one_line_error(tico, tmp_path, capsys):
+    from moses_recaser.cli.main import main
+
+    hyp = tmp_path / "hyp.en"
+    hyp.write_text("the cat .\n", encoding="utf-8")
+    assert main(["recase", "--raw", "--model", str(tico / "model"), "--input", str(hyp)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("moses-recaser: error: raw text is tokenized for its language") and err.count("\n") == 1
+    assert main(["recase", "--model", str(tico / "model"), "--input", str(hyp), "--target-lang", "en"]) == 2
+    assert "--source-lang and --target-lang say how raw text is tokenized: give --raw too" in capsys.readouterr().err
