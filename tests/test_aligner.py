@@ -19,10 +19,16 @@ def bitext():
     return [tokenizer("fr")(x) for x in fr], [tokenizer("en")(x) for x in en]
 
 
-def test_alignment_links_are_inside_sentences_and_mostly_diagonal(bitext, tmp_path):
+@pytest.fixture(scope="module")
+def joint(bitext, tmp_path_factory) -> tuple[list[list[tuple[int, int]]], Path]:
+    """The bitext aligned in one run, and the priors that run wrote."""
+    priors = tmp_path_factory.mktemp("joint") / "priors"
+    return align(*bitext, priors_out=priors), priors
+
+
+def test_alignment_links_are_inside_sentences_and_mostly_diagonal(bitext, joint):
     src, tgt = bitext
-    priors = tmp_path / "priors"
-    links = align(src, tgt, priors_out=priors)
+    links, priors = joint
     assert len(links) == len(src)
     n_links = sum(len(a) for a in links)
     assert n_links > 0.6 * sum(len(t) for t in tgt)
@@ -43,7 +49,7 @@ def test_alignment_with_priors_of_a_previous_run(bitext, tmp_path, name):
     """Priors written to a .gz name are compressed, and read back as such (they were read as plain text: exit 3)."""
     src, tgt = bitext
     priors = tmp_path / name
-    align(src, tgt, priors_out=priors)
+    align(src[:60], tgt[:60], priors_out=priors)  # (compression is the subject, not the priors' size)
     assert priors.read_bytes().startswith(b"\x1f\x8b") == name.endswith(".gz")
     links = align(src[:20], tgt[:20], priors=priors)
     assert len(links) == 20 and sum(len(a) for a in links) > 0
@@ -55,22 +61,22 @@ def test_empty_sentences_keep_their_line(bitext):
     assert len(links) == 3 and links[1] == []
 
 
-def test_priors_of_an_existing_alignment_align_new_text_as_it_does(bitext, tmp_path):
+def test_priors_of_an_existing_alignment_align_new_text_as_it_does(bitext, joint, tmp_path):
     """``priors_of_alignment``: priors from a word alignment file (the symmetrized links standing for both
     directions) let eflomal align new sentences alone nearly as one joint run aligns them."""
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.stats.eflomal import priors_of_alignment
 
     src, tgt = bitext
-    joint = align(src, tgt)
+    links, _ = joint
     for name, rows in (("src", src), ("tgt", tgt)):
         (tmp_path / name).write_text("".join(" ".join(r) + "\n" for r in rows[:250]), encoding="utf-8")
-    (tmp_path / "wa").write_text("".join(format_links(a) + "\n" for a in joint[:250]), encoding="utf-8")
+    (tmp_path / "wa").write_text("".join(format_links(a) + "\n" for a in links[:250]), encoding="utf-8")
     priors = tmp_path / "priors"
     priors_of_alignment(str(tmp_path / "src"), str(tmp_path / "tgt"), str(tmp_path / "wa"), priors, max_lines=200)
     new = align(src[250:], tgt[250:], priors=priors)
     alone = align(src[250:], tgt[250:])
-    agree = [sum(len(set(a) & set(b)) for a, b in zip(x, joint[250:])) for x in (new, alone)]
+    agree = [sum(len(set(a) & set(b)) for a, b in zip(x, links[250:])) for x in (new, alone)]
     assert agree[0] > agree[1], agree  # the priors carry the joint run's knowledge to 50 sentences aligned alone
 
 

@@ -266,15 +266,20 @@ _cased_token = st.one_of(
 )
 
 
+@pytest.fixture(scope="module")
+def cased(models) -> Recaser:
+    """The model for cased input, loaded once for the 150 examples below."""
+    return Recaser.load(models / "model.cased")
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(_cased_token, max_size=10), min_size=1, max_size=4), st.booleans())
-def test_property_cased_input_changes_case_only(models, lines, with_source):
+def test_property_cased_input_changes_case_only(cased, lines, with_source):
     """A model for cased input reads each line's own case (sentence starts as detruecase.perl would make them):
     whatever the line, the output differs from it in case only (a line starting 'ırmak' died on that check)."""
-    r = Recaser.load(models / "model.cased")
     hyps = [" ".join(t.replace(" ", "").replace("\t", "") or "x" for t in toks) for toks in lines]
     sources = ["Le Document ΟΔΟΣ ırmak" for _ in hyps] if with_source else None
-    for hyp, out in zip(hyps, r.recase_lines(hyps, sources)):
+    for hyp, out in zip(hyps, cased.recase_lines(hyps, sources)):
         assert len(out.split()) == len(hyp.split())
         for a, b in zip(hyp.split(), out.split()):
             assert casing.is_recasing_of(b, a), (a, b)

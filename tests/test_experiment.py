@@ -23,61 +23,17 @@ def assert_plot(path):
         assert not path.exists()
 
 
-def test_tiny_experiment_end_to_end(tmp_path, capsys):
-    out = tmp_path / "out"
-    rc = main(
-        [
-            "-q",
-            "experiment",
-            str(ROOT / "configs" / "tico19-tiny.yaml"),
-            "--data-root",
-            str(ROOT / "data"),
-            "-o",
-            str(out),
-            "--cache",
-            str(tmp_path / "cache"),
-        ]
-    )
-    assert rc == 0
-    results = json.loads((out / "results.json").read_text())
-    systems = results["full"]["systems"]
-    assert set(systems) == {"unigram", "trigram", "sacremoses", "crf-monolingual", "crf"}
-    assert systems["crf"]["precision"] > systems["trigram"]["precision"]
-    assert all("signature" in s for s in systems.values())
-    assert (out / "results.md").read_text().startswith("# tico19-tiny")
-    assert_plot(out / "learning_curve.png")
-    assert next(p["words"] for p in results["learning_curve"]) >= 3000
-    assert "|mono:" in systems["crf"]["signature"]  # the config's monolingual text went into the model
-    for name in systems:
-        lines = (out / f"test.{name}.en").read_text(encoding="utf-8").splitlines()
-        assert len(lines) == 150
-    # a rerun reuses every cached stage (no retraining): same model directory, same outputs
-    before = (out / "test.crf.en").read_bytes()
-    assert (
-        main(
-            [
-                "-q",
-                "experiment",
-                str(ROOT / "configs" / "tico19-tiny.yaml"),
-                "--data-root",
-                str(ROOT / "data"),
-                "-o",
-                str(out),
-                "--cache",
-                str(tmp_path / "cache"),
-            ]
-        )
-        == 0
-    )
-    assert json.loads((out / "results.json").read_text())["model"] == results["model"]
-    assert (out / "test.crf.en").read_bytes() == before
-    assert "| crf |" in capsys.readouterr().out
+def _experiment(config: Path, root: Path, out: Path, cache: Path) -> int:
+    return main(["-q", "experiment", str(config), "--data-root", str(root), "-o", str(out), "--cache", str(cache)])
 
 
-def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
-    """End-to-end BLEU on a WMT21-shaped tree made of shipped TICO-19 lines no split uses: the learning
-    curve's models recase the same aligned outputs, and their gaps come out as a curve of their own."""
-    root = tmp_path / "root"
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
+    """configs/tico19-tiny.yaml with ``wmt21: fr-en`` run once on a WMT21-shaped tree beside the shipped TICO-19
+    data, made of lines no split uses: the tiny experiment and the WMT21 BLEU in one run (the config, its data
+    root, the output and the cache)."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    root = tmp / "root"
     root.mkdir()
     (root / "tico19").symlink_to(ROOT / "data" / "tico19")
     txt = root / "wmt-system-outputs" / "wmt21" / "txt"
@@ -92,27 +48,41 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tmp_path):
     ]:
         (txt / sub).mkdir(parents=True, exist_ok=True)
         (txt / sub / name).write_text("".join(x + "\n" for x in lines[lang]), encoding="utf-8")
-    config = tmp_path / "tiny-wmt21.yaml"
+    config = tmp / "tiny-wmt21.yaml"
     config.write_text(
         (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8") + "wmt21: fr-en\n", encoding="utf-8"
     )
-    out = tmp_path / "out"
-    assert (
-        main(
-            [
-                "-q",
-                "experiment",
-                str(config),
-                "--data-root",
-                str(root),
-                "-o",
-                str(out),
-                "--cache",
-                str(tmp_path / "cache"),
-            ]
-        )
-        == 0
-    )
+    out, cache = tmp / "out", tmp / "cache"
+    assert _experiment(config, root, out, cache) == 0
+    return config, root, out, cache
+
+
+def test_tiny_experiment_end_to_end(tiny, capsys):
+    config, root, out, cache = tiny
+    results = json.loads((out / "results.json").read_text())
+    systems = results["full"]["systems"]
+    assert set(systems) == {"unigram", "trigram", "sacremoses", "crf-monolingual", "crf"}
+    assert systems["crf"]["precision"] > systems["trigram"]["precision"]
+    assert all("signature" in s for s in systems.values())
+    assert (out / "results.md").read_text().startswith("# tico19-tiny")
+    assert_plot(out / "learning_curve.png")
+    assert next(p["words"] for p in results["learning_curve"]) >= 3000
+    assert "|mono:" in systems["crf"]["signature"]  # the config's monolingual text went into the model
+    for name in systems:
+        lines = (out / f"test.{name}.en").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 150
+    # a rerun reuses every cached stage (no retraining): same model directory, same outputs
+    before = (out / "test.crf.en").read_bytes()
+    assert _experiment(config, root, out, cache) == 0
+    assert json.loads((out / "results.json").read_text())["model"] == results["model"]
+    assert (out / "test.crf.en").read_bytes() == before
+    assert "| crf |" in capsys.readouterr().out
+
+
+def test_wmt21_runs_recase_with_every_learning_curve_model(tiny):
+    """End-to-end BLEU on a WMT21-shaped tree made of shipped TICO-19 lines no split uses: the learning
+    curve's models recase the same aligned outputs, and their gaps come out as a curve of their own."""
+    _, _, out, _ = tiny
     results = json.loads((out / "results.json").read_text())
     curve, bleu = results["wmt21_curve"], results["bleu"]
     assert [p["words"] for p in curve] == [p["words"] for p in results["learning_curve"]]

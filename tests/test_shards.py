@@ -255,28 +255,36 @@ def dev(bitext, tico) -> list[str]:
     ]
 
 
-def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, dev, tmp_path):
+@pytest.fixture(scope="module")
+def direct(bitext, dev, tmp_path_factory) -> Path:
+    """The model trained in one process from the bitext, which the tests below must reproduce."""
+    d = bitext
+    model = tmp_path_factory.mktemp("direct") / "model"
+    args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
+    assert main(["-q", "train", *args, *dev, "-o", str(model)]) == 0
+    return model
+
+
+def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, dev, direct, tmp_path):
     d = bitext
     args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
-    assert main(["-q", "train", *args, *dev, "-o", str(tmp_path / "direct")]) == 0
     shards = []
     for i in (1, 2):
         shards.append(str(tmp_path / f"s{i}.npz"))
         assert main(["-q", "count", *args, "--shard", f"{i}/2", "-o", shards[-1]]) == 0
     assert main(["-q", "merge", *shards, "-o", str(tmp_path / "merged")]) == 0
     assert main(["-q", "train", "--stats", str(tmp_path / "merged"), *dev, "-o", str(tmp_path / "scaled")]) == 0
-    direct, scaled = read_manifest(tmp_path / "direct"), read_manifest(tmp_path / "scaled")
-    assert direct.files == scaled.files  # tables, punctuation counts, LM: byte for byte
-    assert direct.extra["weights"] == scaled.extra["weights"]
-    assert direct.signature == scaled.signature
+    one, scaled = read_manifest(direct), read_manifest(tmp_path / "scaled")
+    assert one.files == scaled.files  # tables, punctuation counts, LM: byte for byte
+    assert one.extra["weights"] == scaled.extra["weights"]
+    assert one.signature == scaled.signature
 
 
-def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
+def test_counting_in_two_processes_gives_the_same_model(bitext, dev, direct, tmp_path):
     """``train --jobs 2`` (EMS: ``-cores 2``) counts in worker processes: the model is the one of one process,
     and the workers end without a traceback on stderr (EMS reads one as a crash)."""
     d = bitext
     common = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a"), *dev]
-    assert main(["-q", "train", *common, "-o", str(tmp_path / "one")]) == 0
     proc = subprocess.run(
         [CLI, "-q", "train", *common, "--jobs", "2", "-o", str(tmp_path / "two")],
         capture_output=True,
@@ -285,7 +293,7 @@ def test_counting_in_two_processes_gives_the_same_model(bitext, dev, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
-    one, two = read_manifest(tmp_path / "one"), read_manifest(tmp_path / "two")
+    one, two = read_manifest(direct), read_manifest(tmp_path / "two")
     assert one.files == two.files and one.extra["weights"] == two.extra["weights"]
 
 
