@@ -274,6 +274,7 @@ def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_mo
     in one block of dev sentences (here 4 sentences a block): fewer than those of words met anywhere in dev (a
     share of the corpus's: the frequent words are all met), and the lattices of every input mode read from them
     are the lattices of the whole tables and LM."""
+    import moses_recaser.model.data as data
     import moses_recaser.model.train as training
     from moses_recaser.model.extractor import FeatureExtractor
     from moses_recaser.model.features import feature_names
@@ -283,18 +284,18 @@ def test_dev_lattices_read_the_ngrams_of_one_block_of_dev_and_equal_the_whole_mo
     from moses_recaser.stats.npa import phrase_align_triple
     from moses_recaser.stats.tables import Tables
 
-    monkeypatch.setattr(training, "DEV_BLOCKS", 25)
+    monkeypatch.setattr(data, "DEV_BLOCKS", 25)
     settings = TrainSettings()
     tables, lm = Tables.load(tico / "model"), ArrayLM.load(tico / "model" / "lm.npz")
-    dev = training.Bitext(str(tico / "dev.fr"), str(tico / "dev.en"), str(aligned / "dev.a")).triples()
+    dev = data.Bitext(str(tico / "dev.fr"), str(tico / "dev.en"), str(aligned / "dev.a")).triples()
     triples = [phrase_align_triple(t, None, 0) for t in dev]
     refs = [list(t.target) for t in dev]
-    dev_tables, dev_lm = training.tables_for_dev(tables, lm, triples, refs)
+    dev_tables, dev_lm = data.tables_for_dev(tables, lm, triples, refs)
     assert isinstance(dev_lm, ArrayLM)
 
-    met = {training.dev_key(p) for t in triples for w in (*t.source, *t.target) for p in (w, *w.split("-"))}
-    met |= {training.dev_key(casing_form) for t in triples for casing_form in t.source}
-    anywhere = np.array([training.dev_key(w) in met or w in ("<s>", "</s>", "<unk>") for w in lm.vocab])
+    met = {data.dev_key(p) for t in triples for w in (*t.source, *t.target) for p in (w, *w.split("-"))}
+    met |= {data.dev_key(casing_form) for t in triples for casing_form in t.source}
+    anywhere = np.array([data.dev_key(w) in met or w in ("<s>", "</s>", "<unk>") for w in lm.vocab])
     keys = lm.trigrams.keys_at(0, len(lm.trigrams))
     V = lm.V
     of_met = anywhere[keys % V] & anywhere[keys // V % V] & anywhere[keys // V // V]

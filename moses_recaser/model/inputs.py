@@ -7,6 +7,7 @@ stream (``hyps``, ``sources``, ``alignments``, ``triples``) and its line, before
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -78,7 +79,13 @@ def validated_triples(triples: Iterable[Triple]) -> Iterator[Triple]:
     lattice or a UnicodeEncodeError at the output."""
     for k, t in enumerate(items_of(triples, Triple, "triples")):
         try:
-            triple_from_json(t.to_json())
+            # its tokens, phrases and unknown positions; the links apart, as they are (a copy of a dense line's
+            # links as JSON would take more memory than recasing it)
+            triple_from_json(dataclasses.replace(t, links=None).to_json())
+            if t.links is not None:
+                if not all(isinstance(a, (tuple, list)) and len(a) == 2 and all(map(_is_int, a)) for a in t.links):
+                    raise TypeError
+                t.validate()
         except (TypeError, ValueError):  # a field of another type (a link "0-1", a phrase 3)
             raise RecaserError(
                 f"a Triple's fields are lists of str and of int tuples: {t!r}"[:300], "triples", k + 1
@@ -86,6 +93,10 @@ def validated_triples(triples: Iterable[Triple]) -> Iterator[Triple]:
         except RecaserError as exc:
             raise exc.at("triples", k + 1) from None
         yield t
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def items_of(items: object, kind: type, name: str) -> Iterator[Any]:
