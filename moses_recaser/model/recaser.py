@@ -292,7 +292,7 @@ class Recaser:
         read_line = self._raw_reader(source_lang, target_lang, sources is not None, trace_format) if raw else None
         records = line_records(read_line or fmt.read_line, trace_options or TraceOptions(), hyps, sources, alignments)
         if raw and sources is not None and alignments is None:
-            records = self._aligned(records)
+            records = self._aligned(records, "sources")
         return self._recase_records(records, jobs)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
@@ -343,7 +343,7 @@ class Recaser:
         else:
             records = fmt.read(inputs)
         if align or (raw and source is not None and alignment is None):
-            records = self._aligned(records)
+            records = self._aligned(records, source or "-")
         with atomic_output(output, compress=True) as out:
             if explain:
                 for r in records:
@@ -359,9 +359,10 @@ class Recaser:
         for record, tokens in zip_recased(records, self._recase_batch, jobs, triple_of=lambda r: r.triple):
             yield record.line(tokens)
 
-    def _aligned(self, records: Iterable[Record]) -> Iterator[Record]:
+    def _aligned(self, records: Iterable[Record], source: str) -> Iterator[Record]:
         """The records, their triples given the links eflomal finds with the priors of the model's training
-        alignment (the file the manifest names, as it was checked at load), ``ALIGN_LINES`` at a time."""
+        alignment (the file the manifest names, as it was checked at load), ``ALIGN_LINES`` at a time; ``source``
+        names the lines in eflomal's warnings (``FILE:LINE``, as the command line's --align named them)."""
         if self._priors is None:
             raise RecaserError(
                 f"`align` needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
@@ -375,7 +376,7 @@ class Recaser:
                 [r.triple.target for r in chunk],
                 str(self.settings["symmetrization"]),
                 priors=f"/proc/self/fd/{self._priors}",
-                where=lambda k: f"line {chunk[k].triple.id + 1}",  # noqa: B023 (used before the next chunk)
+                where=lambda k: f"{source}:{chunk[k].triple.id + 1}",  # noqa: B023 (used before the next chunk)
             )
             for r, a in zip(chunk, links):
                 r.triple.links = a
