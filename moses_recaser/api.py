@@ -12,13 +12,16 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.pieces import check_rereadable
+
+if TYPE_CHECKING:
+    from moses_recaser.model.data import Bitext
 
 log = logging.getLogger("moses_recaser")
 PathLike = str | os.PathLike[str]
@@ -45,6 +48,7 @@ def train(
     lmplz: PathLike | None = None,
     work: PathLike | None = None,
     memory: str | int | None = None,
+    raw: bool = False,
 ) -> TrainedModel:
     """Train a recaser into the directory ``model``; return it (its path and signature): the one entry point of
     training, which the command lines, the EMS step and the experiments call.
@@ -60,6 +64,10 @@ def train(
       lmplz binary estimates the LM; ``work``: where temporary files go (default: the system's); ``memory``:
       what the whole run may hold (``"2G"``, ``"50%"``, or a number of bytes; default ``"2G"``): counts beyond
       it are sorted on disk in ``work`` (the model is the same for every setting).
+    - ``raw``: the bitext, the dev set and the monolingual text are raw (detokenized) text, as the user has it:
+      tokenized here as ``Recaser.recase(raw=True)`` tokenizes (``moses.tokenizer``, for the settings'
+      ``source_lang`` and ``target_lang``, ``jobs`` processes) and aligned with eflomal. Not with ``alignment``,
+      ``dev_alignment``, ``dev_trace`` or ``stats``, which are of tokenized text.
     - ``settings``: every setting that changes the model (``TrainSettings(lm_order=4, sigma=2.0, ...)``; default:
       the defaults), recorded in the model and its signature.
 
@@ -107,6 +115,8 @@ def train(
     import scipy.optimize  # noqa: F401
 
     chosen = _settings(settings)
+    if raw:
+        _check_raw(chosen, alignment=alignment, dev_alignment=dev_alignment, dev_trace=dev_trace, stats=stats)
     training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
     if dev_trace_alignment is not None and dev_trace is None:
         raise RecaserError("`dev_trace_alignment` goes with `dev_trace`")
@@ -116,18 +126,27 @@ def train(
         else None
     )
     with _as_recaser_errors(), work_dir("moses-recaser", work) as scratch:
-        report = fit_model(
-            os.fspath(model),
-            train=training,
-            stats_model=_str(stats),
-            dev=dev,
-            settings=chosen,
-            work=Path(scratch),
-            jobs=jobs,
-            lmplz=_str(lmplz),
-            dev_output=dev_output,
-            memory=budget,
-        )
+        names: dict[str, str] = {}
+        if raw:
+            training, dev, chosen, names = _tokenized(training, dev, chosen, Path(scratch), jobs)
+        try:
+            report = fit_model(
+                os.fspath(model),
+                train=training,
+                stats_model=_str(stats),
+                dev=dev,
+                settings=chosen,
+                work=Path(scratch),
+                jobs=jobs,
+                lmplz=_str(lmplz),
+                dev_output=dev_output,
+                memory=budget,
+                named_as=names,
+            )
+        except RecaserError as exc:  # a raw file's line, named as the user named the file
+            if exc.path not in names:
+                raise
+            raise exc.at(names[exc.path], exc.line) from None
     log.info(
         "dev GEN oracle %.2f%%; %d L-BFGS iterations; times %s",
         100 * report.gen_oracle,
@@ -135,6 +154,44 @@ def train(
         ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
     )
     return TrainedModel(Path(model), report.signature)
+
+
+def _check_raw(settings: TrainSettings, **tokenized: object) -> None:
+    """``raw`` training: the languages to tokenize for, and no input that is of tokenized text."""
+    for name in ("source_lang", "target_lang"):
+        if getattr(settings, name) is None:
+            raise RecaserError(f"raw text is tokenized for its language: give `{name}` with `raw`")
+    given = [f"`{name}`" for name, value in tokenized.items() if value is not None]
+    if given:
+        raise RecaserError(f"{', '.join(given)} goes with tokenized text, not with `raw` (raw text is tokenized here)")
+
+
+def _tokenized(
+    training: Bitext | None, dev: Bitext, settings: TrainSettings, scratch: Path, jobs: int
+) -> tuple[Bitext | None, Bitext, TrainSettings, dict[str, str]]:
+    """The raw bitexts and monolingual text tokenized into ``scratch`` (each file once): the bitexts and settings
+    that read them, and the name the user gave each tokenized file (the model records those)."""
+    from moses_recaser.moses.tokenizer import tokenize_file
+
+    made: dict[tuple[str, str], str] = {}
+
+    def tokenized(path: str, lang: str | None) -> str:
+        assert lang is not None  # (_check_raw)
+        if (path, lang) not in made:
+            made[path, lang] = str(scratch / f"raw{len(made)}.{lang}")
+            log.info("tokenizing %s (%s)", path, lang)
+            tokenize_file(path, made[path, lang], lang, jobs=jobs)
+        return made[path, lang]
+
+    def bitext(b: Bitext) -> Bitext:
+        return dataclasses.replace(
+            b, source=tokenized(b.source, settings.source_lang), target=tokenized(b.target, settings.target_lang)
+        )
+
+    train_tok, dev_tok = None if training is None else bitext(training), bitext(dev)
+    mono = [tokenized(m, settings.target_lang) for m in settings.monolingual]
+    names = {tok: path for (path, _), tok in made.items()}
+    return train_tok, dev_tok, dataclasses.replace(settings, monolingual=mono), names
 
 
 @dataclasses.dataclass(frozen=True)

@@ -76,3 +76,16 @@ def test_cased_mt_output_recased_loses_no_bleu(model, system):
     own = sacrebleu.corpus_bleu([detok.detokenize(t) for t in tokens], [ref]).score
     after = sacrebleu.corpus_bleu([detok.detokenize(t) for t in recased], [ref]).score
     assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased"
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_cased_raw_mt_output_recased_by_the_raw_route_loses_no_bleu(model, system):
+    """The raw route: the system's raw output and raw source as they are, recased with only the case of letters
+    changed, scored against the raw output itself (nothing is lost to detokenization)."""
+    source = (WMT / "newstest2021.zh-en.src.zh").read_text(encoding="utf-8").splitlines()
+    ref = (WMT / "newstest2021.zh-en.ref.A.en").read_text(encoding="utf-8").splitlines()
+    hyp = (WMT / f"newstest2021.zh-en.hyp.{system}.en").read_text(encoding="utf-8").splitlines()
+    recased = list(model.recase_lines(hyp, source, raw=True, source_lang="zh", target_lang="en"))
+    assert [x.lower() for x in recased] == [x.lower() for x in hyp]
+    own, after = (sacrebleu.corpus_bleu(x, [ref]).score for x in (hyp, recased))
+    assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased raw"

@@ -29,9 +29,9 @@ def _experiment(config: Path, root: Path, out: Path, cache: Path) -> int:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
-    """configs/tico19-tiny.yaml with ``wmt21: fr-en`` run once on a WMT21-shaped tree beside the shipped TICO-19
-    data, made of lines no split uses: the tiny experiment and the WMT21 BLEU in one run (the config, its data
-    root, the output and the cache)."""
+    """configs/tico19-tiny.yaml with ``wmt21: fr-en`` (and ``input_case: cased``: the systems' own case recased
+    too) run once on a WMT21-shaped tree beside the shipped TICO-19 data, made of lines no split uses: the tiny
+    experiment and the WMT21 BLEU in one run (the config, its data root, the output and the cache)."""
     tmp = tmp_path_factory.mktemp("tiny")
     root = tmp / "root"
     root.mkdir()
@@ -50,7 +50,8 @@ def tiny(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
         (txt / sub / name).write_text("".join(x + "\n" for x in lines[lang]), encoding="utf-8")
     config = tmp / "tiny-wmt21.yaml"
     config.write_text(
-        (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8") + "wmt21: fr-en\n", encoding="utf-8"
+        (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8") + "wmt21: fr-en\ninput_case: cased\n",
+        encoding="utf-8",
     )
     out, cache = tmp / "out", tmp / "cache"
     assert _experiment(config, root, out, cache) == 0
@@ -93,11 +94,21 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tiny):
     assert max(share) - min(share) < 0.2 * share[-1]
     # the curve's capitalizers leave the main table as it was; their recased files are kept
     row = bleu["systems"]["ref-copy"]
-    assert set(row) == {"native", "lowercase", "unigram", "trigram", "sacremoses", "crf-monolingual", "crf"}
+    assert set(row) == {
+        *("native", "lowercase", "unigram", "trigram", "sacremoses", "crf-monolingual", "crf", "crf-raw"),
+        *("native:tok", "native:crf", "native:crf-raw"),  # the system's own case, recased tokenized and raw
+    }
+    assert row["native:crf-raw"]["case_only"] and (out / "wmt21" / "fr-en.ref-copy.native-crf-raw.en").is_file()
+    assert "| raw: own case | raw: recased |" in (out / "results.md").read_text(encoding="utf-8")
     assert (
         row["native"]["bleu"] == pytest.approx(100.0)
         and row["lowercase"]["bleu"] < row["crf"]["bleu"] <= row["crf"]["bleu_ci"]
     )
+    # the raw route: the lowercased raw line recased with the raw source, its letters' case changed alone
+    raw = (out / "wmt21" / "fr-en.ref-copy.crf-raw.en").read_text(encoding="utf-8")
+    assert row["crf-raw"]["case_only"] and raw.lower() == (out / "wmt21" / "fr-en.ref-copy.lowercase.en").read_text()
+    assert row["lowercase"]["bleu"] < row["crf-raw"]["bleu"] <= row["crf-raw"]["bleu_ci"]
+    assert "crf-raw" in bleu["mean_gap"]
     full = (out / "wmt21" / "fr-en.ref-copy.crf.en").read_text(encoding="utf-8").splitlines()
     for words in (3000, 6000):
         recased = (out / "wmt21" / f"fr-en.ref-copy.crf.w{words}.en").read_text(encoding="utf-8").splitlines()

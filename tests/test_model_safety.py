@@ -326,7 +326,7 @@ def test_align_reads_only_the_priors_its_manifest_names(model, tmp_path, tico):
     _write_manifest(model, doc)
     (model / "aligner.priors").unlink()
     (model / "aligner.priors").symlink_to(other)
-    with pytest.raises(RecaserError, match="`align` needs a model trained with eflomal alignment"):
+    with pytest.raises(RecaserError, match="`align` needs the eflomal priors"):
         _align_recased(Recaser.load(model), tico, tmp_path / "out")
     (model / "aligner.priors").unlink()
     (model / "aligner.priors").write_text("0-0 1-1\n", encoding="utf-8")  # a word alignment, not priors

@@ -136,13 +136,13 @@ def shipped_lines() -> list[tuple[str, str]]:
 
 def check_restores(pairs: list[tuple[str, str]]) -> int:
     """Each lowercased line recased with the tokens of the line it came from comes back as that line, byte for
-    byte, where the two tokenize alike (the tokenizer's nonbreaking prefixes read case: "Jan." is one token, "jan."
-    two); returns how many did."""
+    byte, where the two tokenize alike; returns how many did. (The lowercased line is tokenized as raw mode
+    tokenizes a line without capitals, ``caseless``: tokenizer.perl's own rules read case, "Jan." is one token and
+    "jan." two, "ends. The" three and "ends. the" two.)"""
     restored = 0
     for line, lang in pairs:
         low = line.lower()
-        tok = tokenizer(lang)
-        tokens, cased = tok(low), tok(line)
+        tokens, cased = tokenizer(lang, caseless=True)(low), tokenizer(lang)(line)
         case_only(recased_with(low, lang, casing.upper_all), low)
         if len(tokens) != len(cased):
             continue
@@ -157,7 +157,24 @@ def check_restores(pairs: list[tuple[str, str]]) -> int:
 
 def test_the_shipped_corpora_come_back_as_they_were():
     pairs = shipped_lines()
-    assert check_restores(pairs) > 0.9 * len(pairs)
+    assert check_restores(pairs) > 0.99 * len(pairs)
+
+
+def test_a_line_without_capitals_is_tokenized_as_it_would_be_in_its_case():
+    """On the shipped corpora the caseless tokenizer gives a lowercased line the tokens of the cased line (but
+    for their case) on more than 99% of lines; tokenizer.perl's rules, which read case, on under 96%."""
+    pairs = shipped_lines()
+
+    def alike(caseless: bool) -> int:
+        return sum(
+            tokenizer(lang, caseless=caseless)(line.lower()) == [t.lower() for t in tokenizer(lang)(line)]
+            for line, lang in pairs
+        )
+
+    assert alike(True) > 0.99 * len(pairs) and alike(False) < 0.96 * len(pairs)
+    assert tokenizer("de", caseless=True)("die nr. 5 kam. er ging z.b. am 3. mai.") == (
+        "die nr. 5 kam . er ging z.b. am 3. mai .".split()
+    )
 
 
 def test_wmt21_system_outputs_come_back_as_they_were():
@@ -167,7 +184,7 @@ def test_wmt21_system_outputs_come_back_as_they_were():
     for f in sorted((WMT / "system-outputs").glob("*.hyp.*")):
         if f.suffix[1:] in ("en", "de", "fr"):
             pairs += [(line, f.suffix[1:]) for line in f.read_text(encoding="utf-8").splitlines()[:20]]
-    assert check_restores(pairs) > 0.9 * len(pairs)
+    assert check_restores(pairs) > 0.99 * len(pairs)
 
 
 # recasing raw lines with a model -------------------------------------------------------------------------------
@@ -181,7 +198,7 @@ def test_a_raw_line_is_recased_as_its_tokens_are_and_projected_back(tico):
     r = Recaser.load(tico / "model")
     low = [x.lower() for x in raw_slice("en")]
     out = list(r.recase_lines(low, raw=True, target_lang="en"))
-    tok = tokenizer("en")
+    tok = tokenizer("en", caseless=True)  # (lines without capitals)
     tokenized = list(r.recase_lines([" ".join(tok(x)) for x in low]))
     assert out == [project(x, tok(x), y.split(" ")) for x, y in zip(low, tokenized)]
     for x, y in zip(out, low):
@@ -231,21 +248,33 @@ def test_the_languages_are_settings_of_the_model():
         TrainSettings(source_lang="FR").check()
 
 
-def test_one_command_recases_raw_text_case_only_byte_for_byte(tico, tmp_path, capsys):
-    """train records the languages; ``recase --raw --source --align`` reads them, tokenizes, aligns, recases and
-    writes the input back with only its letters' case changed."""
+def test_one_command_recases_raw_text_case_only_byte_for_byte(tmp_path, capsys):
+    """``train --raw`` tokenizes a raw bitext and raw monolingual text itself and records the languages;
+    ``recase --raw --source --align`` reads them, tokenizes, aligns, recases and writes the input back with only
+    its letters' case changed."""
+    import yaml
+
     from moses_recaser.cli.main import main
 
     for lang in ("fr", "en"):
-        lines = (tico / f"train.{lang}").read_text(encoding="utf-8").splitlines(keepends=True)
-        (tmp_path / f"train.{lang}").write_text("".join(lines[-100:]), encoding="utf-8")  # (the first are lowercased)
+        (tmp_path / f"train.{lang}").write_text("\n".join(raw_slice(lang, slice(600, 700))) + "\n", encoding="utf-8")
+    mono = tmp_path / "mono.en"
+    mono.write_text("\n".join(raw_slice("en", slice(800, 900))) + "\n", encoding="utf-8")
     model = tmp_path / "model"
-    common = ["--source", str(tmp_path / "train.fr"), "--target", str(tmp_path / "train.en"), "--dev-size", "10"]
-    assert (
-        main(["train", *common, "--max-iter", "20", "--source-lang", "fr", "--target-lang", "en", "-o", str(model)])
-        == 0
-    )
+    common = ["--raw", "--source", str(tmp_path / "train.fr"), "--target", str(tmp_path / "train.en")]
+    common += ["--dev-size", "10", "--max-iter", "20", "--monolingual", str(mono)]
+    assert main(["train", *common, "--target-lang", "en", "-o", str(model)]) == 2
+    assert "give --source-lang with --raw" in capsys.readouterr().err
+    assert main(["train", *common, "--source-lang", "fr", "--target-lang", "en", "-o", str(model)]) == 0
     assert "|lang:fr-en|" in capsys.readouterr().out
+    # the model records the monolingual file the user named (not its tokenized copy), and learned Moses tokens:
+    # the raw "in its RBD, which" gave "RBD" ",", the raw "'virus" "&apos;" "virus"
+    manifest = yaml.safe_load((model / "manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["settings"]["monolingual"] == [str(mono.resolve())]
+    from moses_recaser.stats.tables import Tables
+
+    vocab = set(Tables.load(model).forms.vocab)
+    assert {"RBD", ",", "&apos;", "virus"} <= vocab and not {"RBD,", "'virus"} & vocab
     src, hyp, out = tmp_path / "src.fr", tmp_path / "hyp.en", tmp_path / "out.en"
     extra = "the who's “covid-19” &amp; <b>x</b>\tüber 5\u212a  e-mail: a@b.com 😀 ."
     src.write_text("\n".join([*raw_slice("fr"), "L'OMS."]) + "\n", encoding="utf-8")
@@ -289,3 +318,51 @@ def test_raw_recasing_without_languages_is_a_one_line_error(tico, tmp_path, caps
     assert err.startswith("moses-recaser: error: raw text is tokenized for its language") and err.count("\n") == 1
     assert main(["recase", "--model", str(tico / "model"), "--input", str(hyp), "--target-lang", "en"]) == 2
     assert "--source-lang and --target-lang say how raw text is tokenized: give --raw too" in capsys.readouterr().err
+
+
+def test_eval_scores_raw_files_as_sacrebleu_does(tmp_path, capsys):
+    """``eval --raw``: BLEU with sacrebleu's tokenizer for the target language and its signature; precision and
+    F1 over the same tokens. Tokenized files keep the tokenized scoring (``tok:none``)."""
+    import sacrebleu
+
+    from moses_recaser.cli.main import main
+
+    ref, hyp = tmp_path / "ref", tmp_path / "hyp"
+    ref.write_text('The U.S. president said "no" on Monday.\nIt is Paris.\n', encoding="utf-8")
+    hyp.write_text('The U.S. President said "no" on monday.\nIt is paris.\n', encoding="utf-8")
+    refs, hyps = ref.read_text().splitlines(), hyp.read_text().splitlines()
+    assert main(["eval", "--raw", "--hyp", str(hyp), "--ref", str(ref)]) == 0
+    out = capsys.readouterr().out
+    bleu = sacrebleu.corpus_bleu(hyps, [refs])
+    words = sum(len(sacrebleu.BLEU().tokenizer(x).split()) for x in refs)  # 13a: "U.S." stays, "." splits off
+    assert f"BLEU {bleu.score:.2f}" in out and f"words {words}  errors 3" in out and "|tok:13a|" in out
+    assert f"case-insensitive BLEU {sacrebleu.corpus_bleu(hyps, [refs], lowercase=True).score:.2f}" in out
+    assert main(["eval", "--hyp", str(hyp), "--ref", str(ref)]) == 0
+    assert "|tok:none|" in capsys.readouterr().out
+    zh = tmp_path / "zh"
+    zh.write_text("我们在 Paris 见面。\n", encoding="utf-8")
+    assert main(["eval", "--raw", "--target-lang", "zh", "--hyp", str(zh), "--ref", str(zh)]) == 0
+    out = capsys.readouterr().out
+    words = len(sacrebleu.BLEU(trg_lang="zh").tokenizer(zh.read_text(encoding="utf-8")).split())  # a character each
+    assert "|tok:zh|" in out and f"words {words}  errors 0" in out and words == 7
+    # not a recasing of the reference: named at its line, as tokenized files are
+    hyp.write_text('The U.S. President said "no" on monday.\nIt is Rome.\n', encoding="utf-8")
+    assert main(["eval", "--raw", "--hyp", str(hyp), "--ref", str(ref)]) == 2
+    assert capsys.readouterr().err.startswith(f"moses-recaser: error: {hyp}:2: output and reference differ")
+    assert main(["eval", "--target-lang", "en", "--hyp", str(hyp), "--ref", str(ref)]) == 2
+    assert "--target-lang chooses how raw text is tokenized for BLEU: give --raw too" in capsys.readouterr().err
+
+
+def test_a_raw_training_file_is_named_as_the_user_named_it(tmp_path):
+    """An error in a raw training file names that file and line, not the tokenized copy train reads."""
+    from moses_recaser import TrainSettings, train
+    from moses_recaser.io.errors import RecaserError
+
+    src, tgt = tmp_path / "train.fr", tmp_path / "train.en"
+    src.write_text("\n".join(raw_slice("fr", slice(0, 40))) + "\n", encoding="utf-8")
+    lines = raw_slice("en", slice(0, 40))
+    lines[12] = "word " * 10_001
+    tgt.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(RecaserError, match=f"^{tgt}:13: 10001 tokens on one line"):
+        train(src, tgt, tmp_path / "model", TrainSettings(source_lang="fr", target_lang="en"), raw=True, dev_size=4)
+    assert not (tmp_path / "model").exists()

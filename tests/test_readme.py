@@ -51,17 +51,19 @@ def quickstart(tmp_path_factory) -> tuple[Path, str]:
 
 
 def test_the_quick_start_runs_as_written(quickstart):
-    """From a bitext to a score: a model, a recased test set with the tokens of its input, and a precision."""
+    """From a raw bitext to a score, raw and then tokenized: a model, a recased test set that is its input with
+    only the case of letters changed (raw: character by character; tokenized: its tokens), and a precision."""
     root, stdout = quickstart
     qs = root / "runs" / "quickstart"
     assert (qs / "model" / "manifest.yaml").is_file()
-    lowered = (qs / "test.lc.en").read_text(encoding="utf-8").splitlines()
-    recased = (qs / "test.recased.en").read_text(encoding="utf-8").splitlines()
-    assert len(recased) == len(lowered) == 150
-    assert [x.lower() for x in recased] == lowered and recased != lowered
-    precision = re.search(r"^precision (\d+\.\d+) ", stdout, re.M)
-    assert precision, stdout
-    assert float(precision.group(1)) > 95.0  # the lowercased input itself scores about 85
+    for name in ("test", "tok.test"):
+        lowered = (qs / f"{name}.lc.en").read_text(encoding="utf-8").splitlines()
+        recased = (qs / f"{name}.recased.en").read_text(encoding="utf-8").splitlines()
+        assert len(recased) == len(lowered) == 150
+        assert [x.lower() for x in recased] == lowered and recased != lowered
+    raw, tokenized = re.findall(r"^precision (\d+\.\d+) .*\nsignature: (.*)", stdout, re.M)
+    assert "|tok:13a|" in raw[1] and "|tok:none|" in tokenized[1]
+    assert min(float(raw[0]), float(tokenized[0])) > 95.0  # the lowercased input itself scores about 85
 
 
 def test_the_python_block_runs_as_written(quickstart, monkeypatch):

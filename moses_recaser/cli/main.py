@@ -256,6 +256,12 @@ def add_train(p: argparse.ArgumentParser) -> None:
     add(p, "source", help="training source, cased and tokenized")
     add(p, "target", help="training target, cased and tokenized")
     add(p, "alignment", help="training word alignment (Pharaoh); else eflomal aligns it")
+    add(
+        p,
+        "raw",
+        help="the bitext, dev set and monolingual text are raw (detokenized): tokenized here for --source-lang and "
+        "--target-lang, as recase --raw tokenizes, and aligned with eflomal",
+    )
     p.add_argument(
         "--stats",
         metavar="DIR",
@@ -332,6 +338,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         memory=args.memory,
         lmplz=args.lmplz,
+        raw=args.raw,
     )
     # eflomal seeds itself from the system: what it aligns differs from run to run, and so do the weights
     by_eflomal = [
@@ -426,8 +433,10 @@ def cmd_recase(args: argparse.Namespace) -> int:
 
 # eval ------------------------------------------------------------------------------------------------------
 def add_eval(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hyp", required=True, metavar="FILE", help="recased output, tokenized")
+    p.add_argument("--hyp", required=True, metavar="FILE", help="recased output, tokenized (raw with --raw)")
     p.add_argument("--ref", required=True, metavar="FILE", help="cased reference, tokenized the same way")
+    add(p, "raw", help="both files are raw (detokenized) text: scored as sacrebleu scores it, on its tokens")
+    add(p, "target_lang", help="the language of raw files: sacrebleu's tokenizer for it (13a; zh for Chinese)")
     p.add_argument("--confusion", action="store_true", help="print the per-tag confusion table")
     p.set_defaults(reads=("hyp", "ref"), prints=True)
 
@@ -435,7 +444,7 @@ def add_eval(p: argparse.ArgumentParser) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     from moses_recaser.harness.metrics import evaluate_files
 
-    result = evaluate_files(args.hyp, args.ref)
+    result = evaluate_files(args.hyp, args.ref, raw=args.raw, target_lang=args.target_lang)
     print_result(result.line())
     print_result(f"signature: {result.signature}")
     if args.confusion:

@@ -10,6 +10,11 @@ With a CRF trained for cased input (``input_case: cased``), the system's own cas
 (``native:crf``: its case read as evidence) and set beside the same tokens with the system's case
 (``native:tok``, the output tokenized and detokenized again): the two differ in case only, and the recaser
 must never score below the system's own case.
+
+The CRF also recases each lowercased output by the raw route (``crf-raw``): the raw line and the raw source, as
+``moses-recaser recase --raw --align`` takes them (``Recaser.recase_file``), tokenized, aligned with the model's
+priors and recased inside, the case projected back onto the input line; nothing is detokenized. Its output must
+differ from its input in case alone (``case_only``, recorded per system).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_lines
+from moses_recaser.model.recaser import Recaser
 
 if TYPE_CHECKING:
     from moses_recaser.harness.systems import Capitalizer
@@ -99,12 +105,18 @@ def run_bleu(
             _write(out / f"{pair}.{system}.{name}.{tgt_lang}", text)
             row[name] = sacrebleu_scores(text, refs)
         crf = capitalizers.get("crf")
-        if crf is not None and getattr(getattr(crf, "weights", None), "cased", False):
+        if isinstance(crf, Recaser):
+            low = _write(out / f"{pair}.{system}.lowercase.{tgt_lang}", [x.lower() for x in raw])
+            row["crf-raw"] = _raw_route(crf, src_path, low, out / f"{pair}.{system}.crf-raw.{tgt_lang}", pair, refs)
+        if isinstance(crf, Recaser) and crf.weights.cased:
             cased = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(src_tok, tok, links))]
             row["native:tok"] = sacrebleu_scores([detok.detokenize(t) for t in tok], refs)
             text = [detok.detokenize(t) for t in list(crf.recase_triples(cased))]
             _write(out / f"{pair}.{system}.native-crf.{tgt_lang}", text)
             row["native:crf"] = sacrebleu_scores(text, refs)
+            row["native:crf-raw"] = _raw_route(
+                crf, src_path, hyp_path, out / f"{pair}.{system}.native-crf-raw.{tgt_lang}", pair, refs
+            )
         results["systems"][system] = row
         log.info(
             "%s %s: native %.2f, crf %.2f, upper bound %.2f",
@@ -114,7 +126,7 @@ def run_bleu(
             row.get("crf", row["native"])["bleu"],
             row.get("crf", row["native"])["bleu_ci"],
         )
-    names = ["native"] + list(capitalizers)
+    names = ["native"] + list(capitalizers) + (["crf-raw"] if isinstance(capitalizers.get("crf"), Recaser) else [])
     results["mean_gap"] = {
         n: statistics.mean(r[n]["bleu_ci"] - r[n]["bleu"] for r in results["systems"].values()) for n in names
     }
@@ -122,29 +134,47 @@ def run_bleu(
     return results
 
 
-def _write(path: Path, lines: Sequence[str]) -> None:
+def _raw_route(crf: Recaser, src: Path, hyp: Path, out: Path, pair: str, refs: Sequence[str]) -> dict:
+    """The raw route's scores: the raw lines of ``hyp`` recased with their raw source into ``out``, as the command
+    line does it, and whether the output differs from its input in case alone (``case_only``)."""
+    src_lang, tgt_lang = pair.split("-")
+    crf.recase_file(
+        str(hyp), str(out), source=str(src), align=True, raw=True, source_lang=src_lang, target_lang=tgt_lang
+    )
+    given, got = (p.read_text(encoding="utf-8").splitlines() for p in (hyp, out))
+    scores = sacrebleu_scores(got, refs)
+    scores["case_only"] = casing.is_recasing_of("\n".join(got), "\n".join(given))
+    return scores
+
+
+def _write(path: Path, lines: Sequence[str]) -> Path:
     path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return path
 
 
 def cased_markdown(results: dict) -> str:
-    """The table of recasing each system's own cased output (``native:crf``) against its case (``native:tok``);
-    empty when the model was not trained for cased input."""
+    """The table of recasing each system's own cased output against its case: tokenized (``native:crf`` against
+    ``native:tok``) and raw (``native:crf-raw`` against ``native``); empty when the model was not trained for
+    cased input."""
     rows = {k: r for k, r in results["systems"].items() if "native:crf" in r}
     if not rows:
         return ""
     lines = [
         f"## WMT21 {results['pair']}: the systems' own cased output, recased (its case read as evidence)",
         "",
-        "| system | own case BLEU | recased BLEU | gain | case-insensitive |",
-        "|---|---|---|---|---|",
+        "| system | own case BLEU | recased BLEU | gain | raw: own case | raw: recased | raw: gain | case-insens. |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    pairs = {"tokenized": ("native:tok", "native:crf"), "raw": ("native", "native:crf-raw")}
+    gains: dict[str, list[float]] = {k: [] for k in pairs}
     for system, r in rows.items():
-        own, rec = r["native:tok"]["bleu"], r["native:crf"]["bleu"]
-        lines.append(f"| {system} | {own:.2f} | {rec:.2f} | {rec - own:+.2f} | {r['native:tok']['bleu_ci']:.2f} |")
-    gains = [r["native:crf"]["bleu"] - r["native:tok"]["bleu"] for r in rows.values()]
-    lines.append(
-        f"| **mean** (least, most) | | | {statistics.mean(gains):+.2f} ({min(gains):+.2f}, {max(gains):+.2f}) | |"
-    )
+        cells = []
+        for route, (own, rec) in pairs.items():
+            gains[route].append(r[rec]["bleu"] - r[own]["bleu"])
+            cells.append(f"{r[own]['bleu']:.2f} | {r[rec]['bleu']:.2f} | {gains[route][-1]:+.2f}")
+        lines.append(f"| {system} | " + " | ".join(cells) + f" | {r['native']['bleu_ci']:.2f} |")
+    means = [f"{statistics.mean(g):+.2f} ({min(g):+.2f}, {max(g):+.2f})" for g in gains.values()]
+    lines.append(f"| **mean** (least, most) | | | {means[0]} | | | {means[1]} | |")
     return "\n".join(lines) + "\n"
 
 

@@ -199,7 +199,14 @@ def _run_names(path: Path) -> RunNames | None:
     if not pair:
         return RunNames(frozenset(top), None, ())
     lang = str(pair).split("-")[-1]
-    caps = [*systems, *(f"{n}{t}" for t in tags for n in ("trigram", "crf")), "native-crf"]
+    caps = [
+        *systems,
+        *(f"{n}{t}" for t in tags for n in ("trigram", "crf")),
+        "native-crf",
+        "native-crf-raw",
+        "lowercase",
+        "crf-raw",
+    ]
     return RunNames(frozenset(top | {"wmt21"}), str(pair), tuple(f".{c}.{lang}" for c in caps))
 
 

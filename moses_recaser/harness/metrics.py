@@ -129,22 +129,33 @@ class Evaluation:
         return text
 
 
-def evaluate_files(hyp: str, ref: str, *, bleu: bool = True) -> Evaluation:
-    """Precision, cased-word F1 and tokenized BLEU (sacrebleu, ``tokenize="none"``: the files are tokenized,
-    as multi-bleu.perl scores them) of a recased file against its cased reference."""
+def evaluate_files(
+    hyp: str, ref: str, *, bleu: bool = True, raw: bool = False, target_lang: str | None = None
+) -> Evaluation:
+    """Precision, cased-word F1 and BLEU of a recased file against its cased reference. Tokenized files are
+    scored as multi-bleu.perl scores them (sacrebleu, ``tokenize="none"``). ``raw`` files are scored as sacrebleu
+    scores detokenized text: its default tokenizer for ``target_lang`` (13a; ``zh`` for Chinese, ``ja-mecab``
+    and ``ko-mecab``), and precision and F1 over the same tokens."""
     from moses_recaser.core.signature import signature
 
+    if target_lang is not None and not raw:
+        raise RecaserError("`target_lang` chooses how raw text is tokenized for BLEU: give `raw` too")
     # a file that ends early is named at the first line the other has more
     pairs = list(zip_readers(LineReader(hyp), LineReader(ref)))
     hyp_lines, ref_lines = [h for h, _ in pairs], [r for _, r in pairs]
-    scores = case_scores(map(split_tokens, hyp_lines), map(split_tokens, ref_lines), where=hyp)
-    if not bleu:
-        return Evaluation(scores, None, None, signature(("eval", "precision+f1")))
     import sacrebleu
 
     # force: tokenized text is what this BLEU scores (sacrebleu would warn about it)
-    cased = sacrebleu.BLEU(tokenize="none", force=True)
-    lowered = sacrebleu.BLEU(tokenize="none", force=True, lowercase=True)
+    kind = {"trg_lang": target_lang or ""} if raw else {"tokenize": "none", "force": True}
+    try:
+        cased, lowered = sacrebleu.BLEU(**kind), sacrebleu.BLEU(**kind, lowercase=True)
+    except RuntimeError as exc:  # (a tokenizer's missing extra: its message says what to install)
+        extra = " ".join(str(exc).split()[-3:])  # "pip install sacrebleu[ja]"
+        raise RecaserError(f"sacrebleu cannot tokenize `target_lang` {target_lang} here: {extra}") from None
+    words = (lambda line: split_tokens(cased.tokenizer(line))) if raw else split_tokens
+    scores = case_scores(map(words, hyp_lines), map(words, ref_lines), where=hyp)
+    if not bleu:
+        return Evaluation(scores, None, None, signature(("eval", "precision+f1")))
     b = cased.corpus_score(hyp_lines, [ref_lines]).score
     ci = lowered.corpus_score(hyp_lines, [ref_lines]).score
     return Evaluation(scores, b, ci, signature(("eval", "precision+f1+bleu"), ("bleu", str(cased.get_signature()))))

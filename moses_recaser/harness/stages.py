@@ -271,6 +271,8 @@ def train_model(
         feature_scaling=cfg.feature_scaling,
         monolingual=[str(mono)] if mono is not None else [],
         input_case=cfg.input_case,
+        source_lang=cfg.source,
+        target_lang=cfg.target,
     )
     from moses_recaser.model.features import feature_names, feature_revision
 

@@ -365,7 +365,8 @@ class Recaser:
         names the lines in eflomal's warnings (``FILE:LINE``, as the command line's --align named them)."""
         if self._priors is None:
             raise RecaserError(
-                f"`align` needs a model trained with eflomal alignment (it stores {PRIORS})", str(self.dir)
+                f"`align` needs the eflomal priors ({PRIORS}) that train stores in a model when eflomal is installed",
+                str(self.dir),
             )
         from moses_recaser.stats.eflomal import align
 

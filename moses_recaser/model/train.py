@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import shutil
 import time
@@ -185,6 +186,7 @@ def fit_model(
     lmplz: str | None = None,
     dev_output: DecoderOutput | None = None,
     memory: Memory | None = None,
+    named_as: dict[str, str] | None = None,
 ) -> TrainReport:
     """Train a model from a training bitext (tables and LM) and a dev bitext (weights): the work behind the one
     entry point, ``moses_recaser.train``, which checks and resolves its inputs first. With
@@ -213,8 +215,9 @@ def fit_model(
         train_set, aligned = _read_and_align(
             train, dev_set, dev.alignment is None and dev_output is None, settings, work, dev.source
         )
-        if aligned:
+        if (work / PRIORS).is_file():
             files[PRIORS] = str(work / PRIORS)
+        if aligned:
             # the tables' alignment is what the signature names first; dev's alone is told apart
             source = "eflomal" if train is not None and train.alignment is None else "files+dev:eflomal"
             settings = replace(settings, alignment_source=source)
@@ -262,7 +265,7 @@ def fit_model(
     # GEN and candidate facts of every training type, so that recasing starts warm
     extractor.save_registry(work / "candidates.npz")
     files["candidates.npz"] = str(work / "candidates.npz")
-    _write(model_dir, settings, weights, files, report, fit_log)
+    _write(model_dir, settings, weights, files, report, fit_log, named_as or {})
     return report
 
 
@@ -339,18 +342,20 @@ def _read_and_align(
     and whether eflomal aligned anything: the training bitext without an alignment, and dev when ``dev_links``
     (decoder output has the decoder's alignment). Aligned triples get their links in place. A training bitext
     with its alignment is not read into memory for dev's sake: dev is aligned alone, with eflomal priors made
-    from the training alignment (``eflomal.priors_of_alignment``), which also go into the model."""
+    from the training alignment (``eflomal.priors_of_alignment``), which go into the model (with eflomal
+    installed, also when dev needs no alignment)."""
     in_memory = train is not None and (train.alignment is None or settings.heldout_sentences)
     train_set = train.triples() if in_memory and train is not None else []
-    if not ((train is not None and train.alignment is None) or dev_links):
-        return train_set, False
     from moses_recaser.stats.eflomal import align, priors_of_alignment
 
     priors = work / PRIORS
     given = train is not None and train.alignment is not None
-    if given:
+    # the priors go into the model whenever eflomal is here, so that `align` and raw text can align new output
+    if given and (dev_links or importlib.util.find_spec("eflomal") is not None):
         assert train is not None and train.alignment is not None
         priors_of_alignment(train.source, train.target, train.alignment, priors, train.lines)
+    if not ((train is not None and train.alignment is None) or dev_links):
+        return train_set, False
     both = ([] if given else train_set) + dev_set
     n_train = len(both) - len(dev_set)
 
@@ -481,13 +486,18 @@ def _write(
     files: dict[str, str],
     report: TrainReport,
     fit_log: Sequence[tuple[int, float, float]],
+    named_as: dict[str, str],
 ) -> None:
-    """The model directory, atomically: every setting, the signature, the weights and the fit's record."""
+    """The model directory, atomically: every setting, the signature, the weights and the fit's record;
+    ``named_as``: the file the user named for each that train made from it (raw text, tokenized)."""
     report.signature = settings.signature(weights.matrix())
     write_model(
         model_dir,
         # the monolingual files as the user named them, resolved: the record says which files, from anywhere
-        settings={**asdict(settings), "monolingual": [str(Path(m).resolve()) for m in settings.monolingual]},
+        settings={
+            **asdict(settings),
+            "monolingual": [str(Path(named_as.get(m, m)).resolve()) for m in settings.monolingual],
+        },
         signature=report.signature,
         copy_files=files,
         extra={

@@ -1,7 +1,9 @@
 """Raw text in, raw text out: recased Moses tokens projected back onto the line they were cut from.
 
 A raw (detokenized) line is tokenized as the model's training text was (``moses.tokenizer.tokenizer``:
-sacremoses' port of tokenizer.perl, escaping on, no aggressive dash splits); the recaser recases those tokens;
+sacremoses' port of tokenizer.perl, escaping on, no aggressive dash splits; a line without capitals as the line
+would be in its case, ``caseless_tokenizer``: ``nr. 5`` as ``nr.`` ``5``, ``… werde. er`` as ``werde`` ``.``
+``er``); the recaser recases those tokens;
 ``project`` writes back *the input line* with only the case of its letters changed. Nothing is detokenized:
 spaces, quotes, punctuation, ``&``, ``<``, URLs, emoji, tabs and a ``\\r`` stay the input's, byte for byte.
 
@@ -129,14 +131,15 @@ def _apply(chars: list[str], pos: list[int], pieces: list[str]) -> list[str]:
 def line_reader(target_lang: str, source_lang: str | None) -> Callable[[int, Line], Record]:
     """``FORMATS["text"]``'s reading of one sentence, for raw lines: the hypothesis and its source tokenized for
     their languages first, and the output the raw hypothesis line with the recased tokens' case (``project``)."""
-    tok_target = tokenizer(target_lang)
+    tok_target, tok_caseless = tokenizer(target_lang), tokenizer(target_lang, caseless=True)
     tok_source = tokenizer(source_lang) if source_lang else None
     read_text = FORMATS["text"].read_line
     assert read_text is not None
 
     def read(ident: int, x: Line) -> Record:
         source = None if x.source is None or tok_source is None else " ".join(tok_source(x.source))
-        record = read_text(ident, dataclasses.replace(x, hyp=" ".join(tok_target(x.hyp)), source=source))
+        tok = tok_caseless if x.hyp == x.hyp.lower() else tok_target  # (a line without capitals)
+        record = read_text(ident, dataclasses.replace(x, hyp=" ".join(tok(x.hyp)), source=source))
         return Record(record.triple, lambda t, recased: project(x.hyp, t.target, recased))
 
     return read

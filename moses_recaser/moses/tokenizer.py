@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 from moses_recaser.io.errors import RecaserError
 
@@ -19,11 +20,13 @@ CJK_SEGMENTED = {"zh"}
 
 
 @cache
-def tokenizer(lang: str, aggressive_dash_splits: bool = False) -> Callable[[str], list[str]]:
-    """A function from a raw line to Moses tokens for ``lang`` (ISO 639-1)."""
+def tokenizer(lang: str, aggressive_dash_splits: bool = False, caseless: bool = False) -> Callable[[str], list[str]]:
+    """A function from a raw line to Moses tokens for ``lang`` (ISO 639-1). ``caseless``: for a line without
+    capitals (lowercased MT output), the tokens tokenizer.perl would most likely give the line in its case
+    (``Caseless``)."""
     from sacremoses import MosesTokenizer
 
-    mt = MosesTokenizer(lang=lang)
+    mt = caseless_tokenizer(lang) if caseless else MosesTokenizer(lang=lang)
     if lang in CJK_SEGMENTED:
         try:
             import jieba
@@ -43,12 +46,46 @@ def tokenizer(lang: str, aggressive_dash_splits: bool = False) -> Callable[[str]
     return tok
 
 
-def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = False) -> None:
-    """Tokenize a file line by line (``-``: stdin/stdout), written atomically."""
+def caseless_tokenizer(lang: str) -> Any:
+    """sacremoses' tokenizer, its full-stop rule made for text without capitals. tokenizer.perl keeps ``word.``
+    whole when ``word`` is a nonbreaking prefix (``Nr``, ``Dr``, listed as cased) or when a lowercase word follows
+    (the sentence goes on); in lowercased text every word is lowercase, and ``nr.`` no prefix, so a sentence's
+    last word kept its full stop (``werde.``, a word the model never saw) and ``Nr.`` split. Here a prefix matches
+    in any case, and a full stop before any word is split off unless a prefix's."""
+    from sacremoses import MosesTokenizer
+
+    class Caseless(MosesTokenizer):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(lang=lang)
+            for name in ("NONBREAKING_PREFIXES", "NUMERIC_ONLY_PREFIXES"):
+                prefixes = getattr(self, name)
+                setattr(self, name, set(prefixes) | {p.lower() for p in prefixes})
+
+        def islower(self, text: str) -> bool:  # (read only by the full-stop rule: "the next word is lowercase")
+            return False
+
+    return Caseless()
+
+
+def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = False, jobs: int = 1) -> None:
+    """Tokenize a file line by line (``-``: stdin/stdout), written atomically; ``jobs`` processes share the
+    lines, 2,000 at a time (the same output)."""
+    from itertools import islice
+
+    from moses_recaser.core.workers import Workers
     from moses_recaser.io.lines import read_lines
     from moses_recaser.io.outputs import atomic_output
 
     tok = tokenizer(lang, aggressive_dash_splits)
+
+    def tokenized(lines: list[str]) -> str:
+        return "".join(" ".join(tok(line)) + "\n" for line in lines)
+
+    lines = iter(read_lines(raw))
+    chunks = iter(lambda: list(islice(lines, 2000)), [])
     with atomic_output(out, compress=True) as fh:
-        for line in read_lines(raw):
-            fh.write(" ".join(tok(line)) + "\n")
+        if jobs == 1:
+            fh.writelines(map(tokenized, chunks))
+            return
+        with Workers(jobs, tokenized) as workers:
+            fh.writelines(workers.map(chunks))
