@@ -186,7 +186,7 @@ def priors_of_alignment(
             src.append(_safe(fs))
             tgt.append(_safe(es))
             links.append(" ".join(f"{i}-{j}" for i, j in pairs))
-    with atomic_output(out, compress=True) as fh:
+    with open(out, "w", encoding="utf-8") as fh:  # (train's scratch file: a full disk is said of the scratch dir)
         eflomal.write_priors(fh, *eflomal.calculate_priors(src, tgt, links, links))
 
 
