@@ -88,6 +88,8 @@ def run_bleu(
     refs = list(read_lines(ref_path))
     detok = MosesDetokenizer(lang=tgt_lang)
     results: dict = {"pair": pair, "systems": {}}
+    crf = capitalizers.get("crf")
+    crf = crf if isinstance(crf, Recaser) else None  # (the raw routes take a Recaser: it reads raw files)
     out.mkdir(parents=True, exist_ok=True)
     for hyp_path in hyp_paths:
         system = hyp_path.name.split(".hyp.")[1].rsplit(".", 1)[0]
@@ -104,11 +106,10 @@ def run_bleu(
             text = [detok.detokenize(t) for t in recased]
             _write(out / f"{pair}.{system}.{name}.{tgt_lang}", text)
             row[name] = sacrebleu_scores(text, refs)
-        crf = capitalizers.get("crf")
-        if isinstance(crf, Recaser):
+        if crf is not None:
             low = _write(out / f"{pair}.{system}.lowercase.{tgt_lang}", [x.lower() for x in raw])
             row["crf-raw"] = _raw_route(crf, src_path, low, out / f"{pair}.{system}.crf-raw.{tgt_lang}", pair, refs)
-        if isinstance(crf, Recaser) and crf.weights.cased:
+        if crf is not None and crf.weights.cased:
             cased = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(src_tok, tok, links))]
             row["native:tok"] = sacrebleu_scores([detok.detokenize(t) for t in tok], refs)
             text = [detok.detokenize(t) for t in list(crf.recase_triples(cased))]
@@ -126,7 +127,7 @@ def run_bleu(
             row.get("crf", row["native"])["bleu"],
             row.get("crf", row["native"])["bleu_ci"],
         )
-    names = ["native"] + list(capitalizers) + (["crf-raw"] if isinstance(capitalizers.get("crf"), Recaser) else [])
+    names = ["native"] + list(capitalizers) + (["crf-raw"] if crf is not None else [])
     results["mean_gap"] = {
         n: statistics.mean(r[n]["bleu_ci"] - r[n]["bleu"] for r in results["systems"].values()) for n in names
     }
