@@ -214,18 +214,18 @@ def test_public_names_are_listed_and_documented():
         moses_recaser.no_such_name  # noqa: B018
 
 
-def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tmp_path):
+def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tico_aligned, tmp_path):
     with pytest.raises(TypeError, match="sigmma"):  # settings come as one typed object
         moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", sigmma=2.0)  # type: ignore[call-arg]
     with pytest.raises(RecaserError, match="give both"):
         moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr")
-    # no dev set: the last pairs of the bitext fit the weights (100 of 700: at most a tenth)
+    # no dev set: the last pairs of the bitext (and their links) fit the weights (100 of 700: at most a tenth)
     model = moses_recaser.train(
-        tico / "train.fr",
-        tico / "train.en",
+        tico_aligned / "f",
+        tico_aligned / "e",
         tmp_path / "m",
         dev_size=100,
-        alignment=None,
+        alignment=tico_aligned / "a",
         settings=TrainSettings(max_iter=5),
     )
     r = Recaser.load(model)
@@ -416,11 +416,12 @@ def test_a_scratch_directory_inside_the_model_is_refused_before_work(tico, tmp_p
         assert sorted(p.name for p in model.iterdir()) == before
 
 
-def test_train_returns_the_model_and_its_signature(tico, tmp_path):
+def test_train_returns_the_model_and_its_signature(tico, tico_aligned, tmp_path):
     """``train`` is the one entry point of training (the command lines, the EMS step, the experiments and the
     tests' fixtures call it): it returns the model's path and signature, and is a path itself."""
     from moses_recaser import TrainedModel
 
-    made = train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr", dev_target=tico / "dev.en", settings=TrainSettings(max_iter=2))  # fmt: skip
+    a = tico_aligned  # the links made once for the suite: eflomal is not the subject
+    made = train(a / "f", a / "e", tmp_path / "m", alignment=a / "a", dev_source=tico / "dev.fr", dev_target=tico / "dev.en", dev_alignment=a / "dev.a", settings=TrainSettings(max_iter=2))  # fmt: skip
     assert isinstance(made, TrainedModel) and made.path == tmp_path / "m" and os.fspath(made) == str(tmp_path / "m")
     assert made.signature == Recaser.load(made).signature and "|w:" in made.signature

@@ -547,15 +547,17 @@ def test_a_bad_training_alignment_is_named_where_the_dev_set_is_aligned_by_it(ti
 @pytest.mark.parametrize("where", ["train", "dev"])
 def test_a_reserved_token_is_named_at_its_line_where_eflomal_aligns(tico, tmp_path, capsys, where):
     """Aligned by eflomal (no --alignment), the training bitext is counted from memory, and the dev reference's
-    punctuation too: a reserved token there was an error without its file and line."""
-    name = "train.en" if where == "train" else "dev.en"
-    lines = (tico / name).read_text(encoding="utf-8").splitlines()
-    lines[6] = "the <unk> is here"
-    bad = _write(tmp_path / name, "".join(x + "\n" for x in lines))
-    files = {"train.en": str(tico / "train.en"), "dev.en": str(tico / "dev.en"), name: bad}
-    argv = ["train", "--source", str(tico / "train.fr"), "--target", files["train.en"]]
-    argv += ["--dev-source", str(tico / "dev.fr"), "--dev-target", files["dev.en"], "-o", str(tmp_path / "m")]
-    _fails(capsys, argv, bad, 7, "the corpus contains the reserved token '<unk>'", tmp_path / "m")
+    punctuation too: a reserved token there was an error without its file and line. (A short bitext: eflomal's
+    time grows with the square root of the lines, its sampling iterations shrink with it.)"""
+    files = {}
+    for name, n in (("train.fr", 60), ("train.en", 60), ("dev.fr", 20), ("dev.en", 20)):
+        lines = (tico / name).read_text(encoding="utf-8").splitlines()[:n]
+        if name == f"{where}.en":
+            lines[6] = "the <unk> is here"
+        files[name] = _write(tmp_path / name, "".join(x + "\n" for x in lines))
+    argv = ["train", "--source", files["train.fr"], "--target", files["train.en"]]
+    argv += ["--dev-source", files["dev.fr"], "--dev-target", files["dev.en"], "-o", str(tmp_path / "m")]
+    _fails(capsys, argv, files[f"{where}.en"], 7, "the corpus contains the reserved token '<unk>'", tmp_path / "m")
 
 
 @pytest.mark.parametrize(
@@ -668,7 +670,7 @@ def test_a_dev_set_that_carries_no_case_is_refused_before_the_work(tico, tmp_pat
     _fails(capsys, argv, bad, None, said, tmp_path / "m")
 
 
-def test_a_lowercased_dev_target_is_warned_of(tico, tmp_path, caplog):
+def test_a_lowercased_dev_target_is_warned_of(tico, tico_aligned, tmp_path, caplog):
     """A lowercased dev reference (an easy slip in a lowercasing EMS setup) trained silently, into weights that
     leave sentence starts in lowercase; text without capitals exists (TICO-19's first lines), so it is a warning."""
     import logging
@@ -678,13 +680,18 @@ def test_a_lowercased_dev_target_is_warned_of(tico, tmp_path, caplog):
     lines = (tico / "dev.en").read_text(encoding="utf-8").splitlines()[:30]
     low = _write(tmp_path / "dev.en", "".join(x.lower() + "\n" for x in lines))
     src = _write(tmp_path / "dev.fr", "".join((tico / "dev.fr").read_text(encoding="utf-8").splitlines(True)[:30]))
+    # the bitext with its eflomal links, made once for the suite (the dev set is the subject)
+    aligned = tico_aligned
+    links = _write(tmp_path / "dev.a", "".join((aligned / "dev.a").read_text(encoding="utf-8").splitlines(True)[:30]))
     with caplog.at_level(logging.WARNING):
         train(
-            tico / "train.fr",
-            tico / "train.en",
+            aligned / "f",
+            aligned / "e",
             tmp_path / "m",
+            alignment=aligned / "a",
             dev_source=src,
             dev_target=low,
+            dev_alignment=links,
             settings=TrainSettings(max_iter=2),
         )
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]

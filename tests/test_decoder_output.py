@@ -299,16 +299,18 @@ def test_recase_phrase_features_flag_reads_one_side_of_input_with_both(tico, tmp
         assert out.read_text(encoding="utf-8").split() == list(_recaser(tico).recase_triples([view]))[0]
 
 
-def test_every_fit_that_stops_early_is_warned_about(tico, tmp_path, caplog):
+def test_every_fit_that_stops_early_is_warned_about(tico, tico_aligned, tmp_path, caplog):
     from moses_recaser import train
 
     caplog.set_level("WARNING", logger="moses_recaser")
     train(
-        tico / "train.fr",
-        tico / "train.en",
+        tico_aligned / "f",
+        tico_aligned / "e",
         tmp_path / "model",
+        alignment=tico_aligned / "a",
         dev_source=tico / "dev.fr",
         dev_target=tico / "dev.en",
+        dev_alignment=tico_aligned / "dev.a",
         settings=TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)),
     )
     said = caplog.text

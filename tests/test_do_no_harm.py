@@ -61,31 +61,49 @@ def test_the_slice_has_systems():
     assert len(SYSTEMS) == 4
 
 
-@pytest.mark.parametrize("system", SYSTEMS)
-def test_cased_mt_output_recased_loses_no_bleu(model, system):
-    source = [tokenizer("zh")(x) for x in (WMT / "newstest2021.zh-en.src.zh").read_text(encoding="utf-8").splitlines()]
-    ref = (WMT / "newstest2021.zh-en.ref.A.en").read_text(encoding="utf-8").splitlines()
-    hyp = (WMT / f"newstest2021.zh-en.hyp.{system}.en").read_text(encoding="utf-8").splitlines()
-    tokens = [tokenizer("en")(x) for x in hyp]
-    links = align(source, [[casing.lower(w) for w in t] for t in tokens])
-    recased = list(
-        model.recase_triples([Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(source, tokens, links))])
-    )
-    assert [[casing.lower(w) for w in t] for t in recased] == [[casing.lower(w) for w in t] for t in tokens]
-    detok = MosesDetokenizer(lang="en")
-    own = sacrebleu.corpus_bleu([detok.detokenize(t) for t in tokens], [ref]).score
-    after = sacrebleu.corpus_bleu([detok.detokenize(t) for t in recased], [ref]).score
-    assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased"
-
-
-@pytest.mark.parametrize("system", SYSTEMS)
-def test_cased_raw_mt_output_recased_by_the_raw_route_loses_no_bleu(model, system):
-    """The raw route: the system's raw output and raw source as they are, recased with only the case of letters
-    changed, scored against the raw output itself (nothing is lost to detokenization)."""
+def _systems() -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """The raw source, the reference and each system's raw output."""
     source = (WMT / "newstest2021.zh-en.src.zh").read_text(encoding="utf-8").splitlines()
     ref = (WMT / "newstest2021.zh-en.ref.A.en").read_text(encoding="utf-8").splitlines()
-    hyp = (WMT / f"newstest2021.zh-en.hyp.{system}.en").read_text(encoding="utf-8").splitlines()
-    recased = list(model.recase_lines(hyp, source, raw=True, source_lang="zh", target_lang="en"))
-    assert [x.lower() for x in recased] == [x.lower() for x in hyp]
-    own, after = (sacrebleu.corpus_bleu(x, [ref]).score for x in (hyp, recased))
-    assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased raw"
+    hyps = {s: (WMT / f"newstest2021.zh-en.hyp.{s}.en").read_text(encoding="utf-8").splitlines() for s in SYSTEMS}
+    return source, ref, hyps
+
+
+def _per_system(recased: list, hyps: dict[str, list[str]]) -> dict[str, list]:
+    """The systems' outputs went in one after another (one alignment run for all): each system's part."""
+    assert len(recased) == sum(map(len, hyps.values()))
+    parts, at = {}, 0
+    for system, lines in hyps.items():
+        parts[system], at = recased[at : at + len(lines)], at + len(lines)
+    return parts
+
+
+def test_cased_mt_output_recased_loses_no_bleu(model):
+    """Each system's output tokenized, aligned to its source (all four in one eflomal run), recased, detokenized."""
+    raw_source, ref, hyps = _systems()
+    source = [tokenizer("zh")(x) for x in raw_source]
+    tokens = {s: [tokenizer("en")(x) for x in lines] for s, lines in hyps.items()}
+    sources = source * len(SYSTEMS)
+    targets = [t for s in SYSTEMS for t in tokens[s]]
+    links = align(sources, [[casing.lower(w) for w in t] for t in targets])
+    triples = [Triple(k, s, t, links=a) for k, (s, t, a) in enumerate(zip(sources, targets, links))]
+    detok = MosesDetokenizer(lang="en")
+    for system, recased in _per_system(list(model.recase_triples(triples)), hyps).items():
+        lower = [[casing.lower(w) for w in t] for t in tokens[system]]
+        assert [[casing.lower(w) for w in t] for t in recased] == lower
+        own = sacrebleu.corpus_bleu([detok.detokenize(t) for t in tokens[system]], [ref]).score
+        after = sacrebleu.corpus_bleu([detok.detokenize(t) for t in recased], [ref]).score
+        assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased"
+
+
+def test_cased_raw_mt_output_recased_by_the_raw_route_loses_no_bleu(model):
+    """The raw route: each system's raw output and raw source as they are (all four in one call, so one alignment
+    run), recased with only the case of letters changed, scored against the raw output itself (nothing is lost to
+    detokenization)."""
+    source, ref, hyps = _systems()
+    lines = [x for s in SYSTEMS for x in hyps[s]]
+    recased = list(model.recase_lines(lines, source * len(SYSTEMS), raw=True, source_lang="zh", target_lang="en"))
+    for system, out in _per_system(recased, hyps).items():
+        assert [x.lower() for x in out] == [x.lower() for x in hyps[system]]
+        own, after = (sacrebleu.corpus_bleu(x, [ref]).score for x in (hyps[system], out))
+        assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased raw"

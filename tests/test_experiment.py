@@ -110,7 +110,7 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tiny):
     assert row["lowercase"]["bleu"] < row["crf-raw"]["bleu"] <= row["crf-raw"]["bleu_ci"]
     assert "crf-raw" in bleu["mean_gap"]
     full = (out / "wmt21" / "fr-en.ref-copy.crf.en").read_text(encoding="utf-8").splitlines()
-    for words in (3000, 6000):
+    for words in (3000,):
         recased = (out / "wmt21" / f"fr-en.ref-copy.crf.w{words}.en").read_text(encoding="utf-8").splitlines()
         assert len(recased) == 40 and [x.lower() for x in recased] == [x.lower() for x in full]
     assert_plot(out / "wmt21_gap_curve.png")
@@ -129,7 +129,7 @@ def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
     )
     with pytest.raises(RecaserError, match="learning curve") as err:
         load_config(config)
-    assert err.value.line == text.splitlines().index("learning_curve: [3000, 6000]") + 1
+    assert [k for k, x in enumerate(text.splitlines(), 1) if x.startswith("learning_curve:")] == [err.value.line]
 
 
 def test_an_unknown_system_is_refused_when_the_config_is_read(tmp_path):

@@ -18,7 +18,7 @@ from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.nbest import read_nbest
 from moses_recaser.moses.trace import read_trace
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # building blocks that look like real decoder output, mixed with noise
 _piece = st.one_of(

@@ -386,13 +386,16 @@ def test_the_signature_tells_a_dev_only_eflomal_alignment_apart(tico, tmp_path):
 
     links = tmp_path / "train.wa"
     links.write_text("".join("0-0\n" for _ in (tico / "train.en").read_text(encoding="utf-8").splitlines()))
+    for side in ("fr", "en"):  # a short dev set: eflomal's time is not the subject
+        dev = (tico / f"dev.{side}").read_text(encoding="utf-8").splitlines(True)[:20]
+        (tmp_path / f"dev.{side}").write_text("".join(dev), encoding="utf-8")
     model = moses_recaser.train(
         tico / "train.fr",
         tico / "train.en",
         tmp_path / "m",
         alignment=links,
-        dev_source=tico / "dev.fr",
-        dev_target=tico / "dev.en",
+        dev_source=tmp_path / "dev.fr",
+        dev_target=tmp_path / "dev.en",
         settings=TrainSettings(max_iter=5),
     )
     assert "|align:files+dev:eflomal+grow-diag-final-and|" in read_manifest(model).signature
