@@ -147,9 +147,11 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
         yield from _through(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix)
         return
     tmp = _temp_name(real)
-    # O_CREAT's mode goes through the umask, as the shell's > does; a replaced file keeps its own mode
-    fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown)
+    fd = -1
     try:
+        with _signals_held():  # an interrupt between the open and the try would leave the file
+            # O_CREAT's mode goes through the umask, as the shell's > does; a replaced file keeps its own mode
+            fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown)
         if st is not None:
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
         yield from _through(fd, shown, binary, sync=True, suffix=suffix)
@@ -160,8 +162,9 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
                 raise write_error(exc, shown) from None
             _WRITTEN.append(shown)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
 
 
@@ -369,8 +372,9 @@ def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Itera
     nested = any(base == d or base.startswith(d + os.sep) for d in _SCRATCH)
     path = ""
     try:
-        path = os.path.abspath(tempfile.mkdtemp(prefix=f".{prefix}.", suffix=".work", dir=base))
-        _SCRATCH.append(path)
+        with _signals_held():  # an interrupt between the mkdir and keeping its name would leave the directory
+            path = os.path.abspath(tempfile.mkdtemp(prefix=f".{prefix}.", suffix=".work", dir=base))
+            _SCRATCH.append(path)
         yield path
     except OSError as exc:
         if nested:
@@ -489,11 +493,11 @@ def atomic_directory(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Ite
     shown = os.fspath(path)
     real = model_target(shown, kind)
     tmp = _temp_name(real)
+    made = False
     try:
-        os.mkdir(tmp, 0o777)  # the umask applies, as for mkdir(1)
-    except OSError as exc:
-        raise write_error(exc, shown) from None
-    try:
+        with _signals_held(), _errors_named(shown):  # (an interrupt before ``made`` would leave the directory)
+            os.mkdir(tmp, 0o777)  # the umask applies, as for mkdir(1)
+            made = True
         try:
             yield tmp
         except OSError as exc:  # a writer that did not say which file, or named one of the hidden directory
@@ -507,7 +511,8 @@ def atomic_directory(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Ite
         _sync_files(tmp, shown)
         _swap_in(tmp, real, shown, kind)
     except BaseException:
-        remove_tree(tmp)
+        if made:
+            remove_tree(tmp)
         raise
 
 
