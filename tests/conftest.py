@@ -52,22 +52,24 @@ def regtest_to_moses(truth: Path) -> tuple[list[str], list[str]]:
 # order (--dist loadfile, --no-loadscope-reorder in pyproject), and a long file started last runs alone at the end.
 LONGEST_FIRST = [
     "test_experiment.py",
+    "test_faults.py",
     "test_readme.py",
     "test_do_no_harm.py",
     "test_cased_input.py",
-    "test_faults.py",
-    "test_aligner.py",
     "test_shards.py",
-    "test_monolingual.py",
+    "test_docs_commands.py",
+    "test_aligner.py",
     "test_ems.py",
     "test_memory.py",
+    "test_model_safety.py",
+    "test_monolingual.py",
     "test_api.py",
+    "test_lm.py",
+    "test_fuzz_cli.py",
+    "test_raw.py",
     "test_recaser.py",
     "test_bad_inputs.py",
-    "test_fuzz.py",
-    "test_model_safety.py",
     "test_decoder_output.py",
-    "test_docs_commands.py",
 ]
 
 
