@@ -754,3 +754,41 @@ def test_an_error_after_lines_went_to_stdout_says_how_many(tico, tmp_path):
     assert shown >= 512, shown  # (a chunk of 512 lines at a time)
     assert proc.stderr.count("\n") == 1
     assert f"({shown:,} lines of output were already written to standard output)" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("made_by", ["file", "directory", "scratch"])
+def test_an_interrupt_just_after_a_temporary_is_made_removes_it(tmp_path, monkeypatch, made_by):
+    """SIGINT the moment a temporary file, model directory or scratch directory exists, before the code that
+    made it has kept its name (here sent by the making call itself): it is removed all the same (a SIGTERMed
+    EMS train once left its scratch directory behind)."""
+    import signal
+    import tempfile
+
+    from moses_recaser.io import outputs
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # (see the test above)
+    where, name = {"file": (outputs, "_open"), "directory": (outputs.os, "mkdir"), "scratch": (tempfile, "mkdtemp")}[
+        made_by
+    ]
+    real = getattr(where, name)
+
+    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return made
+
+    monkeypatch.setattr(where, name, interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if made_by == "file":
+                with atomic_output(tmp_path / "out") as fh:
+                    fh.write("never\n")
+            elif made_by == "directory":
+                with atomic_directory(tmp_path / "model") as d:
+                    (d / "manifest.yaml").write_text("format_version: 6\n")
+            else:
+                with work_dir("moses-recaser", tmp_path):
+                    pass
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert list(tmp_path.iterdir()) == []
