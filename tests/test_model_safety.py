@@ -351,7 +351,10 @@ def test_align_refuses_priors_that_are_not_eflomals_at_their_line(tico, tmp_path
 def test_two_outputs_naming_one_file_are_refused(tico, tmp_path):
     """``align -o X --priors-out X`` wrote the priors and then the alignment over them: refused before the work,
     as is the same file through a symlink; two outputs to /dev/null are fine."""
-    cmd = [CLI, "align", "--source", str(tico / "dev.fr"), "--target", str(tico / "dev.en")]
+    for side in ("fr", "en"):  # ten lines: what eflomal makes of them is not the subject
+        lines = (tico / f"dev.{side}").read_text(encoding="utf-8").splitlines(True)[:10]
+        (tmp_path / f"d.{side}").write_text("".join(lines), encoding="utf-8")
+    cmd = [CLI, "align", "--source", str(tmp_path / "d.fr"), "--target", str(tmp_path / "d.en")]
     (tmp_path / "link").symlink_to(tmp_path / "same")
     for a, b in (("same", "same"), ("same", "link")):
         proc = subprocess.run(
