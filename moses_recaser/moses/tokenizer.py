@@ -70,8 +70,7 @@ def caseless_tokenizer(lang: str) -> Any:
 def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = False, jobs: int = 1) -> None:
     """Tokenize a file line by line (``-``: stdin/stdout), written atomically; ``jobs`` processes share the
     lines, 2,000 at a time (the same output)."""
-    from itertools import islice
-
+    from moses_recaser.core.sentences import chunks
     from moses_recaser.core.workers import Workers
     from moses_recaser.io.lines import read_lines
     from moses_recaser.io.outputs import atomic_output
@@ -81,11 +80,10 @@ def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = 
     def tokenized(lines: list[str]) -> str:
         return "".join(" ".join(tok(line)) + "\n" for line in lines)
 
-    lines = iter(read_lines(raw))
-    chunks = iter(lambda: list(islice(lines, 2000)), [])
+    parts = chunks(read_lines(raw), 2000)
     with atomic_output(out, compress=True) as fh:
         if jobs == 1:
-            fh.writelines(map(tokenized, chunks))
+            fh.writelines(map(tokenized, parts))
             return
         with Workers(jobs, tokenized) as workers:
-            fh.writelines(workers.map(chunks))
+            fh.writelines(workers.map(parts))
