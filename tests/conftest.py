@@ -88,7 +88,8 @@ TICO = Path(__file__).parents[1] / "data" / "tico19"
 
 @pytest.fixture(scope="session")
 def tico(tmp_path_factory):
-    """A small bilingual model trained on shipped TICO-19 fr-en data, and tokenized slices around it.
+    """A small bilingual model trained on shipped TICO-19 fr-en data, and tokenized slices around it with their
+    word links (NAME.wa), aligned in one eflomal run.
 
     Train: lines 1-700, dev: 701-800, test: 1951-2100 (the demo's test lines).
     """
@@ -97,20 +98,11 @@ def tico(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tico_aligned(tico, tmp_path_factory) -> Path:
-    """tico's training set aligned by eflomal (f, e, a) and its dev set's links (dev.a)."""
-    from moses_recaser.moses.pharaoh import format_links
-    from moses_recaser.stats.eflomal import align
-
-    def build(d: Path) -> None:
-        for name, part in (("", "train"), ("dev.", "dev")):
-            src = (tico / f"{part}.fr").read_text(encoding="utf-8").splitlines()
-            tgt = (tico / f"{part}.en").read_text(encoding="utf-8").splitlines()
-            links = align([x.split() for x in src], [x.split() for x in tgt])
-            (d / f"{name}a").write_text("".join(format_links(a) + "\n" for a in links), encoding="utf-8")
-        shutil.copyfile(tico / "train.fr", d / "f")
-        shutil.copyfile(tico / "train.en", d / "e")
-
-    return built_once(tmp_path_factory, "aligned", build)
+    """tico's training set and its links under short names (f, e, a), and its dev set's links (dev.a)."""
+    d = tmp_path_factory.mktemp("aligned")
+    for name, short in (("train.fr", "f"), ("train.en", "e"), ("train.wa", "a"), ("dev.wa", "dev.a")):
+        shutil.copyfile(tico / name, d / short)
+    return d
 
 
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
@@ -134,20 +126,33 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 
 def _train_tico(d: Path) -> None:
     from moses_recaser import train
+    from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.moses.tokenizer import tokenizer
+    from moses_recaser.stats.eflomal import align
 
+    parts = {"train": slice(0, 700), "dev": slice(700, 800), "test": slice(1950, None)}
+    sides = {}
     for lang in ("fr", "en"):
         tok = tokenizer(lang)
         lines = [" ".join(tok(x)) for x in (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()]
-        for name, part in (("train", lines[:700]), ("dev", lines[700:800]), ("test", lines[1950:])):
-            (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in part), encoding="utf-8")
+        sides[lang] = {name: lines[part] for name, part in parts.items()}
+    # one eflomal run for the three sets: every test whose subject is not the aligner takes these links
+    joined = {lang: [x.split() for name in parts for x in sides[lang][name]] for lang in sides}
+    links = iter(align(joined["fr"], joined["en"]))
+    for name in parts:
+        for lang in ("fr", "en"):
+            (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in sides[lang][name]), encoding="utf-8")
+        wa = [format_links(next(links)) for _ in sides["fr"][name]]
+        (d / f"{name}.wa").write_text("".join(x + "\n" for x in wa), encoding="utf-8")
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
     train(
         d / "train.fr",
         d / "train.en",
         d / "model",
+        alignment=d / "train.wa",
         dev_source=d / "dev.fr",
         dev_target=d / "dev.en",
+        dev_alignment=d / "dev.wa",
         settings=TrainSettings(max_iter=60),
     )
 

@@ -18,46 +18,32 @@ from moses_recaser.core.sentences import capital_runs
 from moses_recaser.core.triples import Triple
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.model.truecaser import detruecased, sentence_starts
-from moses_recaser.moses.pharaoh import format_links, parse_links
-from moses_recaser.moses.tokenizer import tokenizer
-from moses_recaser.stats.eflomal import align
+from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.stats.npa import phrase_align_triple
-
-TICO = Path(__file__).parents[1] / "data" / "tico19"
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory) -> Path:
-    """TICO-19 fr-en: train 1-700, dev 701-800, test 1951-2100, aligned by one eflomal run; a model for lowercased
-    input and one for cased input."""
+def models(tico, tmp_path_factory) -> Path:
+    """TICO-19 fr-en (``tico``: train 1-700, dev 701-800, test 1951-2100 and their links): its model, for
+    lowercased input, and one trained on the same files with input_case="cased"."""
     from moses_recaser import train
 
     d = tmp_path_factory.mktemp("cased")
-    sides = {}
-    for lang in ("fr", "en"):
-        tok = tokenizer(lang)
-        lines = [" ".join(tok(x)) for x in (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()]
-        sides[lang] = lines[:800] + lines[1950:]
-    links = align([x.split() for x in sides["fr"]], [x.split() for x in sides["en"]])
-    parts = {"train": slice(0, 700), "dev": slice(700, 800), "test": slice(800, None)}
-    for name, part in parts.items():
-        for lang in ("fr", "en"):
-            (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in sides[lang][part]), encoding="utf-8")
-        (d / f"{name}.wa").write_text("".join(format_links(a) + "\n" for a in links[part]), encoding="utf-8")
-    for case in ("lower", "cased"):
-        train(
-            d / "train.fr",
-            d / "train.en",
-            d / f"model.{case}",
-            alignment=d / "train.wa",
-            dev_source=d / "dev.fr",
-            dev_target=d / "dev.en",
-            dev_alignment=d / "dev.wa",
-            jobs=2,
-            settings=TrainSettings(max_iter=60, input_case=case),
-        )
+    for p in tico.iterdir():
+        (d / (p.name if p.name != "model" else "model.lower")).symlink_to(p)
+    train(
+        d / "train.fr",
+        d / "train.en",
+        d / "model.cased",
+        alignment=d / "train.wa",
+        dev_source=d / "dev.fr",
+        dev_target=d / "dev.en",
+        dev_alignment=d / "dev.wa",
+        jobs=2,
+        settings=TrainSettings(max_iter=60, input_case="cased"),
+    )
     # the test set as a truecased Moses system would give it: truecased words in a -t trace with word links
-    tc = truecaser_of([x.split() for x in sides["en"][:700]])
+    tc = truecaser_of([x.split() for x in (d / "train.en").read_text(encoding="utf-8").splitlines()])
     source = (d / "test.fr").read_text(encoding="utf-8").splitlines()
     target = (d / "test.en").read_text(encoding="utf-8").splitlines()
     wa = (d / "test.wa").read_text(encoding="utf-8").splitlines()
@@ -68,7 +54,6 @@ def models(tmp_path_factory) -> Path:
             for s0, s1, t0, t1 in t.phrases:
                 words += t.target[t0 : t1 + 1] + [f"|{s0}-{s1}|"]
             out.write(" ".join(words) + "\n")
-    (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
     return d
 
 
