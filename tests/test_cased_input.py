@@ -158,7 +158,7 @@ def test_dev_words_cased_as_a_truecased_decoder_would():
     corpus += [Triple(3, ["un", "impôt", "fédéral"], ["a", "federal", "tax"], links=[(0, 0), (1, 2), (2, 1)])]
     corpus += [Triple(4, ["un", "impôt"], ["a", "federal", "tax"], links=[(0, 0), (1, 2)])] * 5
     tables = Tables.from_counts(count_triples(corpus, order=1))
-    truecaser = Truecaser.of_forms(tables.forms, DECODED_SHARE)
+    truecaser = Truecaser.from_forms(tables.forms, DECODED_SHARE)
     forms = forms_by_lower(tables)
     ref = Triple(
         0, ["Federal", "la", "fédérale", "impôt"], ["federal", "the", "federal", "tax"], links=[(2, 2), (3, 3)]

@@ -15,7 +15,7 @@ TICO = Path(__file__).parents[1] / "data" / "tico19" / "tico19-test.en"
 
 
 def truecaser_of(lines: list[list[str]]) -> Truecaser:
-    return Truecaser.of_forms(Tables.from_counts(count_text(lines, order=1)).forms)
+    return Truecaser.from_forms(Tables.from_counts(count_text(lines, order=1)).forms)
 
 
 def test_rules_of_truecase_perl():
@@ -36,7 +36,7 @@ def test_rules_of_truecase_perl():
 
 
 def test_the_same_as_moses_truecaser_on_real_text(moses_scripts, tmp_path):
-    """train-truecaser.perl + truecase.perl against Truecaser.of_forms on the same tokenized text: they
+    """train-truecaser.perl + truecase.perl against Truecaser.from_forms on the same tokenized text: they
     differ only where Moses also starts a sentence inside a line (after ':' and the like), which the form counts
     do not know."""
     scripts = moses_scripts / "recaser"
@@ -89,5 +89,5 @@ def test_a_rare_form_is_not_known_with_a_minimum_share():
     kept; truecase.perl's model (share 0) keeps every form seen."""
     lines = [["a", "next", "day"]] * 19 + [["The", "Next", "Day"]]
     assert truecaser_of(lines).truecase(["the", "Next", "day"]) == ["the", "Next", "day"]
-    tc = Truecaser.of_forms(Tables.from_counts(count_text(lines, order=1)).forms, min_share=0.1)
+    tc = Truecaser.from_forms(Tables.from_counts(count_text(lines, order=1)).forms, min_share=0.1)
     assert tc.truecase(["the", "Next", "day"]) == ["the", "next", "day"]

@@ -64,10 +64,10 @@ class Vocab:
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
         keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
-        return cls._of_arrays(b"".join(encoded), offsets, keys)
+        return cls._from_arrays(b"".join(encoded), offsets, keys)
 
     @classmethod
-    def _of_arrays(cls, blob: bytes, offsets: np.ndarray, keys: np.ndarray) -> Vocab:
+    def _from_arrays(cls, blob: bytes, offsets: np.ndarray, keys: np.ndarray) -> Vocab:
         """The strings of ``blob`` cut at ``offsets``, numbered in order, ``keys`` their ``string_hash``es."""
         _, first, counts = np.unique(keys, return_index=True, return_counts=True)
         overflow = {}
@@ -207,7 +207,7 @@ class Vocab:
         keys[self._stored :] = np.fromiter(map(string_hash, added), dtype=np.int64, count=len(added))
         lengths = np.fromiter(map(len, added), dtype=np.int64, count=len(added))
         offsets = np.concatenate([self._offsets, self._offsets[-1] + np.cumsum(lengths)]).astype(np.int64)
-        return Vocab._of_arrays(bytes(self._blob) + b"".join(added), offsets, keys)
+        return Vocab._from_arrays(bytes(self._blob) + b"".join(added), offsets, keys)
 
     def held(self) -> int:
         """How many strings the dict and the list hold (what ``compact`` gives back)."""

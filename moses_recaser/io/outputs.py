@@ -139,12 +139,12 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
     shown = os.fspath(path)
     own = _own_descriptor(shown)
     if own is not None:
-        yield from _to_stdout(binary) if own == 1 else _through(_dup(own, shown), shown, binary)
+        yield from _to_stdout(binary) if own == 1 else _stream_to(_dup(own, shown), shown, binary)
         return
     real, st = output_target(shown)
     suffix = next((x for x in COMPRESSED if real.name.endswith(x)), None) if compress else None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        yield from _through(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix)
+        yield from _stream_to(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix)
         return
     tmp = _temp_name(real)
     fd = -1
@@ -154,7 +154,7 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
             fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown)
         if st is not None:
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
-        yield from _through(fd, shown, binary, sync=True, suffix=suffix)
+        yield from _stream_to(fd, shown, binary, sync=True, suffix=suffix)
         with _signals_held():
             try:
                 os.replace(tmp, real)
@@ -254,7 +254,7 @@ def _errors_named(shown: str) -> Iterator[None]:
         raise write_error(exc, shown) from None
 
 
-def _through(
+def _stream_to(
     fd: int, shown: str, binary: bool, *, sync: bool = False, suffix: str | None = None, count: bool = False
 ) -> Iterator[IO]:
     """A descriptor opened for this output, written (and with ``sync`` on disk), then closed (stdout: left open);
@@ -290,7 +290,7 @@ def _to_stdout(binary: bool) -> Iterator[IO]:
         yield sys.stdout.buffer if binary else sys.stdout
         sys.stdout.flush()
         return
-    yield from _through(fd, STDOUT, binary, count=True)
+    yield from _stream_to(fd, STDOUT, binary, count=True)
 
 
 @contextlib.contextmanager

@@ -207,7 +207,7 @@ def cased_dev_words(dev_triples: Sequence[Triple], tables: Tables, decoder_outpu
     takes: the decoder's output for dev as the decoder cased it (lowercased output truecased), or else the dev
     reference twice: cased as a truecased Moses system would output it (``as_decoded``), and as it is (what a
     cased MT system outputs at best)."""
-    truecaser = Truecaser.of_forms(tables.forms, DECODED_SHARE)
+    truecaser = Truecaser.from_forms(tables.forms, DECODED_SHARE)
     if decoder_output:
         return [[list(t.target) if has_case(t.target) else truecaser.truecase(t.target) for t in dev_triples]]
     forms = forms_by_lower(tables)

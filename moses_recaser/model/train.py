@@ -475,7 +475,7 @@ def _fit_modes(
 
 def _truecased(fold: FeatureExtractor, held: Sequence[Triple]) -> list[list[str]]:
     """A held-out fold's target sentences as truecase.perl would case them, with a truecaser of the fold's forms."""
-    truecaser = Truecaser.of_forms(fold.tables.forms)
+    truecaser = Truecaser.from_forms(fold.tables.forms)
     return [truecaser.truecase(t.target) for t in held]
 
 

@@ -29,7 +29,7 @@ class Truecaser:
     known: frozenset[str]  # every form seen where it does not start a sentence
 
     @classmethod
-    def of_forms(cls, forms: Forms, min_share: float = 0.0) -> Truecaser:
+    def from_forms(cls, forms: Forms, min_share: float = 0.0) -> Truecaser:
         """The truecasing model of the training target's form counts (``train-truecaser.perl``'s, but for
         ties, which go to the form that sorts first). With ``min_share``, a form is known only when it makes at
         least that share of its lowercase word's counts: rarer forms (a headline's capitals) take the best."""

@@ -142,10 +142,10 @@ class ArrayLM:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ArrayLM:
-        return cls.of_arrays(MappedArrays(path))
+        return cls.from_arrays(MappedArrays(path))
 
     @classmethod
-    def of_arrays(cls, z: Mapping[str, np.ndarray]) -> ArrayLM:
+    def from_arrays(cls, z: Mapping[str, np.ndarray]) -> ArrayLM:
         """The model of its stored arrays (``save``, ``ArrayLMWriter.arrays``)."""
         vocab, bigrams, trigrams = Vocab.load(z, "vocab"), KeySet.load(z, "bigrams"), KeySet.load(z, "trigrams")
         return cls(
@@ -166,7 +166,7 @@ class ArrayLM:
         """The model of an ARPA file, in memory."""
         writer = ArrayLMWriter(Scratch(None), Memory.unbounded())
         read_arpa(path, writer)
-        return cls.of_arrays({k: whole(v) if isinstance(v, Stored) else v for k, v in writer.arrays().items()})
+        return cls.from_arrays({k: whole(v) if isinstance(v, Stored) else v for k, v in writer.arrays().items()})
 
 
 def write_arrays(arpa: str | os.PathLike[str], out: str | os.PathLike[str], scratch: Scratch, memory: Memory) -> None:

@@ -193,7 +193,9 @@ class Tables:
     @classmethod
     def from_counts(cls, counts: Counts) -> Tables:
         """The tables of counts, in memory (small corpora, tests)."""
-        return cls.of_arrays({k: whole(v) for k, v in table_arrays(counts, Scratch(None), Memory.unbounded()).items()})
+        return cls.from_arrays(
+            {k: whole(v) for k, v in table_arrays(counts, Scratch(None), Memory.unbounded()).items()}
+        )
 
     def save(self, directory: Path) -> None:
         """The tables as a model directory's ``tables.npz``."""
@@ -216,10 +218,10 @@ class Tables:
     @classmethod
     def load(cls, directory: Path) -> Tables:
         """The tables ``save`` (or ``write_tables``) wrote, mapped."""
-        return cls.of_arrays(MappedArrays(directory / "tables.npz"))
+        return cls.from_arrays(MappedArrays(directory / "tables.npz"))
 
     @classmethod
-    def of_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Tables:
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> Tables:
         """The tables of their stored arrays, checked."""
         tts = {}
         for name in ("cased", "lower"):
