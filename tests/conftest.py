@@ -125,7 +125,6 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 
 
 def _train_tico(d: Path) -> None:
-    from moses_recaser import train
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.moses.tokenizer import tokenizer
     from moses_recaser.stats.eflomal import align
@@ -145,16 +144,18 @@ def _train_tico(d: Path) -> None:
         wa = [format_links(next(links)) for _ in sides["fr"][name]]
         (d / f"{name}.wa").write_text("".join(x + "\n" for x in wa), encoding="utf-8")
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
-    train(
-        d / "train.fr",
-        d / "train.en",
-        d / "model",
-        alignment=d / "train.wa",
-        dev_source=d / "dev.fr",
-        dev_target=d / "dev.en",
-        dev_alignment=d / "dev.wa",
-        settings=TrainSettings(max_iter=60),
-    )
+    train_on_tico(d, d / "model")
+
+
+TICO_SETTINGS = TrainSettings(max_iter=60)
+
+
+def train_on_tico(d: Path, model: Path, settings: TrainSettings = TICO_SETTINGS, jobs: int = 1) -> None:
+    """A model trained on ``tico``'s files in ``d`` (train, dev and their links), as the suite's own is."""
+    from moses_recaser import train
+
+    files = {"alignment": "train.wa", "dev_source": "dev.fr", "dev_target": "dev.en", "dev_alignment": "dev.wa"}
+    train(d / "train.fr", d / "train.en", model, settings, jobs=jobs, **{k: d / v for k, v in files.items()})
 
 
 # Moses' own scripts: MOSES_SCRIPTS names them (a mosesdecoder checkout or release, its scripts/ directory, or a

@@ -4,14 +4,16 @@ so they differ only in that setting."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import TICO_SETTINGS, train_on_tico
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_truecaser import truecaser_of
 
-from moses_recaser import Recaser, TrainSettings
+from moses_recaser import Recaser
 from moses_recaser.cli.main import main
 from moses_recaser.core import casing
 from moses_recaser.core.sentences import capital_runs
@@ -26,22 +28,10 @@ from moses_recaser.stats.npa import phrase_align_triple
 def models(tico, tmp_path_factory) -> Path:
     """TICO-19 fr-en (``tico``: train 1-700, dev 701-800, test 1951-2100 and their links): its model, for
     lowercased input, and one trained on the same files with input_case="cased"."""
-    from moses_recaser import train
-
     d = tmp_path_factory.mktemp("cased")
     for p in tico.iterdir():
         (d / (p.name if p.name != "model" else "model.lower")).symlink_to(p)
-    train(
-        d / "train.fr",
-        d / "train.en",
-        d / "model.cased",
-        alignment=d / "train.wa",
-        dev_source=d / "dev.fr",
-        dev_target=d / "dev.en",
-        dev_alignment=d / "dev.wa",
-        jobs=2,
-        settings=TrainSettings(max_iter=60, input_case="cased"),
-    )
+    train_on_tico(d, d / "model.cased", replace(TICO_SETTINGS, input_case="cased"), jobs=2)
     # the test set as a truecased Moses system would give it: truecased words in a -t trace with word links
     tc = truecaser_of([x.split() for x in (d / "train.en").read_text(encoding="utf-8").splitlines()])
     source = (d / "test.fr").read_text(encoding="utf-8").splitlines()
