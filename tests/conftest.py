@@ -150,12 +150,12 @@ def _train_tico(d: Path) -> None:
 TICO_SETTINGS = TrainSettings(max_iter=60)
 
 
-def train_on_tico(d: Path, model: Path, settings: TrainSettings = TICO_SETTINGS, jobs: int = 1) -> None:
+def train_on_tico(d: Path, model: Path, settings: TrainSettings = TICO_SETTINGS) -> None:
     """A model trained on ``tico``'s files in ``d`` (train, dev and their links), as the suite's own is."""
     from moses_recaser import train
 
     files = {"alignment": "train.wa", "dev_source": "dev.fr", "dev_target": "dev.en", "dev_alignment": "dev.wa"}
-    train(d / "train.fr", d / "train.en", model, settings, jobs=jobs, **{k: d / v for k, v in files.items()})
+    train(d / "train.fr", d / "train.en", model, settings, **{k: d / v for k, v in files.items()})
 
 
 # Moses' own scripts: MOSES_SCRIPTS names them (a mosesdecoder checkout or release, its scripts/ directory, or a

@@ -31,7 +31,7 @@ def models(tico, tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("cased")
     for p in tico.iterdir():
         (d / (p.name if p.name != "model" else "model.lower")).symlink_to(p)
-    train_on_tico(d, d / "model.cased", replace(TICO_SETTINGS, input_case="cased"), jobs=2)
+    train_on_tico(d, d / "model.cased", replace(TICO_SETTINGS, input_case="cased"))
     # the test set as a truecased Moses system would give it: truecased words in a -t trace with word links
     tc = truecaser_of([x.split() for x in (d / "train.en").read_text(encoding="utf-8").splitlines()])
     source = (d / "test.fr").read_text(encoding="utf-8").splitlines()

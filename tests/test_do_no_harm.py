@@ -5,13 +5,15 @@ domain (COVID-19 texts, not news), which makes its tables and LM a poor guide: t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sacrebleu
+from conftest import TICO_SETTINGS
 from sacremoses import MosesDetokenizer
 
-from moses_recaser import Recaser, TrainSettings
+from moses_recaser import Recaser
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.moses.pharaoh import format_links
@@ -32,14 +34,15 @@ def model(tmp_path_factory) -> Recaser:
     from moses_recaser import train
 
     d = tmp_path_factory.mktemp("nmt")
+    # a model as small as the suite's others (1,000 pairs, dev 100, 60 L-BFGS iterations): the poorer its tables,
+    # the more the output's own case must carry (trained on 1,900 and fitted to the end, it scores the same)
     sides = {}
     for lang in ("zh", "en"):
+        lines = (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()[:1100]
         tok = tokenizer(lang)
-        sides[lang] = [
-            " ".join(tok(x)) for x in (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()
-        ]
+        sides[lang] = [" ".join(tok(x)) for x in lines]
     links = align([x.split() for x in sides["zh"]], [x.split() for x in sides["en"]])
-    for name, part in {"train": slice(0, 1900), "dev": slice(1900, None)}.items():
+    for name, part in {"train": slice(0, 1000), "dev": slice(1000, None)}.items():
         for lang in ("zh", "en"):
             (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in sides[lang][part]), encoding="utf-8")
         (d / f"{name}.wa").write_text("".join(format_links(a) + "\n" for a in links[part]), encoding="utf-8")
@@ -51,8 +54,7 @@ def model(tmp_path_factory) -> Recaser:
         dev_source=d / "dev.zh",
         dev_target=d / "dev.en",
         dev_alignment=d / "dev.wa",
-        jobs=2,
-        settings=TrainSettings(input_case="cased"),
+        settings=replace(TICO_SETTINGS, input_case="cased"),
     )
     return Recaser.load(d / "model")
 
@@ -81,8 +83,9 @@ def _per_system(recased: list, hyps: dict[str, list[str]]) -> dict[str, list]:
 def test_cased_mt_output_recased_loses_no_bleu(model):
     """Each system's output tokenized, aligned to its source (all four in one eflomal run), recased, detokenized."""
     raw_source, ref, hyps = _systems()
-    source = [tokenizer("zh")(x) for x in raw_source]
-    tokens = {s: [tokenizer("en")(x) for x in lines] for s, lines in hyps.items()}
+    zh, en = tokenizer("zh"), tokenizer("en")
+    source = [zh(x) for x in raw_source]
+    tokens = {s: [en(x) for x in lines] for s, lines in hyps.items()}
     sources = source * len(SYSTEMS)
     targets = [t for s in SYSTEMS for t in tokens[s]]
     links = align(sources, [[casing.lower(w) for w in t] for t in targets])

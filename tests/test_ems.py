@@ -13,8 +13,7 @@ from moses_recaser.core import casing
 from moses_recaser.ems.meta import PATCHES, dangling_inputs, patch_meta, read_meta
 from moses_recaser.harness.metrics import case_scores
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.moses.pharaoh import format_links
-from moses_recaser.stats.eflomal import align
+from moses_recaser.moses.pharaoh import format_links, parse_links
 from moses_recaser.stats.npa import phrase_align_triple
 
 EMS = str(Path(sys.executable).parent / "moses-recaser-ems")
@@ -219,17 +218,18 @@ def ems_work(tico, tmp_path_factory):
     ).splitlines()
     test_fr = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
     test_en = (tico / "test.en").read_text(encoding="utf-8").splitlines()
-    links = align([x.split() for x in fr + test_fr], [x.split() for x in en + test_en])
+    # tico's links: train, dev and test aligned in one eflomal run
+    links = [(tico / f"{name}.wa").read_text(encoding="utf-8").splitlines() for name in ("train", "dev", "test")]
     _write(w / "recasing" / "corpus.1.fr", fr)
     _write(w / "recasing" / "corpus.1.en", en)
-    _write(w / "model" / "aligned.1.grow-diag-final-and", [format_links(a) for a in links[: len(fr)]])
+    _write(w / "model" / "aligned.1.grow-diag-final-and", links[0] + links[1])
     # the decoder's view: lowercased output with -t markers (phrases from the NPA) and its .wa file
     _write(w / "evaluation" / "test.input.tok.1", test_fr)
     _write(w / "evaluation" / "test.reference.tok.1", test_en)
     trace, wa, cleaned = [], [], []
     for k, (f, e) in enumerate(zip(test_fr, test_en)):
         low = [casing.lower(x) for x in e.split()]
-        t = phrase_align_triple(next(iter(read_aligned_bitext_from(f, " ".join(low), links[len(fr) + k]))))
+        t = phrase_align_triple(next(iter(read_aligned_bitext_from(f, " ".join(low), parse_links(links[2][k])))))
         out = ""
         for s0, s1, t0, t1 in t.phrases:
             out += "".join(x + " " for x in t.target[t0 : t1 + 1]) + f"|{s0}-{s1}| "

@@ -79,7 +79,7 @@ def test_the_python_block_runs_as_written(quickstart, monkeypatch):
         for line, nxt in zip(lines, lines[1:])
         if line.startswith("print(") and nxt.startswith("# ")
     ]
-    assert len(claims) == 5, claims
+    assert len(claims) == 4, claims
     monkeypatch.chdir(root)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
