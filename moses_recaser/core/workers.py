@@ -58,6 +58,15 @@ def forking() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def in_order(jobs: int, fn: Callable[[Any], T], tasks: Iterable[Any]) -> Iterator[T]:
+    """``fn`` of each task, in order: in this process for ``jobs`` 1, else in ``jobs`` ``Workers``."""
+    if check_workers(jobs) == 1:
+        yield from map(fn, tasks)
+        return
+    with Workers(jobs, fn) as workers:
+        yield from workers.map(tasks)
+
+
 class Workers:
     """``n`` forked processes, each calling ``fn`` on the tasks sent to it, one task in flight each; ``map`` gives
     the replies in the order of the tasks (the same output whatever ``n`` is). There are no threads and no locks

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from moses_recaser.core.sentences import chunks
 from moses_recaser.core.triples import Triple
-from moses_recaser.core.workers import Workers, check_workers
+from moses_recaser.core.workers import in_order
 
 CHUNK = 512  # sentences per batch; fixed, so output does not depend on how work is spread over processes
 T = TypeVar("T")
@@ -28,10 +28,6 @@ def zip_recased(
     item. ``jobs`` > 1 uses worker processes forked after the model is loaded (they share its pages
     copy-on-write instead of loading it again), with one chunk per worker in flight (bounded memory)."""
     pick: Callable[[T], Triple] = triple_of or (lambda x: x)  # type: ignore[assignment,return-value]
-    if check_workers(jobs) == 1:
-        for chunk in chunks(items, CHUNK):
-            yield from zip(chunk, recase_batch([pick(x) for x in chunk]))
-        return
     sent: deque[list[T]] = deque()
 
     def tasks() -> Iterator[list[Triple]]:
@@ -39,6 +35,5 @@ def zip_recased(
             sent.append(chunk)
             yield [pick(x) for x in chunk]
 
-    with Workers(jobs, recase_batch) as workers:
-        for recased in workers.map(tasks()):
-            yield from zip(sent.popleft(), recased)
+    for recased in in_order(jobs, recase_batch, tasks()):
+        yield from zip(sent.popleft(), recased)

@@ -71,7 +71,7 @@ def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = 
     """Tokenize a file line by line (``-``: stdin/stdout), written atomically; ``jobs`` processes share the
     lines, 2,000 at a time (the same output)."""
     from moses_recaser.core.sentences import chunks
-    from moses_recaser.core.workers import Workers
+    from moses_recaser.core.workers import in_order
     from moses_recaser.io.lines import read_lines
     from moses_recaser.io.outputs import atomic_output
 
@@ -80,10 +80,5 @@ def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = 
     def tokenized(lines: list[str]) -> str:
         return "".join(" ".join(tok(line)) + "\n" for line in lines)
 
-    parts = chunks(read_lines(raw), 2000)
     with atomic_output(out, compress=True) as fh:
-        if jobs == 1:
-            fh.writelines(map(tokenized, parts))
-            return
-        with Workers(jobs, tokenized) as workers:
-            fh.writelines(workers.map(parts))
+        fh.writelines(in_order(jobs, tokenized, chunks(read_lines(raw), 2000)))
