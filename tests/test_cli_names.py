@@ -1,5 +1,4 @@
-"""One name per setting across both command lines (``cli.options``), old spellings that still work, and no given
-file silently left unused."""
+"""One name per setting across both command lines (``cli.options``), and no given file silently left unused."""
 
 from __future__ import annotations
 
@@ -307,7 +306,7 @@ def test_standard_input_or_a_fifo_under_two_names_is_read_by_one_option(tmp_path
 
 
 def test_the_usage_shows_a_required_output_as_required(capsys):
-    """-o is checked after parsing (so that an old spelling counts): the usage showed it in brackets, as optional."""
+    """-o is checked after parsing (``options.finish_settings``): the usage showed it in brackets, as optional."""
     assert main(["lm", "--help"]) == 0
     usage = capsys.readouterr().out
     assert " -o FILE " in usage and "[-o FILE]" not in usage and "[-i FILE]" in usage
