@@ -127,25 +127,27 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
     return d
 
 
-def _train_tico(d: Path) -> None:
+def tico_slices(d: Path, langs: tuple[str, str], parts: dict[str, slice]) -> None:
+    """Slices of the shipped TICO-19 bitext in ``d``, tokenized (NAME.LANG), and their word links (NAME.wa), the
+    slices aligned in one eflomal run: every test whose subject is not the aligner takes these links."""
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.moses.tokenizer import tokenizer
     from moses_recaser.stats.eflomal import align
 
-    parts = {"train": slice(0, 700), "dev": slice(700, 800), "test": slice(1950, None)}
     sides = {}
-    for lang in ("fr", "en"):
-        tok = tokenizer(lang)
-        lines = [" ".join(tok(x)) for x in (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()]
-        sides[lang] = {name: lines[part] for name, part in parts.items()}
-    # one eflomal run for the three sets: every test whose subject is not the aligner takes these links
-    joined = {lang: [x.split() for name in parts for x in sides[lang][name]] for lang in sides}
-    links = iter(align(joined["fr"], joined["en"]))
+    for lang in langs:
+        tok, lines = tokenizer(lang), (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()
+        sides[lang] = {name: [" ".join(tok(x)) for x in lines[part]] for name, part in parts.items()}
+    links = iter(align(*([x.split() for name in parts for x in sides[lang][name]] for lang in langs)))
     for name in parts:
-        for lang in ("fr", "en"):
+        for lang in langs:
             (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in sides[lang][name]), encoding="utf-8")
-        wa = [format_links(next(links)) for _ in sides["fr"][name]]
+        wa = [format_links(next(links)) for _ in sides[langs[0]][name]]
         (d / f"{name}.wa").write_text("".join(x + "\n" for x in wa), encoding="utf-8")
+
+
+def _train_tico(d: Path) -> None:
+    tico_slices(d, ("fr", "en"), {"train": slice(0, 700), "dev": slice(700, 800), "test": slice(1950, None)})
     (d / "test.lc.en").write_text((d / "test.en").read_text(encoding="utf-8").lower(), encoding="utf-8")
     train_on_tico(d, d / "model")
 
@@ -153,12 +155,15 @@ def _train_tico(d: Path) -> None:
 TICO_SETTINGS = TrainSettings(max_iter=60)
 
 
-def train_on_tico(d: Path, model: Path, settings: TrainSettings = TICO_SETTINGS) -> None:
-    """A model trained on ``tico``'s files in ``d`` (train, dev and their links), as the suite's own is."""
+def train_on_tico(
+    d: Path, model: Path, settings: TrainSettings = TICO_SETTINGS, langs: tuple[str, str] = ("fr", "en")
+) -> None:
+    """A model trained on ``tico_slices``' train and dev files in ``d``, as the suite's own is."""
     from moses_recaser import train
 
-    files = {"alignment": "train.wa", "dev_source": "dev.fr", "dev_target": "dev.en", "dev_alignment": "dev.wa"}
-    train(d / "train.fr", d / "train.en", model, settings, **{k: d / v for k, v in files.items()})
+    f, e = langs
+    files = {"alignment": "train.wa", "dev_source": f"dev.{f}", "dev_target": f"dev.{e}", "dev_alignment": "dev.wa"}
+    train(d / f"train.{f}", d / f"train.{e}", model, settings, **{k: d / v for k, v in files.items()})
 
 
 # Moses' own scripts: MOSES_SCRIPTS names them (a mosesdecoder checkout or release, its scripts/ directory, or a

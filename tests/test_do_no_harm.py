@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
-from conftest import TICO_SETTINGS
+from conftest import TICO_SETTINGS, tico_slices, train_on_tico
 from sacremoses import MosesDetokenizer
 
 from moses_recaser import Recaser
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
-from moses_recaser.moses.pharaoh import format_links
 from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.eflomal import align
 
@@ -24,38 +23,17 @@ pytest.importorskip("jieba", reason="the zh extra (pip install -e '.[zh]') segme
 
 ROOT = Path(__file__).parents[1]
 WMT = ROOT / "tests" / "data" / "wmt21-zh-en"
-TICO = ROOT / "data" / "tico19"
 SYSTEMS = sorted(p.name.split(".hyp.")[1].removesuffix(".en") for p in WMT.glob("*.hyp.*.en"))
 HARM = 0.05  # BLEU points
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Recaser:
-    from moses_recaser import train
-
     d = tmp_path_factory.mktemp("nmt")
     # a model as small as the suite's others (1,000 pairs, dev 100, 60 L-BFGS iterations): the poorer its tables,
     # the more the output's own case must carry (trained on 1,900 and fitted to the end, it scores the same)
-    sides = {}
-    for lang in ("zh", "en"):
-        lines = (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()[:1100]
-        tok = tokenizer(lang)
-        sides[lang] = [" ".join(tok(x)) for x in lines]
-    links = align([x.split() for x in sides["zh"]], [x.split() for x in sides["en"]])
-    for name, part in {"train": slice(0, 1000), "dev": slice(1000, None)}.items():
-        for lang in ("zh", "en"):
-            (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in sides[lang][part]), encoding="utf-8")
-        (d / f"{name}.wa").write_text("".join(format_links(a) + "\n" for a in links[part]), encoding="utf-8")
-    train(
-        d / "train.zh",
-        d / "train.en",
-        d / "model",
-        alignment=d / "train.wa",
-        dev_source=d / "dev.zh",
-        dev_target=d / "dev.en",
-        dev_alignment=d / "dev.wa",
-        settings=replace(TICO_SETTINGS, input_case="cased"),
-    )
+    tico_slices(d, ("zh", "en"), {"train": slice(0, 1000), "dev": slice(1000, 1100)})
+    train_on_tico(d, d / "model", replace(TICO_SETTINGS, input_case="cased"), ("zh", "en"))
     return Recaser.load(d / "model")
 
 
