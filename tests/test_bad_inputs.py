@@ -670,15 +670,18 @@ def test_a_dev_set_that_carries_no_case_is_refused_before_the_work(tico, tmp_pat
     _fails(capsys, argv, bad, None, said, tmp_path / "m")
 
 
-def test_a_lowercased_dev_target_is_warned_of(tico, tico_aligned, tmp_path, caplog):
+@pytest.mark.parametrize("input_case", ["lower", "cased"])
+def test_a_lowercased_or_small_dev_target_is_warned_of(tico, tico_aligned, tmp_path, caplog, input_case):
     """A lowercased dev reference (an easy slip in a lowercasing EMS setup) trained silently, into weights that
-    leave sentence starts in lowercase; text without capitals exists (TICO-19's first lines), so it is a warning."""
+    leave sentence starts in lowercase; text without capitals exists (TICO-19's first lines), so it is a warning.
+    A cased dev set of 30 sentences, for a model of cased input, is warned of too (``data.CASED_DEV_MIN``)."""
     import logging
 
     from moses_recaser import train
 
     lines = (tico / "dev.en").read_text(encoding="utf-8").splitlines()[:30]
-    low = _write(tmp_path / "dev.en", "".join(x.lower() + "\n" for x in lines))
+    cased = input_case == "cased"
+    low = _write(tmp_path / "dev.en", "".join((x if cased else x.lower()) + "\n" for x in lines))
     src = _write(tmp_path / "dev.fr", "".join((tico / "dev.fr").read_text(encoding="utf-8").splitlines(True)[:30]))
     # the bitext with its eflomal links, made once for the suite (the dev set is the subject)
     aligned = tico_aligned
@@ -692,10 +695,14 @@ def test_a_lowercased_dev_target_is_warned_of(tico, tico_aligned, tmp_path, capl
             dev_source=src,
             dev_target=low,
             dev_alignment=links,
-            settings=TrainSettings(max_iter=2),
+            settings=TrainSettings(max_iter=2, input_case=input_case),
         )
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert any(x.startswith(f"{low}: the dev target has no word with a capital letter") for x in said), said
+    lowered = any(x.startswith(f"{low}: the dev target has no word with a capital letter") for x in said)
+    small = any(
+        x.startswith(f"{low}: 30 dev sentences fit the weights of cased input; with fewer than 100") for x in said
+    )
+    assert (lowered, small) == (not cased, cased), said
 
 
 def test_links_that_differ_from_the_trace_lines_own_are_refused(tmp_path, capsys):

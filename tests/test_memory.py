@@ -158,19 +158,28 @@ def _training(aligned: Path, tico: Path, jobs: int = 1) -> dict:
     )
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, tmp_path, monkeypatch, jobs):
-    """Training within a tiny memory (every chunk spilled, runs renumbered and merged k ways, key sets packed in
-    parts) writes the model of training with everything in memory, byte for byte; no scratch file is left."""
+@pytest.fixture(scope="module")
+def roomy(aligned, tico, tmp_path_factory) -> Path:
+    """The model of ``_training`` with everything in memory, in one process."""
     from moses_recaser import train
 
-    common = _training(aligned, tico, jobs=jobs)
-    train(aligned / "f", aligned / "e", tmp_path / "roomy", **common)
+    model = tmp_path_factory.mktemp("roomy") / "model"
+    train(aligned / "f", aligned / "e", model, **_training(aligned, tico))
+    return model
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, roomy, tmp_path, monkeypatch, jobs):
+    """Training within a tiny memory (every chunk spilled, runs renumbered and merged k ways, key sets packed in
+    parts), in one process or two, writes the model of training with everything in memory in one, byte for byte;
+    no scratch file is left."""
+    from moses_recaser import train
+
     _tiny_memory(monkeypatch)
     work = tmp_path / "work"
     work.mkdir()
-    train(aligned / "f", aligned / "e", tmp_path / "tiny", memory=6 << 20, work=work, **common)
-    roomy, tiny = read_manifest(tmp_path / "roomy"), read_manifest(tmp_path / "tiny")
+    train(aligned / "f", aligned / "e", tmp_path / "tiny", memory=6 << 20, work=work, **_training(aligned, tico, jobs))
+    roomy, tiny = read_manifest(roomy), read_manifest(tmp_path / "tiny")
     assert roomy.files == tiny.files and set(roomy.files) >= {"tables.npz", "lm.arpa", "lm.npz", "candidates.npz"}
     assert list(work.iterdir()) == []
 
@@ -196,7 +205,7 @@ def test_a_spill_leaves_the_counters_word_types_in_arrays(tmp_path, monkeypatch)
     assert np.array_equal(spilled.target["lower"], kept.target["lower"])
 
 
-def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, tmp_path, monkeypatch):
+def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, roomy, tmp_path, monkeypatch):
     """The registry of training types described 50 at a time, its strings moved into arrays between (as a large
     corpus' are, REGISTRY_CHUNK at a time), and its columns filled 7 rows at a time: its numbering differs, not
     what it says: the same tables and LM, and the same recased test set."""
@@ -204,18 +213,16 @@ def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, tmp_pa
     import moses_recaser.model.extractor as extractor
     from moses_recaser import Recaser, train
 
-    common = _training(aligned, tico)
-    train(aligned / "f", aligned / "e", tmp_path / "whole", **common)
     monkeypatch.setattr(extractor, "REGISTRY_CHUNK", 50)
     monkeypatch.setattr(columns, "FLUSH_ROWS", 7)
-    train(aligned / "f", aligned / "e", tmp_path / "chunked", **common)
-    whole_files, chunked_files = read_manifest(tmp_path / "whole").files, read_manifest(tmp_path / "chunked").files
+    train(aligned / "f", aligned / "e", tmp_path / "chunked", **_training(aligned, tico))
+    whole_files, chunked_files = read_manifest(roomy).files, read_manifest(tmp_path / "chunked").files
     assert {k: v for k, v in whole_files.items() if k != "candidates.npz"} == {
         k: v for k, v in chunked_files.items() if k != "candidates.npz"
     }
     lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()
     sources = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
-    got = [list(Recaser.load(tmp_path / m).recase_lines(lines, sources)) for m in ("whole", "chunked")]
+    got = [list(Recaser.load(m).recase_lines(lines, sources)) for m in (roomy, tmp_path / "chunked")]
     assert got[0] == got[1]
 
 

@@ -113,7 +113,7 @@ def test_checksums_come_before_parsing(model):
 
 _MANIFEST_EDITS = {
     "no settings": lambda doc: doc.pop("settings"),
-    "no alignment_mode": lambda doc: doc["settings"].pop("alignment_mode"),
+    "alignment_mode changed": lambda doc: doc["settings"].__setitem__("alignment_mode", "phrase"),
     "alignment_mode a list": lambda doc: doc["settings"].__setitem__("alignment_mode", [1]),
     "max_candidates a string": lambda doc: doc["settings"].__setitem__("max_candidates", "many"),
     "no weights": lambda doc: doc.pop("weights"),

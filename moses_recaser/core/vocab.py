@@ -21,18 +21,6 @@ from itertools import repeat
 import numpy as np
 
 from moses_recaser.core.keyset import KeySet
-from moses_recaser.io.errors import RecaserError
-
-
-def _text(data: bytes | memoryview) -> str:
-    """A stored string's UTF-8 bytes as text. Bytes that are not UTF-8 (a model edited with its checksums made to
-    match: a vocabulary's strings are decoded when read, not at load) are a RecaserError."""
-    try:
-        return str(data, "utf-8")
-    except UnicodeDecodeError as exc:
-        raise RecaserError(
-            f"a stored string is not UTF-8 ({exc.reason}): the model is damaged; train it again or copy it anew"
-        ) from None
 
 
 def string_hash(data: bytes) -> int:
@@ -77,7 +65,7 @@ class Vocab:
             for i, k in enumerate(keys.tolist()):
                 if k in clash:
                     if k in seen:
-                        overflow[_text(blob[offsets[i] : offsets[i + 1]])] = i
+                        overflow[str(blob[offsets[i] : offsets[i + 1]], "utf-8")] = i
                     seen.add(k)
         index, order = KeySet.pack(keys[first])
         ids = first[order].astype(np.int32 if len(keys) < 1 << 31 else np.int64)
@@ -109,7 +97,7 @@ class Vocab:
     def __getitem__(self, i: int) -> str:
         if i >= self._stored:
             return self._added[i - self._stored]
-        return _text(self._blob[self._offsets[i] : self._offsets[i + 1]])
+        return str(self._blob[self._offsets[i] : self._offsets[i + 1]], "utf-8")
 
     def strings(self, ids: np.ndarray) -> list[str]:
         """The string of each number in ``ids`` (each distinct one decoded once)."""
@@ -117,7 +105,7 @@ class Vocab:
         stored = uniq[uniq < self._stored]
         starts, ends = self._offsets[stored].tolist(), self._offsets[stored + 1].tolist()
         blob = self._blob
-        decoded = [_text(blob[a:b]) for a, b in zip(starts, ends)]
+        decoded = [str(blob[a:b], "utf-8") for a, b in zip(starts, ends)]
         decoded += [self._added[i - self._stored] for i in uniq[len(stored) :].tolist()]
         return [decoded[k] for k in inverse.tolist()]
 
@@ -136,7 +124,7 @@ class Vocab:
         if start < stored_end:
             off = self._offsets[start : stored_end + 1].tolist()
             data, base = bytes(self._blob[off[0] : off[-1]]), off[0]
-            out = [_text(data[a - base : b - base]) for a, b in zip(off, off[1:])]
+            out = [str(data[a - base : b - base], "utf-8") for a, b in zip(off, off[1:])]
         return out + self._added[max(start - self._stored, 0) : max(end - self._stored, 0)]
 
     def __iter__(self) -> Iterator[str]:

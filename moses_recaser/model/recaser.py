@@ -41,7 +41,6 @@ from moses_recaser.io.modeldir import (
 from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
-from moses_recaser.model.gen import MAX_CANDIDATES
 from moses_recaser.model.inputs import Alignment, line_records, validated_triples
 from moses_recaser.model.modes import Weights, mode_of
 from moses_recaser.model.settings import TrainSettings, check_language, weights_digest
@@ -148,17 +147,8 @@ class Recaser:
         if "weights" not in self.manifest.extra:
             raise RecaserError("the model has no CRF weights (made by 'stats', not 'train')", where)
         self.weights = Weights.from_dict(self.manifest.extra["weights"], where)
-        self._check_signature(where)
-        self.settings = self.manifest.settings
-        if self.settings.get("alignment_mode") not in ("phrase", "links"):
-            raise RecaserError(
-                f"setting alignment_mode is {self.settings.get('alignment_mode')!r}, not phrase or "
-                "links: the manifest is damaged",
-                where,
-            )
-        max_candidates = self.settings.get("max_candidates", MAX_CANDIDATES)
-        if not isinstance(max_candidates, int) or max_candidates < 1:
-            raise RecaserError(f"setting max_candidates is {max_candidates!r}: the manifest is damaged", where)
+        # a setting the manifest leaves out is its default, as the signature was checked with it
+        self.settings = {**dataclasses.asdict(self._check_signature(where)), **self.manifest.settings}
         self.tables = Tables.load(root)
         self.lm = load_model_lm(root, self.manifest)
         self._registry = MappedArrays(root / "candidates.npz") if "candidates.npz" in self.manifest.files else None
@@ -171,8 +161,8 @@ class Recaser:
             self.tables,
             self.lm,
             self.weights.names,
-            alignment=str(self.settings["alignment_mode"]),
-            max_candidates=int(self.settings.get("max_candidates", MAX_CANDIDATES)),
+            alignment=self.settings["alignment_mode"],
+            max_candidates=self.settings["max_candidates"],
             candidates_file=self._registry,
         )
         self.extractor.compact()  # the tables' and the LM's caches of words looked up
@@ -180,10 +170,10 @@ class Recaser:
         gc.collect()
         release()
 
-    def _check_signature(self, where: str) -> None:
+    def _check_signature(self, where: str) -> TrainSettings:
         """The manifest is not among the files it checksums: its weights and settings are checked against the
         signature ``train`` made of them (an edit under the same signature would make two models that say they
-        are one)."""
+        are one); the settings, as checked."""
         signed = self.manifest.signature.split("|")
         weights = f"w:{weights_digest(self.weights.matrix())}"
         if weights not in signed:
@@ -194,17 +184,24 @@ class Recaser:
                 where,
             )
         names = {f.name for f in dataclasses.fields(TrainSettings)}
+        settings: TrainSettings | None
         try:
-            made = TrainSettings(**{k: v for k, v in self.manifest.settings.items() if k in names}).signature()
+            settings = TrainSettings(**{k: v for k, v in self.manifest.settings.items() if k in names})
+            made = settings.signature()
         except (TypeError, ValueError, AttributeError, RecaserError):
-            made = ""
+            settings, made = None, ""
         # (the first part is the version that wrote it)
-        if not signed[0].startswith("moses-recaser:") or [*made.split("|")[1:], weights] != signed[1:]:
+        if (
+            settings is None
+            or not signed[0].startswith("moses-recaser:")
+            or [*made.split("|")[1:], weights] != signed[1:]
+        ):
             raise RecaserError(
                 "the settings do not match the signature: the manifest was edited; train the model again or copy "
                 "it anew",
                 where,
             )
+        return settings
 
     def __copy__(self) -> Recaser:
         """A second face of the same loaded model (sharing its registry, and so its lock)."""

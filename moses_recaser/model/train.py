@@ -209,7 +209,7 @@ def fit_model(
         if preloaded is not None:
             settings = replace(settings, lm_order=preloaded.lm_order, lm=preloaded.lm, lm_prune=preloaded.lm_prune)
         dev_set = dev.triples()
-        check_dev(dev_set, dev)
+        check_dev(dev_set, dev, settings.input_case == "cased")
         # the decoder's dev output, read (and checked) before the work as well
         decoded = dev_output.triples(dev, dev_set) if dev_output is not None else None
         train_set, aligned = _read_and_align(
