@@ -2,7 +2,7 @@
 objects: a model with a million word types loads in the time it takes to read its arrays, and only the
 strings a run looks up become Python strings.
 
-A string's number is its place (``Vocab.of`` keeps the order given; ``add`` appends). Lookups go through a
+A string's number is its place (``Vocab.from_words`` keeps the order given; ``add`` appends). Lookups go through a
 dict of the strings looked up so far, then a ``KeySet`` of stable 63-bit hashes of the strings' bytes (CRC-32
 and Adler-32) with the number of each hash's string; a hit is checked against the stored bytes. Strings of one
 vocabulary whose hashes collide are kept in a small dict of their own.

@@ -72,7 +72,7 @@ class TrainSettings:
     # target-side counts (case prior, training forms), not the translation tables
     monolingual: list[str] = field(default_factory=list)
     monolingual_digest: str | None = None  # sha256 of their contents, set when read
-    dev_decoded: bool = False  # the weights were fitted on decoder output for dev (train(dev_output=...))
+    dev_decoded: bool = False  # the weights were fitted on decoder output for dev (train(dev_trace=...))
     input_case: str = "lower"  # INPUT_CASES
     # the languages (ISO 639-1) of the training text, so that raw text to recase is tokenized as it was (None:
     # not said; raw text then needs them at recasing)
