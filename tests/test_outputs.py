@@ -792,3 +792,17 @@ def test_an_interrupt_just_after_a_temporary_is_made_removes_it(tmp_path, monkey
     finally:
         signal.signal(signal.SIGINT, before)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_name_near_the_limit_is_written_its_temporary_name_cut_to_fit(tmp_path):
+    """A 250-byte name (the shell's > takes it) is written, as file and as model directory: its temporary's name,
+    ``.NAME.XXXXXXXX.moses-recaser.tmp``, would pass the 255 bytes a name may have, and is cut (the run trained
+    for its whole length, then failed)."""
+    name = "é" * 125  # 250 bytes, and a cut inside a character
+    with atomic_output(tmp_path / name) as fh:
+        assert [len(os.fsencode(p)) for p in _ours(tmp_path)] == [255]
+        fh.write("whole\n")
+    with atomic_directory(tmp_path / ("m" + name[1:])) as d:
+        (d / "file").write_text("x")
+    assert (tmp_path / name).read_text() == "whole\n" and (tmp_path / ("m" + name[1:]) / "file").is_file()
+    assert _ours(tmp_path) == []

@@ -125,7 +125,10 @@ def check_output(path: str | os.PathLike[str] | None) -> None:
 
 
 def _temp_name(real: Path, kind: str = "tmp") -> Path:
-    return real.with_name(f".{real.name}.{secrets.token_hex(4)}.moses-recaser.{kind}")
+    """``.NAME.XXXXXXXX.moses-recaser.KIND`` beside ``real``, NAME cut to keep it within the 255 bytes a file
+    name may have: a name the shell's > takes is never refused for its temporary's sake."""
+    tail = f".{secrets.token_hex(4)}.moses-recaser.{kind}"
+    return real.with_name("." + os.fsdecode(os.fsencode(real.name)[: 254 - len(tail)]) + tail)
 
 
 @contextlib.contextmanager
