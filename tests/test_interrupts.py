@@ -27,16 +27,21 @@ def _wait_for(proc: subprocess.Popen, marker: Path | None, seconds: float) -> No
         time.sleep(0.05)
 
 
-def _recasing_under_way(tico: Path, out: Path, jobs: int, own_group: bool) -> subprocess.Popen:
+def _recasing_under_way(
+    tico: Path, out: Path, jobs: int, own_group: bool, ignored: tuple[int, ...] = ()
+) -> subprocess.Popen:
     """``recase`` started with its input through a pipe left open, returned once it writes its output (its
     temporary file exists): still under way when a signal comes, however fast the machine. SIGINT is set to act
     as a terminal's Ctrl-C delivers it: a test run started in the background of a script inherits SIGINT ignored
-    (as every background job does), and Python keeps an inherited SIG_IGN."""
+    (as every background job does), and Python keeps an inherited SIG_IGN. ``ignored``: signals it starts with
+    ignored (``nohup``'s SIGHUP)."""
 
     def start() -> None:
         if own_group:
             os.setsid()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        for sig in ignored:
+            signal.signal(sig, signal.SIG_IGN)
 
     lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
     proc = subprocess.Popen(
@@ -70,6 +75,20 @@ def test_interrupted_recasing_writes_nothing(tico, tmp_path, sig):
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)  # closes stdin: a process the signal missed ends with 0
     _ended_by_interrupt(proc, err, out)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_hang_up_ignored_as_under_nohup_stays_ignored(tico, tmp_path, jobs):
+    """``nohup moses-recaser ... &``: SIGHUP, ignored as the command starts, stays ignored by it and its workers,
+    and the run ends with its whole output (the command set its own handler: a logout ended a long training with
+    nothing written)."""
+    out = tmp_path / "out"
+    proc = _recasing_under_way(tico, out, jobs=jobs, own_group=True, ignored=(signal.SIGHUP,))
+    os.killpg(proc.pid, signal.SIGHUP)  # (the terminal's hang-up goes to the whole group)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
+    assert len(out.read_text(encoding="utf-8").splitlines()) == len(lines)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])

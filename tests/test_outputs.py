@@ -806,3 +806,20 @@ def test_a_name_near_the_limit_is_written_its_temporary_name_cut_to_fit(tmp_path
         (d / "file").write_text("x")
     assert (tmp_path / name).read_text() == "whole\n" and (tmp_path / ("m" + name[1:]) / "file").is_file()
     assert _ours(tmp_path) == []
+
+
+def test_removing_a_tree_never_touches_the_directory_that_holds_it(tmp_path):
+    """A scratch tree removed by someone else first (a tmp cleaner), or one that cannot be emptied, leaves the
+    directory that holds it as it was: a failure on the tree itself made its parent (TMPDIR, /tmp) mode 700."""
+    from moses_recaser.io.outputs import remove_tree
+
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    parent.chmod(0o755)
+    remove_tree(parent / "gone")
+    tree = parent / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "f").write_text("x")
+    (tree / "sub").chmod(0o500)  # read-only: made writable again to empty it
+    remove_tree(tree)
+    assert not tree.exists() and stat.S_IMODE(parent.stat().st_mode) == 0o755

@@ -377,9 +377,11 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     except SystemExit as done:
         return _after_argparse(prog, done, shown.getvalue())
     _setup_logging(args, prog)
-    # a kill or a hang-up ends the run as Ctrl-C does: temporary files and child processes go with it
+    # a kill or a hang-up ends the run as Ctrl-C does: temporary files and child processes go with it; one
+    # ignored as the command started stays so (nohup's SIGHUP, a background job's SIGINT)
     for sig in ENDING_SIGNALS:
-        signal.signal(sig, signal.default_int_handler)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler)
     already, lines = len(written()), stdout_lines()  # (earlier runs in this process: ``main`` called from Python)
     try:
         check_destinations(args)

@@ -39,7 +39,8 @@ def worker_signals() -> None:
     traceback on stderr, which EMS reads as a crash."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in _ENDING:
-        signal.signal(sig, signal.SIG_DFL)
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # (ignored in the parent, as under nohup: so here)
+            signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _ENDING)  # held back by ``forking``: one pending ends us now
 
 

@@ -323,12 +323,15 @@ def _signals_held() -> Iterator[None]:
 
 def remove_tree(path: str | os.PathLike[str]) -> None:
     """Remove a directory tree this tool made (a scratch directory, a replaced model), its read-only directories
-    made writable first; what cannot be removed stays."""
+    made writable first; what cannot be removed stays. The directory that holds the tree is never touched (the
+    tree gone already, or not empty at the end: TMPDIR, or the model's parent, stays as it is)."""
+    top = os.fspath(path)
 
     def writable_then_again(func: Callable[..., Any], p: str, _: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p), 0o700)
-            func(p)
+        if os.fspath(p) != top:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.dirname(p), 0o700)
+                func(p)
 
     shutil.rmtree(path, onerror=writable_then_again)
 
