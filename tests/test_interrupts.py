@@ -91,6 +91,22 @@ def test_a_hang_up_ignored_as_under_nohup_stays_ignored(tico, tmp_path, jobs):
     assert len(out.read_text(encoding="utf-8").splitlines()) == len(lines)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_burst_of_interrupts_ends_the_run_as_one_does(tico, tmp_path, jobs):
+    """Ctrl-C pressed again and again, or a supervisor's INT, TERM and HUP one after another: the first ends the
+    run, and the others do not cut short the cleanup it starts (a traceback came after the one line, and a
+    training's scratch directory was left)."""
+    out = tmp_path / "out"
+    proc = _recasing_under_way(tico, out, jobs=jobs, own_group=True)
+    burst = [signal.SIGINT, signal.SIGINT, signal.SIGTERM, signal.SIGHUP] * 250  # (1,000: until the run ends)
+    while burst and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, burst.pop())
+        time.sleep(0.001)
+    _, err = proc.communicate(timeout=60)
+    _ended_by_interrupt(proc, err, out)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_recasing_workers_signalled_with_their_parent_end_it(tico, tmp_path, sig):
     """Ctrl-C at a terminal, or a service manager's SIGTERM, goes to the whole process group: the workers of

@@ -361,6 +361,19 @@ def _error(prog: str, message: str, *, since: int | None = None) -> None:
         )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """The first ending signal raises KeyboardInterrupt; those after it are let be, so that the cleanup it starts
+    (scratch files removed, workers ended, the one line said) is not itself cut short by a second Ctrl-C. (Not
+    SIG_IGN: Python reports a signal already on its way to a handler that became SIG_IGN, on stderr.)"""
+    for sig in ENDING_SIGNALS:
+        signal.signal(sig, _let_be)
+    raise KeyboardInterrupt
+
+
+def _let_be(signum: int, frame: object) -> None:
+    """An ending signal after the first (``_interrupt``)."""
+
+
 def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.ArgumentParser], prog: str) -> int:
     """Parse, dispatch and turn every failure into one line on stderr: exit code 2 for bad input, a bad model,
     a bad setting or a fault of the system (a full disk, a read-only or unreadable file, memory), 3 for a bug
@@ -381,7 +394,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     # ignored as the command started stays so (nohup's SIGHUP, a background job's SIGINT)
     for sig in ENDING_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, signal.default_int_handler)
+            signal.signal(sig, _interrupt)
     already, lines = len(written()), stdout_lines()  # (earlier runs in this process: ``main`` called from Python)
     try:
         check_destinations(args)
@@ -480,9 +493,13 @@ def main_of(build_parser: Callable[[], argparse.ArgumentParser], prog: str) -> C
     script, a process of its own) leaves with it at once (``exit_now``)."""
 
     def main(argv: Sequence[str] | None = None) -> int:
-        code = run(argv, build_parser, prog)
         if argv is None:
-            exit_now(code)
-        return code
+            exit_now(run(argv, build_parser, prog))
+        before = {sig: signal.getsignal(sig) for sig in ENDING_SIGNALS}
+        try:
+            return run(argv, build_parser, prog)
+        finally:  # (called from Python: the caller's handlers back, an interrupt's ignoring included)
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
 
     return main
