@@ -823,3 +823,16 @@ def test_removing_a_tree_never_touches_the_directory_that_holds_it(tmp_path):
     (tree / "sub").chmod(0o500)  # read-only: made writable again to empty it
     remove_tree(tree)
     assert not tree.exists() and stat.S_IMODE(parent.stat().st_mode) == 0o755
+
+
+def test_an_input_written_into_as_it_is_read_is_refused(tico, tmp_path):
+    """Recasing in place replaces the input whole once it is done; an output written where it stands into the
+    input as it is read (``-o /dev/fd/3 3>>IN``, or stdout ``>> IN``) grew it without end, until the disk was full."""
+    inp = tmp_path / "in.en"
+    inp.write_bytes((tico / "test.lc.en").read_bytes())
+    before = inp.read_bytes()
+    for redirect in ("-o /dev/fd/3 3>>IN", ">>IN"):
+        cmd = f"{CLI} -q recase --model {tico / 'model'} --input IN {redirect}".replace("IN", str(inp))
+        done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "this output is also the file given as --input," in done.stderr, done.stderr
+        assert inp.read_bytes() == before

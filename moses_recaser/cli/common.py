@@ -32,6 +32,7 @@ from moses_recaser.io.outputs import (
     stdout_lines,
     write_error,
     written,
+    written_in_place,
 )
 from moses_recaser.moses.trace import TraceOptions
 
@@ -225,6 +226,7 @@ def check_destinations(args: argparse.Namespace) -> None:
     (``rewrites``: recasing in place), and stdout is open if the command prints its result there (``prints``).
     An input is named by its flag (``input_flags``: where that is not ``--NAME``)."""
     inputs: dict[tuple[int, int], str] = {}
+    rewritten: dict[tuple[int, int], str] = {}  # inputs an output may replace whole, not write into as they are read
     streams: dict[object, str] = {}  # the inputs that read a stream: one stream cannot be read as two files
 
     def one_reader(path: str, name: str) -> None:
@@ -241,8 +243,7 @@ def check_destinations(args: argparse.Namespace) -> None:
         for path in value if isinstance(value, list) else [] if value is None else [value]:
             check_input(path, text=name not in BINARY_INPUTS)
             one_reader(path, name)
-            if name not in getattr(args, "rewrites", ()):
-                inputs.setdefault(file_id(path), name)
+            (rewritten if name in getattr(args, "rewrites", ()) else inputs).setdefault(file_id(path), name)
     for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked
         if getattr(args, name) is not None:
             one_reader(getattr(args, name), name)
@@ -250,12 +251,13 @@ def check_destinations(args: argparse.Namespace) -> None:
     outputs: dict[object, str] = {}
     for name in getattr(args, "writes", ()):
         check_output(getattr(args, name))
-        output = file_id(getattr(args, name))
-        if output != NOT_A_FILE and output in inputs:
+        output = file_id(getattr(args, name), 1)
+        read = inputs.get(output) or (rewritten.get(output) if written_in_place(getattr(args, name)) else None)
+        if output != NOT_A_FILE and read is not None:
             raise RecaserError(
-                f"this output is also the file given as {flag_for(args, inputs[output])}, which the command only "
+                f"this output is also the file given as {flag_for(args, read)}, which the command only "
                 "reads: give another output",
-                os.fspath(getattr(args, name)),
+                STDOUT if getattr(args, name) in (None, "-") else os.fspath(getattr(args, name)),
             )
         key = _output_key(getattr(args, name), output)
         if key is not None and key in outputs:

@@ -108,7 +108,7 @@ def _stock_model(step: RecaseStep) -> list[str]:
             step.model,
         )
     log.warning("%s is a Moses recasing model: recasing as recase.perl does (no source, no trace)", step.model)
-    out = file_id(step.output)
+    out = file_id(step.output, 1)
     for path in moses_ini_files(step.model) if out != NOT_A_FILE else ():
         if file_id(path) == out:
             raise RecaserError(

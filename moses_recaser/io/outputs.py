@@ -64,16 +64,26 @@ def write_error(exc: OSError, path: str) -> RecaserError:
 NOT_A_FILE = (-1, -1)
 
 
-def file_id(path: str | os.PathLike[str] | None) -> tuple[int, int]:
-    """The regular file a path names, as (device, inode) through symlinks; NOT_A_FILE for stdin or stdout, a file
-    not there yet, a FIFO or a device: what tells that an output would replace an input."""
-    if path is None or os.fspath(path) == "-":
-        return NOT_A_FILE
+def file_id(path: str | os.PathLike[str] | None, std: int = 0) -> tuple[int, int]:
+    """The regular file a path names, as (device, inode) through symlinks (``-`` or None: the file on descriptor
+    ``std``, 0 for an input, 1 for an output); NOT_A_FILE for a file not there yet, a FIFO or a device: what tells
+    that an output would replace an input."""
     try:
-        st = os.stat(path)
+        st = os.fstat(std) if path is None or os.fspath(path) == "-" else os.stat(path)
     except OSError:
         return NOT_A_FILE
     return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else NOT_A_FILE
+
+
+def written_in_place(path: str | os.PathLike[str] | None) -> bool:
+    """Whether an output is written where it stands, as it goes (stdout, ``/dev/fd/N``, a FIFO or a device), not
+    renamed into place when whole."""
+    if path is None or os.fspath(path) == "-" or _own_descriptor(os.fspath(path)) is not None:
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _writable_dir(parent: Path, shown: str) -> None:
