@@ -836,3 +836,15 @@ def test_an_input_written_into_as_it_is_read_is_refused(tico, tmp_path):
         done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and "this output is also the file given as --input," in done.stderr, done.stderr
         assert inp.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["recase --model MODEL", "tokenize -l en", "eval --hyp - --ref REF"])
+def test_a_closed_standard_input_is_one_line(tico, command):
+    """``<&-``: standard input read by a command, closed (sys.stdin is None), is a user's error in one line, before
+    the work (it was an internal error, exit 3)."""
+    cmd = command.replace("MODEL", str(tico / "model")).replace("REF", str(tico / "test.en"))
+    done = subprocess.run(["bash", "-c", f"{CLI} -q {cmd} <&-"], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "moses-recaser: error: <stdin>: standard input is closed; give an input file\n",
+    )

@@ -59,6 +59,8 @@ def split_tokens(line: str) -> list[str]:
 def open_binary(path: str) -> BinaryIO:
     """A file's bytes as the reader takes them: ``-`` is stdin; a gzip or xz file, known by its first bytes
     (``compression``), is decompressed."""
+    if path == "-" and sys.stdin is None:
+        raise RecaserError("standard input is closed; give an input file", "<stdin>")
     try:
         fh = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed by LineReader
     except FileNotFoundError:
@@ -305,6 +307,8 @@ def check_input(path: str | os.PathLike[str], text: bool = True) -> None:
     not text (``open_text``; ``-``: stdin, always)."""
     shown = os.fspath(path)
     if shown == "-":
+        if sys.stdin is None:
+            open_binary(shown)  # (its error)
         return
     try:
         st = os.stat(shown)
