@@ -738,22 +738,24 @@ def test_a_name_ending_in_a_slash_names_a_directory_and_is_refused(tmp_path, nam
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out"]
 
 
-def test_an_error_after_lines_went_to_stdout_says_how_many(tico, tmp_path):
-    """Standard output cannot be taken back: an error that comes after lines went there says how many did."""
+@pytest.mark.parametrize("where", ["stdout", "/dev/fd/3"])
+def test_an_error_after_lines_went_to_stdout_says_how_many(tico, tmp_path, where):
+    """Standard output cannot be taken back, nor can another output written where it stands (``-o /dev/fd/3
+    3>OUT``, a FIFO): an error that comes after lines went there says how many did (a descriptor's were not)."""
     hyp = tmp_path / "hyp"
     hyp.write_text("the cat .\n" * 600 + "a b\n", encoding="utf-8")
     src = tmp_path / "src"
     src.write_text("le chat .\n" * 600 + "x " * 10_001 + "\n", encoding="utf-8")
-    proc = subprocess.run(
-        [CLI, "-q", "recase", "-m", str(tico / "model"), "--input", str(hyp), "--source", str(src)],
-        capture_output=True,
-        text=True,
-    )
+    out = tmp_path / "out"
+    cmd = f"{CLI} -q recase -m {tico / 'model'} --input {hyp} --source {src}"
+    cmd += " >OUT" if where == "stdout" else f" -o {where} 3>OUT"
+    proc = subprocess.run(["bash", "-c", cmd.replace("OUT", str(out))], capture_output=True, text=True)
     assert proc.returncode == 2
-    shown = proc.stdout.count("\n")
+    shown = out.read_text(encoding="utf-8").count("\n")
     assert shown >= 512, shown  # (a chunk of 512 lines at a time)
     assert proc.stderr.count("\n") == 1
-    assert f"({shown:,} lines of output were already written to standard output)" in proc.stderr, proc.stderr
+    name = "standard output" if where == "stdout" else where
+    assert f"({shown:,} lines of output were already written to {name})" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("made_by", ["file", "directory", "scratch"])

@@ -29,7 +29,7 @@ from moses_recaser.io.outputs import (
     STDOUT,
     check_output,
     file_id,
-    stdout_lines,
+    in_place_lines,
     write_error,
     written,
     written_in_place,
@@ -350,12 +350,24 @@ def _flush_stdout() -> None:
             raise write_error(exc, STDOUT) from None
 
 
-def _error(prog: str, message: str, *, since: int | None = None) -> None:
-    """One line, whatever the message holds (a YAML parser's, say, spans several); with ``since`` (the count of
-    lines on stdout when the run began), how many lines it already wrote there, which no rename can undo."""
-    if since is not None and stdout_lines() > since:
-        n = stdout_lines() - since
-        message += f" ({n:,} line{'s' * (n != 1)} of output were already written to standard output)"
+def _already_written(since: dict[str, int]) -> str:
+    """How many lines the run wrote to each output written where it stands (``since``: the counts when it began),
+    which no rename can undo; "" if none."""
+    now = in_place_lines()
+    return "; ".join(
+        f"{n:,} line{'s' * (n != 1)} of output were already written to "
+        + ("standard output" if name == STDOUT else name)
+        for name, n in ((name, now[name] - since.get(name, 0)) for name in now)
+        if n
+    )
+
+
+def _error(prog: str, message: str, *, since: dict[str, int] | None = None) -> None:
+    """One line, whatever the message holds (a YAML parser's, say, spans several); with ``since``
+    (``in_place_lines`` when the run began), the lines it already wrote where no rename can undo them."""
+    already = _already_written(since) if since is not None else ""
+    if already:
+        message += f" ({already})"
     if sys.stderr is not None:
         print(
             f"{prog}: error: " + " ".join(part.strip() for part in message.splitlines() if part.strip()),
@@ -397,7 +409,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     for sig in ENDING_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _interrupt)
-    already, lines = len(written()), stdout_lines()  # (earlier runs in this process: ``main`` called from Python)
+    already, lines = len(written()), in_place_lines()  # (earlier runs in this process: ``main`` called from Python)
     try:
         check_destinations(args)
         with warnings.catch_warnings():
@@ -413,11 +425,9 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         if sys.stderr is not None:
             whole = written()[already:]  # (an interrupt held off while an output was put in place comes after it)
             said = f"{', '.join(whole)} already written whole, nothing else" if whole else "no output was written"
-            on_stdout = stdout_lines() - lines
-            if on_stdout:
-                said = f"{on_stdout:,} line{'s' * (on_stdout != 1)} already written to standard output" + (
-                    f"; {', '.join(whole)} written whole" if whole else ""
-                )
+            in_place = _already_written(lines)
+            if in_place:
+                said = in_place + (f"; {', '.join(whole)} written whole" if whole else "")
             print(f"{prog}: interrupted; {said}", file=sys.stderr)
         return 130
     except BrokenPipeError:

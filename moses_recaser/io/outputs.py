@@ -43,7 +43,9 @@ DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 _WRITTEN: list[str] = []  # outputs this process put in place (an interrupt after them must not deny them)
-_STDOUT_LINES = [0]  # lines this process wrote to its standard output (an error after them says so)
+# lines this process wrote to each output written where it stands (stdout, a FIFO, /dev/fd/N), by its name: no
+# rename can take them back, so an error or an interrupt after them says so
+_IN_PLACE: dict[str, int] = {}
 
 
 def written() -> list[str]:
@@ -51,9 +53,9 @@ def written() -> list[str]:
     return list(_WRITTEN)
 
 
-def stdout_lines() -> int:
-    """How many lines this process has written to its standard output."""
-    return _STDOUT_LINES[0]
+def in_place_lines() -> dict[str, int]:
+    """How many lines this process has written to each output written where it stands, by its name."""
+    return dict(_IN_PLACE)
 
 
 def write_error(exc: OSError, path: str) -> RecaserError:
@@ -152,12 +154,12 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
     shown = os.fspath(path)
     own = _own_descriptor(shown)
     if own is not None:
-        yield from _to_stdout(binary) if own == 1 else _stream_to(_dup(own, shown), shown, binary)
+        yield from _to_stdout(binary) if own == 1 else _stream_to(_dup(own, shown), shown, binary, in_place=True)
         return
     real, st = output_target(shown)
     suffix = next((x for x in COMPRESSED if real.name.endswith(x)), None) if compress else None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        yield from _stream_to(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix)
+        yield from _stream_to(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix, in_place=True)
         return
     tmp = _temp_name(real)
     fd = -1
@@ -216,8 +218,8 @@ def _own_descriptor(shown: str) -> int | None:
 
 
 class _Guarded(io.FileIO):
-    """A file whose write errors name it; with ``count``, the lines written through it are counted. A broken
-    pipe stays a BrokenPipeError: the reader went away, which is not an error of ours."""
+    """A file whose write errors name it; with ``count``, the lines written through it are counted (``_IN_PLACE``).
+    A broken pipe stays a BrokenPipeError: the reader went away, which is not an error of ours."""
 
     def __init__(self, fd: int, shown: str, *, closefd: bool = True, count: bool = False) -> None:
         super().__init__(fd, "wb", closefd=closefd)
@@ -232,7 +234,7 @@ class _Guarded(io.FileIO):
         except OSError as exc:
             raise write_error(exc, self.shown) from None
         if self.count and n:
-            _STDOUT_LINES[0] += bytes(memoryview(b)[:n]).count(b"\n")
+            _IN_PLACE[self.shown] = _IN_PLACE.get(self.shown, 0) + bytes(memoryview(b)[:n]).count(b"\n")
         return n or 0
 
 
@@ -268,13 +270,22 @@ def _errors_named(shown: str) -> Iterator[None]:
 
 
 def _stream_to(
-    fd: int, shown: str, binary: bool, *, sync: bool = False, suffix: str | None = None, count: bool = False
+    fd: int,
+    shown: str,
+    binary: bool,
+    *,
+    sync: bool = False,
+    suffix: str | None = None,
+    in_place: bool = False,
+    closefd: bool = True,
 ) -> Iterator[IO]:
     """A descriptor opened for this output, written (and with ``sync`` on disk), then closed (stdout: left open);
-    text compressed by ``suffix``, its stream ended only when the block finishes without error."""
-    raw = _Guarded(fd, shown, closefd=not count, count=count)
+    text compressed by ``suffix``, its stream ended only when the block finishes without error; the lines of plain
+    text written ``in_place`` counted."""
+    compress = suffix in COMPRESSED and not binary
+    raw = _Guarded(fd, shown, closefd=closefd, count=in_place and not binary and not compress)
     buffered = io.BufferedWriter(raw, buffer_size=1 << 16)
-    packer = _Compressing(buffered, suffix) if suffix in COMPRESSED and not binary else None
+    packer = _Compressing(buffered, suffix) if compress and suffix else None
     inner = buffered if packer is None else io.BufferedWriter(packer, buffer_size=1 << 16)
     fh: IO = inner if binary else io.TextIOWrapper(inner, encoding="utf-8", newline="\n")
     try:
@@ -303,7 +314,7 @@ def _to_stdout(binary: bool) -> Iterator[IO]:
         yield sys.stdout.buffer if binary else sys.stdout
         sys.stdout.flush()
         return
-    yield from _stream_to(fd, STDOUT, binary, count=True)
+    yield from _stream_to(fd, STDOUT, binary, in_place=True, closefd=False)
 
 
 @contextlib.contextmanager
