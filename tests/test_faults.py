@@ -544,15 +544,18 @@ def test_out_of_memory_under_ulimit_v_is_one_line(tico, tmp_path, command, mib):
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".out", "out"))) == []
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("jobs", ["1", "2", "raw"])
 def test_a_full_scratch_disk_is_said_of_tmpdir_not_of_a_removed_directory(tmp_path, jobs):
     """Training whose scratch files cannot grow (RLIMIT_FSIZE: writes fail as on a full disk, root or not) names
     TMPDIR's directory, which the user can give room to: it named a file inside the run's scratch directory,
-    removed by the time the message is read."""
+    removed by the time the message is read (also a file of ours written there whole: ``raw``'s tokenized text)."""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    corpus = _small_corpus(tmp_path)
+    if jobs == "raw":
+        corpus, jobs = [*corpus[:4], "--raw", "--source-lang", "fr", "--target-lang", "en"], "1"
     proc = subprocess.run(
-        _mr("train", *_small_corpus(tmp_path), "--dev-size", "50", "--jobs", jobs, "-o", str(tmp_path / "model")),
+        _mr("train", *corpus, "--dev-size", "50", "--jobs", jobs, "-o", str(tmp_path / "model")),
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "TMPDIR": str(scratch)},

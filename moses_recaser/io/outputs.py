@@ -403,15 +403,21 @@ def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Itera
             path = os.path.abspath(tempfile.mkdtemp(prefix=f".{prefix}.", suffix=".work", dir=base))
             _SCRATCH.append(path)
         yield path
-    except OSError as exc:
+    except (OSError, RecaserError) as exc:
         if nested:
             raise
-        if not path:
+        if not path and isinstance(exc, OSError):
             raise write_error(exc, base) from None
-        inside = exc.filename is None or os.fspath(exc.filename).startswith(path)
-        if exc.errno in DISK_FAULTS and inside:  # a writer of scratch data
+        # a writer of scratch data: said of the directory, as its file is gone when the message is read
+        if isinstance(exc, OSError):
+            inside = exc.filename is None or os.fspath(exc.filename).startswith(path)
+            fault = exc.strerror if exc.errno in DISK_FAULTS else None
+        else:  # (an output of ours in it: ``write_error``'s message)
+            inside = exc.path is not None and exc.path.startswith(path + os.sep)
+            fault = next((os.strerror(e) for e in DISK_FAULTS if exc.reason == f"cannot write: {os.strerror(e)}"), None)
+        if inside and fault is not None:
             room = "give TMPDIR a directory with more room" if parent is None else "free some room on its disk"
-            raise RecaserError(f"cannot write scratch data: {exc.strerror}; {room}", base) from None
+            raise RecaserError(f"cannot write scratch data: {fault}; {room}", base) from None
         raise
     finally:
         if path:
