@@ -350,7 +350,8 @@ def test_align_refuses_priors_that_are_not_eflomals_at_their_line(tico, tmp_path
 
 def test_two_outputs_naming_one_file_are_refused(tico, tmp_path):
     """``align -o X --priors-out X`` wrote the priors and then the alignment over them: refused before the work,
-    as is the same file through a symlink; two outputs to /dev/null are fine."""
+    as is the same file through a symlink, and stdout named two ways (``-o - --priors-out /dev/stdout`` mixed
+    both into it); two outputs to /dev/null are fine."""
     for side in ("fr", "en"):  # ten lines: what eflomal makes of them is not the subject
         lines = (tico / f"dev.{side}").read_text(encoding="utf-8").splitlines(True)[:10]
         (tmp_path / f"d.{side}").write_text("".join(lines), encoding="utf-8")
@@ -362,6 +363,9 @@ def test_two_outputs_naming_one_file_are_refused(tico, tmp_path):
         )
         _one_error(proc, f"{tmp_path / b}: this output is also the one given as --output")
         assert not (tmp_path / "same").exists()
+    proc = subprocess.run(cmd + ["-o", "-", "--priors-out", "/dev/stdout"], capture_output=True, text=True)
+    _one_error(proc, "/dev/stdout: this output is also the one given as --output")
+    assert proc.stdout == ""
     proc = subprocess.run(
         cmd + ["-o", os.devnull, "--priors-out", os.devnull], capture_output=True, text=True, timeout=120
     )

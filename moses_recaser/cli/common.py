@@ -30,6 +30,7 @@ from moses_recaser.io.outputs import (
     check_output,
     file_id,
     in_place_lines,
+    own_descriptor,
     write_error,
     written,
     written_in_place,
@@ -281,8 +282,9 @@ def _output_key(path: str | os.PathLike[str] | None, output: tuple[int, int]) ->
     fine)."""
     if path is None:
         return None
-    if os.fspath(path) == "-":
-        return STDOUT
+    fd = 1 if os.fspath(path) == "-" else own_descriptor(os.fspath(path))  # (/dev/stdout, /dev/fd/N)
+    if fd is not None:
+        return STDOUT if fd == 1 else fd
     if output != NOT_A_FILE:
         return output
     return None if os.path.lexists(path) and not os.path.islink(path) else os.path.realpath(path)

@@ -80,7 +80,7 @@ def file_id(path: str | os.PathLike[str] | None, std: int = 0) -> tuple[int, int
 def written_in_place(path: str | os.PathLike[str] | None) -> bool:
     """Whether an output is written where it stands, as it goes (stdout, ``/dev/fd/N``, a FIFO or a device), not
     renamed into place when whole."""
-    if path is None or os.fspath(path) == "-" or _own_descriptor(os.fspath(path)) is not None:
+    if path is None or os.fspath(path) == "-" or own_descriptor(os.fspath(path)) is not None:
         return True
     try:
         return not stat.S_ISREG(os.stat(path).st_mode)
@@ -132,7 +132,7 @@ def check_output(path: str | os.PathLike[str] | None) -> None:
     if path is None or os.fspath(path) == "-":
         if sys.stdout is None:
             raise RecaserError("standard output is closed; give an output file with -o", STDOUT)
-    elif _own_descriptor(os.fspath(path)) is None:
+    elif own_descriptor(os.fspath(path)) is None:
         output_target(path)
 
 
@@ -152,7 +152,7 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
         yield from _to_stdout(binary)
         return
     shown = os.fspath(path)
-    own = _own_descriptor(shown)
+    own = own_descriptor(shown)
     if own is not None:
         yield from _to_stdout(binary) if own == 1 else _stream_to(_dup(own, shown), shown, binary, in_place=True)
         return
@@ -200,7 +200,7 @@ def _dup(fd: int, shown: str) -> int:
 _DESCRIPTOR = re.compile(r"/proc/(?:self|thread-self|(?P<pid>\d+))(?:/task/\d+)?/fd/(?P<fd>\d+)")
 
 
-def _own_descriptor(shown: str) -> int | None:
+def own_descriptor(shown: str) -> int | None:
     """The descriptor of this process that ``shown`` names (/dev/stdout, /dev/fd/N, or a link to one), else None:
     such a path is the open file itself (``>> log`` appends to it), written where it stands, as bash writes it."""
     p = os.path.abspath(shown)
