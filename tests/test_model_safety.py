@@ -120,6 +120,7 @@ _MANIFEST_EDITS = {
     "weights a string": lambda doc: doc.__setitem__("weights", "w"),
     "weights without names": lambda doc: doc["weights"].pop("names"),
     "format_version a string": lambda doc: doc.__setitem__("format_version", "6"),
+    "format_version true": lambda doc: doc.__setitem__("format_version", True),
     "files a list": lambda doc: doc.__setitem__("files", ["tables.npz"]),
     "a digest a number": lambda doc: doc["files"].__setitem__("tables.npz", 5),
     "no files": lambda doc: doc.pop("files"),
@@ -146,6 +147,8 @@ def test_a_damaged_manifest_is_one_error(model, edit):
     with pytest.raises(RecaserError) as err:
         Recaser(model)
     assert err.value.path is not None and err.value.path.startswith(str(model))
+    if edit == "format_version true":  # (YAML's true is no version 1: "written by an older moses-recaser")
+        assert "no integer format_version" in err.value.reason
 
 
 def test_weights_edited_in_the_manifest_are_refused_by_its_signature(model):

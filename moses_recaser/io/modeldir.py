@@ -341,7 +341,7 @@ def read_manifest(directory: str | os.PathLike[str], *, verify: bool = True) -> 
     if not isinstance(doc, dict):
         raise RecaserError("the manifest is not a YAML mapping", str(path))
     version = doc.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise RecaserError("the manifest has no integer format_version", str(path))
     if version > FORMAT_VERSION:
         raise RecaserError(
