@@ -850,3 +850,18 @@ def test_a_closed_standard_input_is_one_line(tico, command):
         2,
         "moses-recaser: error: <stdin>: standard input is closed; give an input file\n",
     )
+
+
+@pytest.mark.parametrize("output", ["/dev/fd/5", "/dev/stdin"])
+def test_a_descriptor_not_open_for_writing_is_refused_before_the_work(tico, tmp_path, output):
+    """``-o /dev/fd/N`` with N not opened by the shell, or ``-o /dev/stdin`` (read only): refused as the run starts,
+    as a file that cannot be written is (it failed with 'Bad file descriptor' after the work)."""
+    inp = tmp_path / "in.txt"
+    inp.write_text("the cat .\n", encoding="utf-8")
+    cmd = f"{CLI} -q tokenize -l en -i {inp} -o {output} < {inp}"
+    done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60)
+    fd = output.rsplit("/", 1)[1].replace("stdin", "0")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"moses-recaser: error: {output}: descriptor {fd} is not open for writing (as N>FILE opens it)\n",
+    )

@@ -426,6 +426,8 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     except KeyboardInterrupt:
         if sys.stderr is not None:
             whole = written()[already:]  # (an interrupt held off while an output was put in place comes after it)
+            if len(whole) > 3:  # (an experiment's cache: still one line to read)
+                whole = [*whole[:2], f"{len(whole) - 2} more"]
             said = f"{', '.join(whole)} already written whole, nothing else" if whole else "no output was written"
             in_place = _already_written(lines)
             if in_place:

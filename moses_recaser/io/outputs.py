@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import io
 import lzma
 import os
@@ -132,8 +133,17 @@ def check_output(path: str | os.PathLike[str] | None) -> None:
     if path is None or os.fspath(path) == "-":
         if sys.stdout is None:
             raise RecaserError("standard output is closed; give an output file with -o", STDOUT)
-    elif own_descriptor(os.fspath(path)) is None:
+        return
+    fd = own_descriptor(os.fspath(path))
+    if fd is None:
         output_target(path)
+        return
+    try:  # /dev/fd/N: a descriptor the shell opened for writing (N>FILE), or not
+        writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+    except OSError:
+        writable = False
+    if not writable:
+        raise RecaserError(f"descriptor {fd} is not open for writing (as N>FILE opens it)", os.fspath(path))
 
 
 def _temp_name(real: Path, kind: str = "tmp") -> Path:
