@@ -14,6 +14,7 @@ import shlex
 import signal
 import stat
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
@@ -377,10 +378,14 @@ def _error(prog: str, message: str, *, since: dict[str, int] | None = None) -> N
         )
 
 
+_CAME: list[int] = []  # the ending signal that began the interrupt
+
+
 def _interrupt(signum: int, frame: object) -> None:
     """The first ending signal raises KeyboardInterrupt; those after it are let be, so that the cleanup it starts
     (scratch files removed, workers ended, the one line said) is not itself cut short by a second Ctrl-C. (Not
     SIG_IGN: Python reports a signal already on its way to a handler that became SIG_IGN, on stderr.)"""
+    _CAME[:] = [signum]
     for sig in ENDING_SIGNALS:
         signal.signal(sig, _let_be)
     raise KeyboardInterrupt
@@ -388,6 +393,19 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _let_be(signum: int, frame: object) -> None:
     """An ending signal after the first (``_interrupt``)."""
+
+
+def _unraisable(hook: Any) -> None:
+    """An interrupt raised where Python drops exceptions (a finalizer such as ``Popen.__del__``, with a traceback
+    on stderr) is raised again after it: the run ends as it would have, not later or never."""
+    if isinstance(hook.exc_value, KeyboardInterrupt) and _CAME:
+        for sig in ENDING_SIGNALS:
+            if signal.getsignal(sig) is _let_be:
+                signal.signal(sig, _interrupt)
+        # (sent from another thread, once this hook is done: raised in it, it would be dropped again)
+        threading.Timer(0.01, os.kill, (os.getpid(), _CAME[0])).start()
+    else:
+        sys.__unraisablehook__(hook)
 
 
 def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.ArgumentParser], prog: str) -> int:
@@ -411,6 +429,7 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
     for sig in ENDING_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _interrupt)
+    sys.unraisablehook = _unraisable
     already, lines = len(written()), in_place_lines()  # (earlier runs in this process: ``main`` called from Python)
     try:
         check_destinations(args)
@@ -511,11 +530,12 @@ def main_of(build_parser: Callable[[], argparse.ArgumentParser], prog: str) -> C
     def main(argv: Sequence[str] | None = None) -> int:
         if argv is None:
             exit_now(run(argv, build_parser, prog))
-        before = {sig: signal.getsignal(sig) for sig in ENDING_SIGNALS}
+        before, hook = {sig: signal.getsignal(sig) for sig in ENDING_SIGNALS}, sys.unraisablehook
         try:
             return run(argv, build_parser, prog)
         finally:  # (called from Python: the caller's handlers back, an interrupt's ignoring included)
             for sig, handler in before.items():
                 signal.signal(sig, handler)
+            sys.unraisablehook = hook
 
     return main
