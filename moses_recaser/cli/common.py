@@ -24,18 +24,8 @@ from moses_recaser.cli.options import REQUIRED, add, finish_settings, require_af
 from moses_recaser.core.workers import single_threaded_blas
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import check_input
-from moses_recaser.io.outputs import (
-    ENDING_SIGNALS,
-    NOT_A_FILE,
-    STDOUT,
-    check_output,
-    file_id,
-    in_place_lines,
-    own_descriptor,
-    write_error,
-    written,
-    written_in_place,
-)
+from moses_recaser.io.outputs import ENDING_SIGNALS, NOT_A_FILE, check_output, file_id, written, written_in_place
+from moses_recaser.io.streams import STDOUT, in_place_lines, own_descriptor, write_error
 from moses_recaser.moses.trace import TraceOptions
 
 log = logging.getLogger("moses_recaser")

@@ -49,7 +49,8 @@ import yaml
 from moses_recaser.io.diskarrays import Stored, blocks_of
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import sha256
-from moses_recaser.io.outputs import DISK_FAULTS, atomic_directory, write_error
+from moses_recaser.io.outputs import DISK_FAULTS, atomic_directory
+from moses_recaser.io.streams import write_error
 
 FORMAT_VERSION = 6
 MANIFEST = "manifest.yaml"

@@ -15,10 +15,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
-import io
-import lzma
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -26,7 +23,6 @@ import stat
 import sys
 import tempfile
 import threading
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +30,16 @@ from typing import IO, Any
 
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import COMPRESSED
+from moses_recaser.io.streams import (
+    STDOUT,
+    dup_descriptor,
+    errors_named,
+    own_descriptor,
+    stream_to,
+    to_stdout,
+    write_error,
+)
 
-STDOUT = "<stdout>"
 MANIFEST = "manifest.yaml"  # the mark of a model directory (io.modeldir writes it)
 # errors of writing, whoever raised them: a full disk or quota, a file too large, a read-only or failing disk
 DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
@@ -44,24 +48,11 @@ DISK_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 _WRITTEN: list[str] = []  # outputs this process put in place (an interrupt after them must not deny them)
-# lines this process wrote to each output written where it stands (stdout, a FIFO, /dev/fd/N), by its name: no
-# rename can take them back, so an error or an interrupt after them says so
-_IN_PLACE: dict[str, int] = {}
 
 
 def written() -> list[str]:
     """The outputs this process has put in place, in order."""
     return list(_WRITTEN)
-
-
-def in_place_lines() -> dict[str, int]:
-    """How many lines this process has written to each output written where it stands, by its name."""
-    return dict(_IN_PLACE)
-
-
-def write_error(exc: OSError, path: str) -> RecaserError:
-    """An OSError of writing ``path``, as the one line users see."""
-    return RecaserError(f"cannot write: {exc.strerror or exc}", path)
 
 
 NOT_A_FILE = (-1, -1)
@@ -159,17 +150,19 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
     ``None`` or ``-`` is stdout. With ``compress`` (a data output, not a config another program reads), text
     whose file is named ``.gz`` or ``.xz`` (the file written: a symlink's target) is compressed so."""
     if path is None or os.fspath(path) == "-":
-        yield from _to_stdout(binary)
+        yield from to_stdout(binary)
         return
     shown = os.fspath(path)
     own = own_descriptor(shown)
     if own is not None:
-        yield from _to_stdout(binary) if own == 1 else _stream_to(_dup(own, shown), shown, binary, in_place=True)
+        yield from (
+            to_stdout(binary) if own == 1 else stream_to(dup_descriptor(own, shown), shown, binary, in_place=True)
+        )
         return
     real, st = output_target(shown)
     suffix = next((x for x in COMPRESSED if real.name.endswith(x)), None) if compress else None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        yield from _stream_to(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix, in_place=True)
+        yield from stream_to(_open(real, os.O_WRONLY | os.O_TRUNC, shown), shown, binary, suffix=suffix, in_place=True)
         return
     tmp = _temp_name(real)
     fd = -1
@@ -179,7 +172,7 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
             fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown)
         if st is not None:
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
-        yield from _stream_to(fd, shown, binary, sync=True, suffix=suffix)
+        yield from stream_to(fd, shown, binary, sync=True, suffix=suffix)
         with _signals_held():
             try:
                 os.replace(tmp, real)
@@ -198,133 +191,6 @@ def _open(path: Path, flags: int, shown: str) -> int:
         return os.open(path, flags | os.O_CLOEXEC, 0o666)
     except OSError as exc:
         raise write_error(exc, shown) from None
-
-
-def _dup(fd: int, shown: str) -> int:
-    try:
-        return os.dup(fd)
-    except OSError as exc:
-        raise write_error(exc, shown) from None
-
-
-_DESCRIPTOR = re.compile(r"/proc/(?:self|thread-self|(?P<pid>\d+))(?:/task/\d+)?/fd/(?P<fd>\d+)")
-
-
-def own_descriptor(shown: str) -> int | None:
-    """The descriptor of this process that ``shown`` names (/dev/stdout, /dev/fd/N, or a link to one), else None:
-    such a path is the open file itself (``>> log`` appends to it), written where it stands, as bash writes it."""
-    p = os.path.abspath(shown)
-    for _ in range(40):
-        m = _DESCRIPTOR.fullmatch(os.path.join(os.path.realpath(os.path.dirname(p)), os.path.basename(p)))
-        if m and (m["pid"] is None or int(m["pid"]) == os.getpid()):
-            return int(m["fd"])
-        try:
-            if not os.path.islink(p):
-                return None
-            p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
-        except OSError:  # (a link that cannot be read: the path is written as any other, and says why)
-            return None
-    return None
-
-
-class _Guarded(io.FileIO):
-    """A file whose write errors name it; with ``count``, the lines written through it are counted (``_IN_PLACE``).
-    A broken pipe stays a BrokenPipeError: the reader went away, which is not an error of ours."""
-
-    def __init__(self, fd: int, shown: str, *, closefd: bool = True, count: bool = False) -> None:
-        super().__init__(fd, "wb", closefd=closefd)
-        self.shown = shown
-        self.count = count
-
-    def write(self, b: Any) -> int:
-        try:
-            n = super().write(b)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise write_error(exc, self.shown) from None
-        if self.count and n:
-            _IN_PLACE[self.shown] = _IN_PLACE.get(self.shown, 0) + bytes(memoryview(b)[:n]).count(b"\n")
-        return n or 0
-
-
-class _Compressing(io.RawIOBase):
-    """Bytes written to ``out`` compressed as gzip (no name, no time: the same text gives the same bytes) or xz.
-    The stream's end is written by ``finish`` only, so an output cut short is one its reader reports as such."""
-
-    def __init__(self, out: IO, suffix: str) -> None:
-        super().__init__()
-        self._out = out
-        self._packer: Any = zlib.compressobj(6, zlib.DEFLATED, 31) if suffix == COMPRESSED[0] else lzma.LZMACompressor()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b: Any) -> int:
-        data = bytes(b)
-        self._out.write(self._packer.compress(data))
-        return len(data)
-
-    def finish(self) -> None:
-        self._out.write(self._packer.flush())
-
-
-@contextlib.contextmanager
-def _errors_named(shown: str) -> Iterator[None]:
-    try:
-        yield
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise write_error(exc, shown) from None
-
-
-def _stream_to(
-    fd: int,
-    shown: str,
-    binary: bool,
-    *,
-    sync: bool = False,
-    suffix: str | None = None,
-    in_place: bool = False,
-    closefd: bool = True,
-) -> Iterator[IO]:
-    """A descriptor opened for this output, written (and with ``sync`` on disk), then closed (stdout: left open);
-    text compressed by ``suffix``, its stream ended only when the block finishes without error; the lines of plain
-    text written ``in_place`` counted."""
-    compress = suffix in COMPRESSED and not binary
-    raw = _Guarded(fd, shown, closefd=closefd, count=in_place and not binary and not compress)
-    buffered = io.BufferedWriter(raw, buffer_size=1 << 16)
-    packer = _Compressing(buffered, suffix) if compress and suffix else None
-    inner = buffered if packer is None else io.BufferedWriter(packer, buffer_size=1 << 16)
-    fh: IO = inner if binary else io.TextIOWrapper(inner, encoding="utf-8", newline="\n")
-    try:
-        yield fh
-        with _errors_named(shown):
-            fh.flush()
-            if packer is not None:
-                packer.finish()
-            buffered.flush()
-            if sync:
-                os.fsync(fd)
-    finally:
-        for layer in (fh, buffered):  # (stdout's descriptor stays open: ``closefd``)
-            with contextlib.suppress(OSError, RecaserError, ValueError):
-                layer.close()
-
-
-def _to_stdout(binary: bool) -> Iterator[IO]:
-    if sys.stdout is None:
-        raise RecaserError("standard output is closed; give an output file with -o", STDOUT)
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    try:
-        fd = sys.stdout.fileno()
-    except (OSError, ValueError, AttributeError):  # a stream without a file (captured, in-process): as it is
-        yield sys.stdout.buffer if binary else sys.stdout
-        sys.stdout.flush()
-        return
-    yield from _stream_to(fd, STDOUT, binary, in_place=True, closefd=False)
 
 
 @contextlib.contextmanager
@@ -538,7 +404,7 @@ def atomic_directory(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Ite
     tmp = _temp_name(real)
     made = False
     try:
-        with _signals_held(), _errors_named(shown):  # (an interrupt before ``made`` would leave the directory)
+        with _signals_held(), errors_named(shown):  # (an interrupt before ``made`` would leave the directory)
             os.mkdir(tmp, 0o777)  # the umask applies, as for mkdir(1)
             made = True
         try:
@@ -561,7 +427,7 @@ def atomic_directory(path: str | os.PathLike[str], kind: DirKind = MODEL) -> Ite
 
 def _sync_files(directory: Path, shown: str) -> None:
     """The files on disk before the directory's name is: a crash after the rename finds them complete."""
-    with _errors_named(shown):
+    with errors_named(shown):
         for entry in os.scandir(directory):
             if entry.is_file(follow_symlinks=False):
                 fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
@@ -593,7 +459,7 @@ def _renameat2(src: Path, dst: Path, flags: int) -> bool:
 def _swap_in(tmp: Path, real: Path, shown: str, kind: DirKind) -> None:
     """Put the complete directory ``tmp`` at ``real``; an old one there is removed once it is out of the way, and
     only if it still holds nothing but what it was made with."""
-    with _errors_named(shown):
+    with errors_named(shown):
         if not os.path.lexists(real):
             with _signals_held():
                 if not _renameat2(tmp, real, _RENAME_NOREPLACE):
