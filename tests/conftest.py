@@ -22,6 +22,8 @@ settings.load_profile("suite")
 
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "moses-traces"
+# word links made once by eflomal (tools/make_test_links.py), for tests whose subject is not the aligner
+LINKS = DATA / "links"
 
 _ONE_BEST = re.compile(r"TRANSLATION_(\d+)=(.*)$")
 _NBEST = re.compile(r"TRANSLATION_(\d+)_NBEST_(\d+)=(.*)$")
@@ -128,22 +130,17 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 
 
 def tico_slices(d: Path, langs: tuple[str, str], parts: dict[str, slice]) -> None:
-    """Slices of the shipped TICO-19 bitext in ``d``, tokenized (NAME.LANG), and their word links (NAME.wa), the
-    slices aligned in one eflomal run: every test whose subject is not the aligner takes these links."""
-    from moses_recaser.moses.pharaoh import format_links
+    """Slices of the shipped TICO-19 bitext in ``d``, tokenized (NAME.LANG), and their word links (NAME.wa): the
+    lines of LINKS' eflomal run over the whole bitext, which every test whose subject is not the aligner takes."""
     from moses_recaser.moses.tokenizer import tokenizer
-    from moses_recaser.stats.eflomal import align
 
-    sides = {}
+    links = (LINKS / f"tico19.{langs[0]}-{langs[1]}.wa").read_text(encoding="utf-8").splitlines()
     for lang in langs:
         tok, lines = tokenizer(lang), (TICO / f"tico19-test.{lang}").read_text(encoding="utf-8").splitlines()
-        sides[lang] = {name: [" ".join(tok(x)) for x in lines[part]] for name, part in parts.items()}
-    links = iter(align(*([x.split() for name in parts for x in sides[lang][name]] for lang in langs)))
-    for name in parts:
-        for lang in langs:
-            (d / f"{name}.{lang}").write_text("".join(x + "\n" for x in sides[lang][name]), encoding="utf-8")
-        wa = [format_links(next(links)) for _ in sides[langs[0]][name]]
-        (d / f"{name}.wa").write_text("".join(x + "\n" for x in wa), encoding="utf-8")
+        for name, part in parts.items():
+            (d / f"{name}.{lang}").write_text("".join(" ".join(tok(x)) + "\n" for x in lines[part]), encoding="utf-8")
+    for name, part in parts.items():
+        (d / f"{name}.wa").write_text("".join(x + "\n" for x in links[part]), encoding="utf-8")
 
 
 def _train_tico(d: Path) -> None:

@@ -84,7 +84,8 @@ def test_an_uppercased_test_set_comes_back_in_capitals(tico, tmp_path):
                 str(tmp_path / "test.fr"),
                 "--input",
                 str(tico / "test.lc.en"),
-                "--align",
+                "--alignment",
+                str(tico / "test.wa"),
                 "-o",
                 str(out),
             ]

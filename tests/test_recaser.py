@@ -53,7 +53,8 @@ def test_bilingual_beats_monolingual_beats_lowercase(tico):
                 str(tico / "test.fr"),
                 "--input",
                 str(tico / "test.lc.en"),
-                "--align",
+                "--alignment",
+                str(tico / "test.wa"),
                 "-o",
                 str(out_bi),
             ]
