@@ -163,6 +163,17 @@ def test_a_directory_is_not_an_output_file(tmp_path, capsys):
     assert (d / "keep").read_text() == "k"
 
 
+def test_an_empty_name_is_named_as_the_shell_spells_it(tmp_path, capsys, monkeypatch):
+    """-o '' (a variable left unset) was taken for '.', 'is a directory', with an empty FILE field."""
+    monkeypatch.chdir(tmp_path)
+    raw = _write(tmp_path / "raw", "a\n")
+    assert main(["tokenize", "-l", "en", "-i", raw, "-o", ""]) == 2
+    assert capsys.readouterr().err == "moses-recaser: error: '': an empty name; give a file name\n"
+    assert main(["tokenize", "-l", "en", "-i", "", "-o", "out"]) == 2
+    assert capsys.readouterr().err == "moses-recaser: error: '': no such file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw"]
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
 def test_new_files_and_models_take_the_umasks_mode(tmp_path, mask):
     with _umask(mask):

@@ -27,9 +27,8 @@ class RecaserError(Exception):
     def location(self) -> str:
         if self.path is None:
             return ""
-        if self.line:
-            return f"{self.path}:{self.line}: "
-        return f"{self.path}: "
+        where = self.path or "''"  # an empty name given (-o ''), shown as the shell would spell it
+        return f"{where}:{self.line}: " if self.line else f"{where}: "
 
     def at(self, path: str | None, line: int) -> RecaserError:
         """The same reason, placed at a file and line (for errors raised by line parsers)."""

@@ -94,6 +94,8 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
     """Where writing ``path`` lands (symlinks followed) and what is there now (None: nothing), refused now, before
     any work, if it cannot be written as a file."""
     shown = os.fspath(path)
+    if not shown:  # (the shell's > refuses it too)
+        raise RecaserError("an empty name; give a file name", shown)
     if shown.endswith(("/", "/.", "/..")) or shown in (".", ".."):  # as the shell's > refuses 'NAME/'
         raise RecaserError("names a directory; give a file name", shown)
     real = Path(os.path.realpath(shown))
