@@ -53,7 +53,9 @@ def split_tokens(line: str) -> list[str]:
     """Split a line into tokens the way the Moses decoder does (see ``_TOKEN_SEP``). Invariant: joined with
     spaces, the tokens split back into themselves."""
     line = line.strip(_TRIM)
-    return _TOKEN_SEP.split(line) if line else []
+    if "\t" not in line and "  " not in line:  # (as nearly every line is: str.split, 5 times as fast)
+        return line.split(" ") if line else []
+    return _TOKEN_SEP.split(line)
 
 
 def open_binary(path: str) -> BinaryIO:

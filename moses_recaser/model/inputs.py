@@ -53,9 +53,10 @@ def line_records(
             fillvalue=ended,
         )
         for k, (hyp, src, links) in enumerate(rows):
-            given = list(zip(STREAMS, (hyp, src, links)))[:given_streams]
-            short = [n for n, v in given if v is ended]
-            if short:  # as the command line says it of files, at the longer stream's line
+            if any(v is ended for v in (hyp, src, links)[:given_streams]):
+                # as the command line says it of files, at the longer stream's line
+                given = list(zip(STREAMS, (hyp, src, links)))[:given_streams]
+                short = [n for n, v in given if v is ended]
                 longer = next(n for n, v in given if v is not ended)
                 raise RecaserError(
                     f"line-count mismatch: {short[0]} has only {k} lines, {longer} has more", longer, k + 1
