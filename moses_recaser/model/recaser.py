@@ -341,7 +341,8 @@ class Recaser:
             records = fmt.read(inputs)
         if align or (raw and source is not None and alignment is None):
             records = self._aligned(records, source or "-")
-        with atomic_output(output, compress=True) as out:
+        # reading lines makes no reference cycles either: the collector paused for the whole file, not a batch
+        with atomic_output(output, compress=True) as out, gc_paused():
             if explain:
                 for r in records:
                     for row in self.explain(r.triple):
