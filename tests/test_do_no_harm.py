@@ -1,7 +1,8 @@
 """Do no harm (#26): recasing cased MT output with a model trained for cased input never costs it cased BLEU
 against its own case, beyond 0.05 (sacrebleu's 13a, on 200 lines). Real data: WMT21 zh-en system outputs
-(tests/data/wmt21-zh-en), aligned to their source by eflomal (tests/data/links); the model is trained on TICO-19 zh-en, another
-domain (COVID-19 texts, not news), which makes its tables and LM a poor guide: the output's own case must win."""
+(tests/data/wmt21-zh-en), aligned to their source by eflomal (tests/data/links); the model is trained on TICO-19
+zh-en, another domain (COVID-19 texts, not news), which makes its tables and LM a poor guide: the output's own
+case must win."""
 
 from __future__ import annotations
 
