@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import errno
 import io
 import logging
@@ -103,6 +102,8 @@ def _unknown(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
     if option is None:
         return "unrecognized arguments: " + " ".join(extras)
     shown = [o for a in parser._actions if a.help != argparse.SUPPRESS for o in a.option_strings]
+    import difflib
+
     close = difflib.get_close_matches(option, shown, n=1)
     return f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else "")
 

@@ -117,36 +117,32 @@ class KeySet:
         subset, order = KeySet.pack(kept)
         return subset, (np.concatenate(where) if where else np.zeros(0, dtype=np.int64))[order]
 
-    def _split(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each query: within range (< 2^K, >= 0), its bucket and its low part."""
-        q = np.asarray(query, dtype=np.int64)
-        ok = (q >= 0) & ((q >> self.key_bits) == 0)
-        mixed = (q.astype(np.uint64) * np.uint64(_ODD)) & np.uint64(self._mask)
-        return ok, (mixed >> np.uint64(self.low_bits)).astype(np.int64), mixed & np.uint64(self._low_mask)
-
     def find(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(position, found) of each query key; position 0 where not found."""
-        pos = np.zeros(len(query), dtype=np.int64)
-        found = np.zeros(len(query), dtype=bool)
-        if not len(self.low) or not len(query):
-            return pos, found
-        ok, bucket, low = self._split(query)
-        at = np.where(ok, self.starts[bucket], 0).astype(np.int64)
-        end = np.where(ok, self.starts[bucket + 1], 0).astype(np.int64)
-        todo = np.flatnonzero(at < end)
-        at, end, low = at[todo], end[todo], low[todo]
-        while len(todo):  # a bucket's low parts are sorted: stop at the first that is not smaller
-            stored = self.low[at].astype(np.uint64)
-            hit = stored == low
-            pos[todo[hit]] = at[hit]
-            found[todo[hit]] = True
-            more = (stored < low) & (at + 1 < end)
-            todo, at, end, low = todo[more], at[more] + 1, end[more], low[more]
-        if not self.low.flags.owndata:  # a mapped set: a round of lookups maps nearly all of it (the kernel maps
-            # a page cache folio of up to 2 MiB per fault), so its pages are dropped until the next round
-            from moses_recaser.io.modeldir import trim_mapped
+        pos = np.full(len(query), -1, dtype=np.int64)
+        if len(self.low) and len(query):
+            q = np.asarray(query, dtype=np.int64)
+            ok = (q >= 0) & ((q >> self.key_bits) == 0)
+            mixed = (q.astype(np.uint64) * np.uint64(_ODD)) & np.uint64(self._mask)
+            bucket = (mixed >> np.uint64(self.low_bits)).astype(np.int64)
+            at = np.where(ok, self.starts[bucket], 0).astype(np.int64)
+            last = np.where(ok, self.starts[bucket + 1], 0).astype(np.int64) - 1
+            todo = np.flatnonzero(at <= last)
+            # the low parts in the stored type: no conversion of what is read, round after round
+            at, last, low = at[todo], last[todo], (mixed[todo] & np.uint64(self._low_mask)).astype(self.low.dtype)
+            while len(todo):  # a bucket's low parts are sorted: stop at the first that is not smaller
+                stored = self.low[at]
+                hit = np.flatnonzero(stored == low)
+                pos[todo[hit]] = at[hit]
+                more = np.flatnonzero((stored < low) & (at < last))
+                todo, at, last, low = todo[more], at[more] + 1, last[more], low[more]
+            if not self.low.flags.owndata:  # a mapped set: a round of lookups maps nearly all of it (the kernel
+                # maps a page cache folio of up to 2 MiB per fault), so its pages are dropped until the next round
+                from moses_recaser.io.modeldir import trim_mapped
 
-            trim_mapped()
+                trim_mapped()
+        found = pos >= 0
+        pos[~found] = 0
         return pos, found
 
     def find_one(self, key: int) -> int:

@@ -14,8 +14,6 @@ system (glibc's ``malloc_trim``), so that a spill's transient arrays do not stay
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import re
 import resource
@@ -94,9 +92,10 @@ _LIBC: list[object] = []
 def release() -> None:
     """Give the heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing)."""
     if not _LIBC:
-        name = ctypes.util.find_library("c")
+        import ctypes  # (here: a run that never trims does not import it)
+
         try:
-            _LIBC.append(ctypes.CDLL(name) if name else None)
+            _LIBC.append(ctypes.CDLL(None))  # the process's own symbols, libc's among them
         except OSError:
             _LIBC.append(None)
     libc = _LIBC[0]

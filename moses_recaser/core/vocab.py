@@ -231,8 +231,19 @@ class Vocab:
         encoded = [w.encode("utf-8") for w in words]
         keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
         pos, found = self._index.find(keys)
-        at = np.where(found, self._ids[pos], -1).tolist()
-        self._known.update(zip(words, [self._check(w, b, p) for w, b, p in zip(words, encoded, at)]))
+        at = np.where(found, self._ids[pos], -1)
+        hit = np.maximum(at, 0)  # a hit's stored bytes, compared in one pass (as ``_check`` does one)
+        starts, ends = self._offsets[hit].tolist(), self._offsets[hit + 1].tolist()
+        blob, overflow = self._blob, self._overflow
+        self._known.update(
+            zip(
+                words,
+                [
+                    i if i >= 0 and blob[a:b] == data else overflow.get(w, -1)
+                    for w, data, i, a, b in zip(words, encoded, at.tolist(), starts, ends)
+                ],
+            )
+        )
 
     def _search_one(self, word: str) -> int:
         data = word.encode("utf-8")

@@ -12,11 +12,9 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import os
-import secrets
 import shutil
 import signal
 import stat
@@ -142,7 +140,7 @@ def check_output(path: str | os.PathLike[str] | None) -> None:
 def _temp_name(real: Path, kind: str = "tmp") -> Path:
     """``.NAME.XXXXXXXX.moses-recaser.KIND`` beside ``real``, NAME cut to keep it within the 255 bytes a file
     name may have: a name the shell's > takes is never refused for its temporary's sake."""
-    tail = f".{secrets.token_hex(4)}.moses-recaser.{kind}"
+    tail = f".{os.urandom(4).hex()}.moses-recaser.{kind}"
     return real.with_name("." + os.fsdecode(os.fsencode(real.name)[: 254 - len(tail)]) + tail)
 
 
@@ -446,6 +444,8 @@ _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 
 def _renameat2(src: Path, dst: Path, flags: int) -> bool:
     """Linux's renameat2; False where the system or the file system lacks it (the caller falls back)."""
+    import ctypes  # (here: only a model's or a run's directory is swapped in)
+
     try:
         fn = ctypes.CDLL(None, use_errno=True).renameat2
     except (AttributeError, OSError):

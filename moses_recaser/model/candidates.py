@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 
@@ -229,8 +229,10 @@ class Candidates:
         if len(missing):
             todo = list(dict.fromkeys(toks[i] for i in missing.tolist()))
             gens = [gen(t, self.gen_forms(t), (), self.max_candidates) for t in todo]
-            self.add(chain.from_iterable(gens))
-            segs = [self.segment(self.strings.numbers(forms).tolist()) for forms in gens]
+            forms = list(chain.from_iterable(gens))
+            self.add(forms)
+            ids_of = iter(self.strings.numbers(forms).tolist())  # (numbered together, then cut per token)
+            segs = [self.segment(list(islice(ids_of, len(g)))) for g in gens]
             for tok in todo:
                 self._plain.add(tok)
             self._plain_start = np.concatenate([self._plain_start, np.array([s for s, _ in segs], dtype=np.int64)])

@@ -152,12 +152,12 @@ class Recaser:
         self.tables = Tables.load(root)
         self.lm = load_model_lm(root, self.manifest)
         self._registry = MappedArrays(root / "candidates.npz") if "candidates.npz" in self.manifest.files else None
-        self._start_over()
+        self.extractor = self._extractor()
 
-    def _start_over(self) -> None:
-        """The feature extractor as loaded: the word types met since, and the lookups cached, forgotten. Its
-        registry is read from the arrays mapped at load, not from the directory, which may have changed since."""
-        self.extractor = FeatureExtractor(
+    def _extractor(self) -> FeatureExtractor:
+        """The feature extractor as loaded. Its registry is read from the arrays mapped at load, not from the
+        directory, which may have changed since."""
+        extractor = FeatureExtractor(
             self.tables,
             self.lm,
             self.weights.names,
@@ -165,7 +165,12 @@ class Recaser:
             max_candidates=self.settings["max_candidates"],
             candidates_file=self._registry,
         )
-        self.extractor.compact()  # the tables' and the LM's caches of words looked up
+        extractor.compact()  # the tables' and the LM's caches of words looked up
+        return extractor
+
+    def _start_over(self) -> None:
+        """The extractor as loaded again: the word types met since, and the lookups cached, forgotten."""
+        self.extractor = self._extractor()
         # what was forgotten goes back to the system: left to itself, glibc's heap kept it (and grew past it)
         gc.collect()
         release()
