@@ -26,6 +26,7 @@ class CasePrior:
     RARE = 3  # words whose lowercase occurs at most this often stand for the unseen ones
     SHAPE_BETA = 4.0
     MAX_SUFFIX = 4
+    MAX_LENGTH = 8  # a shape's length: longer words count as this long
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
@@ -53,11 +54,13 @@ class CasePrior:
 
     @staticmethod
     def shape_keys(low: str) -> list[str]:
-        """A lowercase word's shape, least specific first: its length (8 or more: 8), then its last 1 to
-        MAX_SUFFIX letters, apart for words shorter than 5 (acronyms are short) and the rest."""
+        """A lowercase word's shape, least specific first: its length (MAX_LENGTH or more: MAX_LENGTH), then its
+        last 1 to MAX_SUFFIX letters, apart for words shorter than 5 (acronyms are short) and the rest."""
         n = len(low)
         band = "s" if n < 5 else "l"
-        return [f"#{min(n, 8)}"] + [f"{band}{k}:{low[-k:]}" for k in range(1, min(n, CasePrior.MAX_SUFFIX) + 1)]
+        return [f"#{min(n, CasePrior.MAX_LENGTH)}"] + [
+            f"{band}{k}:{low[-k:]}" for k in range(1, min(n, CasePrior.MAX_SUFFIX) + 1)
+        ]
 
     @cached_property
     def _shape(self) -> dict[str, np.ndarray]:
@@ -84,7 +87,7 @@ class CasePrior:
         return {k: v.tolist() for k, v in self._shape.items()}
 
     @cached_property
-    def _shape_memo(self) -> dict[str, np.ndarray]:
+    def _shape_memo(self) -> dict[tuple[int, str], np.ndarray]:
         return {}
 
     def forget(self) -> None:
@@ -95,9 +98,11 @@ class CasePrior:
 
     def shape_probs(self, low: str) -> np.ndarray:
         """p(tag | shape of ``low``): each shape key's counts smoothed towards the estimate of the key
-        before it, down to the longest suffix that rare training words have (kept per word: the case
-        prior and ``looks_like_a_name`` ask for the same unseen words; five floats are cheaper in Python)."""
-        p = self._shape_memo.get(low)
+        before it, down to the longest suffix that rare training words have (kept per shape, which the
+        length and the last MAX_SUFFIX letters decide: many unseen words share one, and the case prior and
+        ``looks_like_a_name`` ask for the same words; five floats are cheaper in Python)."""
+        shape_of = (min(len(low), self.MAX_LENGTH), low[-self.MAX_SUFFIX :])
+        p = self._shape_memo.get(shape_of)
         if p is not None:
             return p
         shape, beta = self._shape_rows, self.SHAPE_BETA
@@ -110,7 +115,7 @@ class CasePrior:
                 continue  # a length no rare word has: its suffixes still count
             total = sum(v) + beta
             q = [(c + beta * b) / total for c, b in zip(v, q)]
-        p = self._shape_memo[low] = np.array(q)
+        p = self._shape_memo[shape_of] = np.array(q)
         return p
 
     def looks_like_a_name(self, low: str) -> bool:
