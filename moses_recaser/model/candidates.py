@@ -228,11 +228,7 @@ class Candidates:
         missing = np.flatnonzero(ids < 0)
         if len(missing):
             todo = list(dict.fromkeys(toks[i] for i in missing.tolist()))
-            gens = [gen(t, self.gen_forms(t), (), self.max_candidates) for t in todo]
-            forms = list(chain.from_iterable(gens))
-            self.add(forms)
-            ids_of = iter(self.strings.numbers(forms).tolist())  # (numbered together, then cut per token)
-            segs = [self.segment(list(islice(ids_of, len(g)))) for g in gens]
+            segs = self._segments([gen(t, self.gen_forms(t), (), self.max_candidates) for t in todo])
             for tok in todo:
                 self._plain.add(tok)
             self._plain_start = np.concatenate([self._plain_start, np.array([s for s, _ in segs], dtype=np.int64)])
@@ -240,15 +236,23 @@ class Candidates:
             ids[missing] = self._plain.numbers([toks[i] for i in missing.tolist()])
         return self._plain_start[ids], self._plain_count[ids]
 
-    def sourced(self, tok: str, src_forms: tuple[str, ...]) -> tuple[int, int]:
-        """GEN(tok) with source words, as a segment of the pool; only words of the token's length can
-        join GEN (see gen)."""
-        key = (tok, src_forms)
-        seg = self._sourced.get(key)
-        if seg is None:
-            forms = gen(tok, self.gen_forms(tok), src_forms, self.max_candidates)
-            seg = self._sourced[key] = self.segment([self.id(f) for f in forms])
-        return seg
+    def sourced(self, keys: list[tuple[str, tuple[str, ...]]]) -> list[tuple[int, int]]:
+        """GEN(tok) with source words of each (tok, source words), as segments of the pool; only words of the
+        token's length can join GEN (see gen)."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self._sourced]
+        gens = [gen(tok, self.gen_forms(tok), src_forms, self.max_candidates) for tok, src_forms in todo]
+        self._sourced.update(zip(todo, self._segments(gens)))
+        return [self._sourced[k] for k in keys]
+
+    def ids(self, forms: list[str]) -> list[int]:
+        """The id of each form (``id``), the new ones registered together."""
+        self.add(forms)
+        return self.strings.numbers(forms).tolist()
+
+    def _segments(self, gens: list[list[str]]) -> list[tuple[int, int]]:
+        """Each GEN result added to the pool, its forms registered together: its (start, count)."""
+        ids = iter(self.ids(list(chain.from_iterable(gens))))
+        return [self.segment(list(islice(ids, len(g)))) for g in gens]
 
     def facts(self) -> Facts:
         return Facts(**{name: self._facts[name] for name, _ in _FACTS})

@@ -471,8 +471,9 @@ class FeatureExtractor:
             forms.setdefault(p, []).append(source[k])
         if "src_span" in self.index:
             b.spans = self._spans(triples, layout, tt, st, forms, source, pos & ~Sr["telling"][st])
-        for p, fs in forms.items():
-            b.start[p], b.count[p] = self.candidates.sourced(target[p], tuple(fs))
+        at = list(forms)
+        if at:
+            b.start[at], b.count[at] = np.array(self.candidates.sourced([(target[p], tuple(forms[p])) for p in at])).T
         return Pairs(source=source, st=st, pos=pt, src=ps)
 
     def _spans(
@@ -516,7 +517,7 @@ class FeatureExtractor:
         spans = np.full(len(tt), -1, dtype=np.int64)
         if g:
             G, M = np.array(g), np.array(m)
-            spans[G] = [self.candidates.id(self._as_known(source[k]) if by_position[k] else source[k]) for k in m]
+            spans[G] = self.candidates.ids([self._as_known(source[k]) if by_position[k] else source[k] for k in m])
             takes = self._gen_accepts(tt[G], st[M])
             for p, k in zip(G[takes].tolist(), M[takes].tolist()):
                 forms.setdefault(p, []).append(source[k])
