@@ -63,28 +63,24 @@ class CasePrior:
         ]
 
     @cached_property
-    def _shape(self) -> dict[str, np.ndarray]:
+    def _shape(self) -> dict[str, list[float]]:
         """Tag counts per shape key over the types of rare words, not over tokens: unseen words are like
         rare ones, and a suffix's frequent words (``long``, ``strong``) tell little of its unseen ones
-        (``yunlong``)."""
+        (``yunlong``). Five floats a key: cheaper in Python than an array."""
         rare = (self._lower_counts <= self.RARE)[self.tables.forms.lower_groups().group].tolist()
-        counts: dict[str, np.ndarray] = {}
+        counts: dict[str, list[float]] = {}
         for w, c, r in zip(self.tables.forms.vocab, self._form_counts.tolist(), rare):
             low = casing.lower(w)
             if c and r and casing.has_letter(w):
                 t = int(casing.tag(w))
                 for key in self.shape_keys(low):
-                    counts.setdefault(key, np.zeros(len(Tag)))[t] += 1.0
+                    counts.setdefault(key, [0.0] * len(Tag))[t] += 1.0
         return counts
 
     @cached_property
     def _base(self) -> np.ndarray:
-        total = sum((v for k, v in self._shape.items() if k.startswith("#")), np.zeros(len(Tag)))
+        total = np.array([v for k, v in self._shape.items() if k.startswith("#")]).reshape(-1, len(Tag)).sum(axis=0)
         return (total + 1.0) / (total.sum() + len(Tag))
-
-    @cached_property
-    def _shape_rows(self) -> dict[str, list[float]]:
-        return {k: v.tolist() for k, v in self._shape.items()}
 
     @cached_property
     def _shape_memo(self) -> dict[tuple[int, str], np.ndarray]:
@@ -105,7 +101,7 @@ class CasePrior:
         p = self._shape_memo.get(shape_of)
         if p is not None:
             return p
-        shape, beta = self._shape_rows, self.SHAPE_BETA
+        shape, beta = self._shape, self.SHAPE_BETA
         q = self._base.tolist()
         for k, key in enumerate(self.shape_keys(low)):
             v = shape.get(key)
@@ -137,7 +133,7 @@ class CasePrior:
         """Take ``arrays``' tables instead of working them out."""
         lower = Vocab.load(z, "prior.lower")
         self.__dict__["_lower"] = (lower, z["prior.lower_counts"])
-        self.__dict__["_shape"] = dict(zip(words_of(z["prior.shapes"]), z["prior.shape_counts"]))
+        self.__dict__["_shape"] = dict(zip(words_of(z["prior.shapes"]), z["prior.shape_counts"].tolist()))
 
     def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
         """log p(form | lowercase); an unseen hyphenated word's is the sum of its parts' (``Coronavirus-Krise``
