@@ -238,7 +238,7 @@ def test_a_named_entry_that_is_no_file_is_the_users(tmp_path, capsys):
 @pytest.mark.parametrize("exchange", [True, False])
 def test_a_replaced_model_keeps_its_directorys_mode(tmp_path, monkeypatch, exchange):
     """Swapped in one rename-exchange, or (without renameat2) set aside and renamed in: either way the path's
-    mode is the one its owner gave it."""
+    mode is the one its owner gave it. The files in it are new, and take the umask's mode, as a new model's do."""
     from moses_recaser.io import outputs
 
     if not exchange:
@@ -247,8 +247,10 @@ def test_a_replaced_model_keeps_its_directorys_mode(tmp_path, monkeypatch, excha
     with _umask(0o022):
         assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
         model.chmod(0o700)  # its owner closed it to others: a new model must not open it again
+        (model / "lm.arpa").chmod(0o600)
         assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
     assert stat.S_IMODE(model.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(f.stat().st_mode) for f in model.iterdir()} == {0o644}
 
 
 def test_model_path_holding_a_file_is_refused(tmp_path, capsys):
