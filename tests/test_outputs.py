@@ -210,12 +210,28 @@ def test_a_model_holding_a_users_file_is_not_replaced(tmp_path, capsys):
     assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 2
     err = capsys.readouterr().err
     assert err == (
-        f"moses-recaser: error: {model}: is a model, but also holds 'notes.txt', which its manifest does not name as a file; "
+        f"moses-recaser: error: {model}: is a model, but also holds 'notes.txt', which is not a regular file its manifest names; "
         "move them out of it, or give the model a new path\n"
     )
     assert {p.name: p.read_bytes() for p in model.iterdir()} == before and not _ours(tmp_path)
     (model / "notes.txt").unlink()
     assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+
+
+def test_a_model_file_replaced_by_a_symlink_is_named_as_such(tmp_path, capsys):
+    """A file the manifest names that is now a symlink (to a copy the user keeps elsewhere) is not the tool's to
+    remove: the refusal says it is no regular file, not that the manifest does not name it."""
+    model = tmp_path / "model"
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 0
+    kept = tmp_path / "kept.arpa"
+    (model / "lm.arpa").rename(kept)
+    (model / "lm.arpa").symlink_to(kept)
+    assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 2
+    assert capsys.readouterr().err == (
+        f"moses-recaser: error: {model}: is a model, but also holds 'lm.arpa', which is not a regular file its "
+        "manifest names; move them out of it, or give the model a new path\n"
+    )
+    assert (model / "lm.arpa").is_symlink() and kept.is_file() and not _ours(tmp_path)
 
 
 def test_a_named_entry_that_is_no_file_is_the_users(tmp_path, capsys):
@@ -231,7 +247,7 @@ def test_a_named_entry_that_is_no_file_is_the_users(tmp_path, capsys):
     doc["files"]["extra.d"] = "0" * 64
     (model / "manifest.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     assert main(_stats_args(tmp_path) + ["-o", str(model)]) == 2
-    assert "also holds 'extra.d', which its manifest does not name as a file" in capsys.readouterr().err
+    assert "also holds 'extra.d', which is not a regular file its manifest names" in capsys.readouterr().err
     assert (model / "extra.d" / "thesis.tex").read_text() == "three years of work" and not _ours(tmp_path)
 
 

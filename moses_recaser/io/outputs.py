@@ -343,13 +343,13 @@ class DirKind:
 
     noun: str  # "model"
     mark: str  # what tells one: "manifest.yaml of ours"
-    unnamed: str  # what the foreign entries are: "which its manifest does not name as a file"
+    unnamed: str  # what the foreign entries are: "which is not a regular file its manifest names"
     ours: Callable[[Path], bool]
     foreign: Callable[[Path], list[str]]
 
 
 MODEL = DirKind(
-    "model", "manifest.yaml of ours", "which its manifest does not name as a file", is_model_dir, foreign_entries
+    "model", "manifest.yaml of ours", "which is not a regular file its manifest names", is_model_dir, foreign_entries
 )
 
 
