@@ -104,7 +104,7 @@ def release() -> None:
         trim(0)
 
 
-M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc's malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (glibc's malloc.h)
 MMAP_THRESHOLD = 1 << 20
 
 
@@ -112,11 +112,25 @@ def map_large_blocks() -> None:
     """Have glibc's malloc map every block of MMAP_THRESHOLD bytes or more (numpy's arrays) and unmap it when it is
     freed (elsewhere nothing). Left to itself, malloc raises that threshold up to 32 MiB after the first large
     block is freed, and the arrays below it come from a heap that fragments: merging sorted runs, whose block
-    sizes vary from round to round, then held gigabytes of freed arrays resident until the merge ended."""
+    sizes vary from round to round, then held gigabytes of freed arrays resident until the merge ended. The heap's
+    free top goes back to the system past glibc's default 128 KiB, also after ``keep_freed_blocks``."""
+    _mallopt((M_MMAP_THRESHOLD, MMAP_THRESHOLD), (M_TRIM_THRESHOLD, 128 << 10))
+
+
+def keep_freed_blocks() -> None:
+    """Have glibc's malloc keep freed blocks of up to 32 MiB for the next ones (and up to 64 MiB free at the top of
+    its heap) from the start, as it does by itself once the process has freed a block that large (elsewhere
+    nothing). A fresh process otherwise maps each large array anew and unmaps it when it is freed: recasing
+    newstest2014 took 36k page faults where 22k do, 0.07 s of system time in 1.6 s."""
+    _mallopt((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 64 << 20))
+
+
+def _mallopt(*settings: tuple[int, int]) -> None:
     release()  # loads libc
     set_option = getattr(_LIBC[0], "mallopt", None)
     if set_option is not None:
-        set_option(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        for option, value in settings:
+            set_option(option, value)
 
 
 def mib(n: int) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from moses_recaser.core import casing
-from moses_recaser.core.memory import release
+from moses_recaser.core.memory import keep_freed_blocks, release
 from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import (
@@ -130,6 +130,7 @@ class Recaser:
         self._lock = threading.Lock()
         self._unfinished = False  # a batch ended by an exception: the registry of types met may be half-updated
         _LIVE.add(self)
+        keep_freed_blocks()  # each batch's arrays in the pages of the last one's
         with ModelSnapshot(self.dir) as snap:
             self.manifest = read_manifest(snap.root, verify=False)
             files, sizes = self.manifest.files, self.manifest.sizes
