@@ -87,7 +87,7 @@ class CasePrior:
         return {}
 
     def forget(self) -> None:
-        """Drop the per-word memo and the lookups cached in the vocabularies read (``Vocab.compact``)."""
+        """Drop the memo of shapes and the lookups cached in the vocabularies read (``Vocab.compact``)."""
         self.__dict__.pop("_shape_memo", None)
         self._lower[0].compact()
         self.tables.forms.vocab.compact()
