@@ -14,6 +14,7 @@ system (glibc's ``malloc_trim``), so that a spill's transient arrays do not stay
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import resource
@@ -86,20 +87,20 @@ def rss() -> int:
         return 0
 
 
-_LIBC: list[object] = []
+@functools.cache
+def _libc() -> object:
+    """The process's own symbols, libc's among them (None where they cannot be had)."""
+    import ctypes  # (here: a run that never calls libc does not import it)
+
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
 
 
 def release() -> None:
     """Give the heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing)."""
-    if not _LIBC:
-        import ctypes  # (here: a run that never trims does not import it)
-
-        try:
-            _LIBC.append(ctypes.CDLL(None))  # the process's own symbols, libc's among them
-        except OSError:
-            _LIBC.append(None)
-    libc = _LIBC[0]
-    trim = getattr(libc, "malloc_trim", None)
+    trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
 
@@ -126,8 +127,7 @@ def keep_freed_blocks() -> None:
 
 
 def _mallopt(*settings: tuple[int, int]) -> None:
-    release()  # loads libc
-    set_option = getattr(_LIBC[0], "mallopt", None)
+    set_option = getattr(_libc(), "mallopt", None)
     if set_option is not None:
         for option, value in settings:
             set_option(option, value)
