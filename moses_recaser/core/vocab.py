@@ -212,7 +212,7 @@ class Vocab:
 
     def _known_numbers(self, words: list[str], at: list[int]) -> np.ndarray:
         """The numbers of ``words[i]`` for i in ``at``, every one of them in ``_known``."""
-        return np.fromiter(map(self._known.__getitem__, (words[i] for i in at)), dtype=np.int64, count=len(at))
+        return np.fromiter(map(self._known.__getitem__, [words[i] for i in at]), dtype=np.int64, count=len(at))
 
     def _absent(self, words: list[str]) -> list[str]:
         """Of distinct words that ``_known`` does not number, those not stored either."""

@@ -139,9 +139,9 @@ class Candidates:
         p = self.prior.shape_probs(low)
         return casing.upper_first(low) if p[Tag.IU] > p[Tag.AL] else low
 
-    def is_training_type(self, low: str) -> bool:
-        """Whether the training target has forms of this lowercase word."""
-        return self._seen_arrays()[0].get(low) >= 0
+    def unseen_types(self, lows: list[str]) -> list[bool]:
+        """Of each lowercase word, whether the training target lacks forms of it."""
+        return (self._seen_arrays()[0].numbers(lows) < 0).tolist()
 
     def id(self, form: str) -> int:
         i = self.strings.get(form)
@@ -188,7 +188,7 @@ class Candidates:
 
     def _describe(self, forms: list[str]) -> dict[str, list]:
         """The facts (``Facts``) of each form, a column at a time."""
-        is_cap, training = casing.is_capitalized, self.is_training_type
+        is_cap = casing.is_capitalized
         heads = [c.split("-", 1)[0] if "-" in c else c for c in forms]
         cap_heads = [is_cap(h) for h in heads]
         head_ids = self.strip_ids([h for h, c in zip(heads, cap_heads) if c])[::-1]
@@ -203,7 +203,7 @@ class Candidates:
             "cased": self.tables.cased.tgt_vocab.numbers(forms).tolist(),
             "upper": list(map(casing.is_upper_word, forms)),
             "lm": self.lm_ids(forms).tolist() if self.lm_ids is not None else [-1] * n,
-            "oov": [not training(casing.lower(c)) for c in forms],
+            "oov": self.unseen_types([casing.lower(c) for c in forms]),
             "head": [head_ids.pop() if c else -1 for c in cap_heads],
         }
 

@@ -238,7 +238,7 @@ class FeatureExtractor:
 
     # --- word types ----------------------------------------------------------------------
     def _describe_target(self, toks: list[str]) -> dict[str, list]:
-        keys, prior, training = self._keys, self.candidates.prior, self.candidates.is_training_type
+        keys, prior = self._keys, self.candidates.prior
         named = "after_name" in self.index and prior is not None
         starts, counts = self.candidates.plain_all(toks)
         low = [casing.lower(t) for t in toks]
@@ -256,8 +256,8 @@ class FeatureExtractor:
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
             "name": [
-                named and a and not training(x) and prior.looks_like_a_name(x)  # type: ignore[union-attr]
-                for x, a in zip(low, letter)
+                named and a and unseen and prior.looks_like_a_name(x)  # type: ignore[union-attr]
+                for x, a, unseen in zip(low, letter, self.candidates.unseen_types(low))
             ],
             "end": [t in SENTENCE_END for t in toks],
         }
@@ -500,11 +500,11 @@ class FeatureExtractor:
         if len(self._keys) >= 1 << 21:
             sentences = np.arange(len(triples))  # keys too many to pack: try every sentence
         else:
-            shared = np.intersect1d(
-                bigrams(T["low"][tt], T["letter"][tt], layout.tgt_sent),
-                bigrams(Sr["low"][st], Sr["letter"][st], layout.src_sent),
-            )
-            sentences = np.unique(shared >> 42)
+            tgt = bigrams(T["low"][tt], T["letter"][tt], layout.tgt_sent)
+            src = np.sort(bigrams(Sr["low"][st], Sr["letter"][st], layout.src_sent))
+            at = np.minimum(np.searchsorted(src, tgt), len(src) - 1)
+            shared = tgt[src[at] == tgt] if len(src) else tgt[:0]
+            sentences = np.flatnonzero(np.bincount(shared >> 42))  # (np.unique's first call imports numpy.ma)
         g, m = [], []  # (target word, source word) of every span word, in batch order
         for s in sentences.tolist():
             t = triples[s]

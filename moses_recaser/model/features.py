@@ -489,11 +489,12 @@ def in_source(sent: np.ndarray, word: np.ndarray, keys: np.ndarray) -> np.ndarra
     """Whether (sentence << 32) + word is among ``keys``: a bitmap over (sentence, word among the keys'
     words), as np.isin sorts both sides."""
     key_sent, key_word = keys >> 32, keys & 0xFFFFFFFF
-    words = np.unique(key_word)
+    local = np.full(int(max(word.max(initial=0), key_word.max(initial=0))) + 1, -1, dtype=np.int64)
+    local[key_word] = 0
+    words = np.flatnonzero(local == 0)  # (not np.unique: its first call imports numpy.ma, 8 ms of a run)
     n_sent = int(max(sent.max(initial=0), key_sent.max(initial=0))) + 1
     if not len(words) or len(words) * n_sent > 1 << 26:
         return np.isin((sent << 32) + word, keys)
-    local = np.full(int(max(word.max(initial=0), words[-1])) + 1, -1, dtype=np.int64)
     local[words] = np.arange(len(words))
     table = np.zeros(n_sent * len(words), dtype=bool)
     table[key_sent * len(words) + local[key_word]] = True

@@ -78,12 +78,12 @@ class CasePrior:
         return counts
 
     @cached_property
-    def _base(self) -> np.ndarray:
+    def _base(self) -> list[float]:
         total = np.array([v for k, v in self._shape.items() if k.startswith("#")]).reshape(-1, len(Tag)).sum(axis=0)
-        return (total + 1.0) / (total.sum() + len(Tag))
+        return ((total + 1.0) / (total.sum() + len(Tag))).tolist()
 
     @cached_property
-    def _shape_memo(self) -> dict[tuple[int, str], np.ndarray]:
+    def _shape_memo(self) -> dict[tuple[int, str], list[float]]:
         return {}
 
     def forget(self) -> None:
@@ -92,7 +92,7 @@ class CasePrior:
         self._lower[0].compact()
         self.tables.forms.vocab.compact()
 
-    def shape_probs(self, low: str) -> np.ndarray:
+    def shape_probs(self, low: str) -> list[float]:
         """p(tag | shape of ``low``): each shape key's counts smoothed towards the estimate of the key
         before it, down to the longest suffix that rare training words have (kept per shape, which the
         length and the last MAX_SUFFIX letters decide: many unseen words share one, and the case prior and
@@ -102,7 +102,7 @@ class CasePrior:
         if p is not None:
             return p
         shape, beta = self._shape, self.SHAPE_BETA
-        q = self._base.tolist()
+        q = self._base
         for k, key in enumerate(self.shape_keys(low)):
             v = shape.get(key)
             if v is None:
@@ -111,8 +111,8 @@ class CasePrior:
                 continue  # a length no rare word has: its suffixes still count
             total = sum(v) + beta
             q = [(c + beta * b) / total for c, b in zip(v, q)]
-        p = self._shape_memo[shape_of] = np.array(q)
-        return p
+        self._shape_memo[shape_of] = q
+        return q
 
     def looks_like_a_name(self, low: str) -> bool:
         """The shape of ``low`` is more often capitalized than not among rare training words."""
@@ -145,15 +145,15 @@ class CasePrior:
         forms = list(forms)
         low_of = [lower(f) for f in forms]
         known_low = (lows.numbers(low_of) >= 0).tolist()
-        parts = {k: [p for p in f.split("-") if has_letter(p)] for k, (f, ok) in enumerate(zip(forms, known_low))}
-        parts = {k: ps for k, ps in parts.items() if "-" in forms[k] and not known_low[k] and len(ps) > 1}
+        hyphenated = [k for k, (f, ok) in enumerate(zip(forms, known_low)) if "-" in f and not ok]
+        parts = {k: ps for k in hyphenated if len(ps := [p for p in forms[k].split("-") if has_letter(p)]) > 1}
         words = forms + [p for ps in parts.values() for p in ps]
         lowered = low_of + [lower(p) for ps in parts.values() for p in ps]
         n_form = _counts(form_vocab, form_counts, words)  # every form's and part's count, looked up together
         n_low = _counts(lows, low_counts, lowered)
 
-        def one(k: int, q: np.ndarray) -> float:
-            return log((n_form[k] + beta * float(q[int(tag(words[k]))])) / (n_low[k] + beta))
+        def one(k: int, q: Sequence[float]) -> float:
+            return log((n_form[k] + beta * q[int(tag(words[k]))]) / (n_low[k] + beta))
 
         out = []
         low_q, q_low = "", self._base
