@@ -144,13 +144,18 @@ class CasePrior:
         form_vocab, form_counts = self.tables.forms.vocab, self._form_counts
         forms = list(forms)
         low_of = [lower(f) for f in forms]
-        known_low = (lows.numbers(low_of) >= 0).tolist()
-        hyphenated = [k for k, (f, ok) in enumerate(zip(forms, known_low)) if "-" in f and not ok]
+        low_ids = lows.numbers(low_of)
+        hyphenated = [k for k, (f, i) in enumerate(zip(forms, low_ids.tolist())) if "-" in f and i < 0]
         parts = {k: ps for k in hyphenated if len(ps := [p for p in forms[k].split("-") if has_letter(p)]) > 1}
         words = forms + [p for ps in parts.values() for p in ps]
         lowered = low_of + [lower(p) for ps in parts.values() for p in ps]
-        n_form = _counts(form_vocab, form_counts, words)  # every form's and part's count, looked up together
-        n_low = _counts(lows, low_counts, lowered)
+        ids = np.concatenate([low_ids, lows.numbers(lowered[len(forms) :])])
+        n_low = _counts(low_counts, ids)
+        # only a word whose lowercase training had can be a training form (most described here are unseen)
+        known = np.flatnonzero(ids >= 0)
+        n_form = np.zeros(len(words), dtype=np.int64)
+        n_form[known] = _counts(form_counts, form_vocab.numbers([words[k] for k in known.tolist()]))
+        n_form = n_form.tolist()
 
         def one(k: int, q: Sequence[float]) -> float:
             return log((n_form[k] + beta * q[int(tag(words[k]))]) / (n_low[k] + beta))
@@ -169,7 +174,6 @@ class CasePrior:
         return out
 
 
-def _counts(vocab: Vocab, counts: np.ndarray, words: list[str]) -> list[int]:
-    """The count of each word (0: not in the vocabulary)."""
-    ids = vocab.numbers(words)
+def _counts(counts: np.ndarray, ids: np.ndarray) -> list[int]:
+    """The count of each word by its number in the vocabulary (0 where it has none: -1)."""
     return np.where(ids >= 0, counts[np.maximum(ids, 0)], 0).tolist() if len(ids) else []
