@@ -104,7 +104,7 @@ VARIANTS = frozenset("\u03f4\u2126\u212a\u212b")
 
 def variant_positions(text: str) -> list[int]:
     """Where ``text`` has a ``VARIANTS`` character, ``İ`` counted as the two characters of its lowercase."""
-    if VARIANTS.isdisjoint(text):
+    if not any(v in text for v in VARIANTS):  # four substring searches: much faster than a set's test per character
         return []
     return [i for i, c in enumerate(text.replace(DOTTED_I, _DOTTED_I_PARTS)) if c in VARIANTS]
 
