@@ -127,14 +127,14 @@ class KeySet:
             bucket = (mixed >> np.uint64(self.low_bits)).astype(np.int64)
             at = np.where(ok, self.starts[bucket], 0).astype(np.int64)
             last = np.where(ok, self.starts[bucket + 1], 0).astype(np.int64) - 1
-            todo = np.flatnonzero(at <= last)
+            todo = (at <= last).nonzero()[0]  # (not np.flatnonzero: its wrappers cost more than a small round)
             # the low parts in the stored type: no conversion of what is read, round after round
             at, last, low = at[todo], last[todo], (mixed[todo] & np.uint64(self._low_mask)).astype(self.low.dtype)
             while len(todo):  # a bucket's low parts are sorted: stop at the first that is not smaller
                 stored = self.low[at]
-                hit = np.flatnonzero(stored == low)
+                hit = (stored == low).nonzero()[0]
                 pos[todo[hit]] = at[hit]
-                more = np.flatnonzero((stored < low) & (at < last))
+                more = ((stored < low) & (at < last)).nonzero()[0]
                 todo, at, last, low = todo[more], at[more] + 1, last[more], low[more]
             if not self.low.flags.owndata:  # a mapped set: a round of lookups maps nearly all of it (the kernel
                 # maps a page cache folio of up to 2 MiB per fault), so its pages are dropped until the next round
