@@ -84,9 +84,10 @@ def lowered(t: Triple) -> Triple:
     """The triple with its target lowercased (a recaser's input is lowercase by definition)."""
     from moses_recaser.core.casing import VARIANTS, lower_all
 
-    low = list(map(str.lower, t.target))  # casing.lower, mapped in C: this runs on every sentence
-    if low == t.target:
+    joined = "\n".join(t.target)  # "\n" ends a word for the final-sigma rule as a token's end does
+    if joined.lower() == joined:  # (one call for the common case, lowercase input: this runs on every sentence)
         return t
+    low = list(map(str.lower, t.target))  # casing.lower, mapped in C
     if list(map(len, low)) != list(map(len, t.target)) or not VARIANTS.isdisjoint("".join(t.target)):
         low = [lower_all(x) for x in t.target]
     return dataclasses.replace(t, target=low)
