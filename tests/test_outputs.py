@@ -683,6 +683,23 @@ def test_dev_stdout_is_the_open_descriptor_not_the_file_behind_it(tmp_path, name
     assert log.read_text() == "old line\nheader\nHello , world !\nfooter\n"
 
 
+def test_another_processs_pipe_is_written_in_place(tmp_path):
+    """``-o /proc/PID/fd/1`` naming another process's pipe, whose path resolves to no file ("pipe:[N]"), is written
+    in place as the shell's ``>`` writes it (it was refused: "No such file or directory")."""
+    src = tmp_path / "in.en"
+    src.write_text("Hello, world!\n")
+    holder = subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE)
+    try:
+        args = [CLI, "-q", "tokenize", "-l", "en", "-i", str(src), "-o", f"/proc/{holder.pid}/fd/1"]
+        done = subprocess.run(args, capture_output=True, text=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 0, done.stderr
+    assert holder.stdout is not None and holder.stdout.read() == b"Hello , world !\n"
+    holder.stdout.close()
+
+
 @pytest.mark.parametrize("suffix", [".gz", ".xz"])
 def test_text_to_a_compressed_name_is_compressed_as_the_readers_take_it(tmp_path, suffix):
     """``lm -o x.arpa.gz`` once wrote plain text under a .gz name, which the ARPA reader (and zcat) then refused:

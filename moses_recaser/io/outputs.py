@@ -100,7 +100,10 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
     try:
         st: os.stat_result | None = os.stat(real)
     except FileNotFoundError:
-        st = None
+        # another process's pipe or socket (/proc/PID/fd/N) resolves to no path ("pipe:[N]"): opened as named
+        st = _stat(shown)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            real = Path(shown)
     except OSError as exc:
         raise RecaserError(f"cannot write: {exc.strerror}", shown) from None
     if st is not None and stat.S_ISDIR(st.st_mode):
@@ -184,6 +187,13 @@ def atomic_output(path: str | os.PathLike[str] | None, *, binary: bool = False, 
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:  # (nothing there: the output is a new file, checked as such)
+        return None
 
 
 def _open(path: Path, flags: int, shown: str) -> int:
