@@ -102,7 +102,9 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, os.stat_result | 
     except FileNotFoundError:
         # another process's pipe or socket (/proc/PID/fd/N) resolves to no path ("pipe:[N]"): opened as named
         st = _stat(shown)
-        if st is not None and not stat.S_ISREG(st.st_mode):
+        if st is None or stat.S_ISREG(st.st_mode):  # (a deleted file's "NAME (deleted)" is a new file's name)
+            st = None
+        else:
             real = Path(shown)
     except OSError as exc:
         raise RecaserError(f"cannot write: {exc.strerror}", shown) from None
