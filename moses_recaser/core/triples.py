@@ -88,7 +88,7 @@ def lowered(t: Triple) -> Triple:
     if joined.lower() == joined:  # (one call for the common case, lowercase input: this runs on every sentence)
         return t
     low = list(map(str.lower, t.target))  # casing.lower, mapped in C
-    if list(map(len, low)) != list(map(len, t.target)) or not VARIANTS.isdisjoint("".join(t.target)):
+    if list(map(len, low)) != list(map(len, t.target)) or not VARIANTS.isdisjoint(joined):
         low = [lower_all(x) for x in t.target]
     return dataclasses.replace(t, target=low)
 

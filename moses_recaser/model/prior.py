@@ -153,9 +153,9 @@ class CasePrior:
         n_low = _counts(low_counts, ids)
         # only a word whose lowercase training had can be a training form (most described here are unseen)
         known = np.flatnonzero(ids >= 0)
-        n_form = np.zeros(len(words), dtype=np.int64)
-        n_form[known] = _counts(form_counts, form_vocab.numbers([words[k] for k in known.tolist()]))
-        n_form = n_form.tolist()
+        form_n = np.zeros(len(words), dtype=np.int64)
+        form_n[known] = _counts(form_counts, form_vocab.numbers([words[k] for k in known.tolist()]))
+        n_form = form_n.tolist()
 
         def one(k: int, q: Sequence[float]) -> float:
             return log((n_form[k] + beta * q[int(tag(words[k]))]) / (n_low[k] + beta))
