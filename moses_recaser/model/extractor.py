@@ -244,6 +244,7 @@ class FeatureExtractor:
         low = [casing.lower(t) for t in toks]
         letter = [casing.has_letter(t) for t in toks]
         other = self.index.get(OTHER_PUNCT, -1)
+        unseen = self.candidates.unseen_types(low) if named else [False] * len(low)  # (looked up only if used)
         return {
             "punct": [self.index.get("punct=" + t, other) if casing.is_punctuation(t) else -1 for t in toks],
             "letter": letter,
@@ -256,8 +257,8 @@ class FeatureExtractor:
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
             "name": [
-                named and a and unseen and prior.looks_like_a_name(x)  # type: ignore[union-attr]
-                for x, a, unseen in zip(low, letter, self.candidates.unseen_types(low))
+                a and u and prior.looks_like_a_name(x)  # type: ignore[union-attr]
+                for x, a, u in zip(low, letter, unseen)
             ],
             "end": [t in SENTENCE_END for t in toks],
         }
