@@ -193,17 +193,27 @@ class Candidates:
         cap_heads = [is_cap(h) for h in heads]
         head_ids = self.strip_ids([h for h, c in zip(heads, cap_heads) if c])[::-1]
         n = len(forms)
+        oov = self.unseen_types([casing.lower(c) for c in forms])
+        seen = [k for k, o in enumerate(oov) if not o]
+
+        def training_ids(vocab: Vocab) -> list[int]:
+            # a vocabulary of training forms lacks a form whose lowercase training lacks (most forms described
+            # here: GEN of the types a test set brings), so only the others are looked up
+            ids = np.full(n, -1, dtype=np.int64)
+            ids[seen] = vocab.numbers([forms[k] for k in seen])
+            return ids.tolist()
+
         return {
             "cap": list(map(is_cap, forms)),
             "tag": [int(casing.tag(c)) for c in forms],
-            "prior": self.prior.log_probs(forms) if self.prior is not None else [0.0] * n,
-            "unseen": (self.tables.forms.vocab.numbers(forms) < 0).tolist(),
+            "prior": self.prior.log_probs(forms, oov) if self.prior is not None else [0.0] * n,
+            "unseen": [i < 0 for i in training_ids(self.tables.forms.vocab)],
             "short": [len(c) <= 3 or sum(map(str.isalpha, c)) <= 3 for c in forms],
             "strip": self.strip_ids(forms),
-            "cased": self.tables.cased.tgt_vocab.numbers(forms).tolist(),
+            "cased": training_ids(self.tables.cased.tgt_vocab),
             "upper": list(map(casing.is_upper_word, forms)),
             "lm": self.lm_ids(forms).tolist() if self.lm_ids is not None else [-1] * n,
-            "oov": self.unseen_types([casing.lower(c) for c in forms]),
+            "oov": oov,
             "head": [head_ids.pop() if c else -1 for c in cap_heads],
         }
 

@@ -135,16 +135,19 @@ class CasePrior:
         self.__dict__["_lower"] = (lower, z["prior.lower_counts"])
         self.__dict__["_shape"] = dict(zip(words_of(z["prior.shapes"]), z["prior.shape_counts"].tolist()))
 
-    def log_probs(self, forms: Sequence[str]) -> list[float]:  # once per candidate type: Candidates keeps them
+    def log_probs(self, forms: Sequence[str], oov: Sequence[bool] | None = None) -> list[float]:
         """log p(form | lowercase); an unseen hyphenated word's is the sum of its parts' (``Coronavirus-Krise``
-        takes the case of ``Krise``; its own shape would read the mixed case as unlikely)."""
+        takes the case of ``Krise``; its own shape would read the mixed case as unlikely). ``oov``: whether
+        training lacks each form's lowercase, where the caller has looked it up (Candidates, once per form)."""
         beta, shape_probs = self.BETA, self.shape_probs
         lower, tag, log, has_letter = casing.lower, casing.tag, math.log, casing.has_letter
         lows, low_counts = self._lower
         form_vocab, form_counts = self.tables.forms.vocab, self._form_counts
         forms = list(forms)
         low_of = [lower(f) for f in forms]
-        low_ids = lows.numbers(low_of)
+        low_ids = np.full(len(forms), -1, dtype=np.int64)
+        seen = range(len(forms)) if oov is None else [k for k, o in enumerate(oov) if not o]
+        low_ids[seen] = lows.numbers([low_of[k] for k in seen])
         hyphenated = [k for k, (f, i) in enumerate(zip(forms, low_ids.tolist())) if "-" in f and i < 0]
         parts = {k: ps for k in hyphenated if len(ps := [p for p in forms[k].split("-") if has_letter(p)]) > 1}
         words = forms + [p for ps in parts.values() for p in ps]
