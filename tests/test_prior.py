@@ -85,3 +85,23 @@ def test_an_unseen_hyphenated_word_takes_its_parts_case():
     seen = prior_of(["x the long-term"] * 5)
     (own,) = seen.log_probs(["long-term"])
     assert math.isclose(own, math.log((5 + seen.shape_probs("long-term")[Tag.AL]) / 6))
+
+
+def test_a_models_vocabularies_of_training_forms_hold_only_forms_whose_lowercase_training_has(tico):
+    # what Candidates._describe takes for granted: a form whose lowercase is no training type is looked up in none
+    # of them (unseen, no cased-table row, no counts in the prior)
+    from moses_recaser import Recaser
+    from moses_recaser.core import casing
+
+    r = Recaser.load(tico / "model")
+    c = r.extractor.candidates
+    types = set(c.training_types())
+    forms = set(r.tables.forms.vocab)
+    assert {casing.lower(f) for f in forms} == types
+    assert set(r.tables.cased.tgt_vocab) <= forms
+    assert set(c.prior._lower[0]) == types
+    new = ["Zzyzxq", "ZZYZXQ", "zzyzxq"]
+    facts = c._describe(new)
+    assert facts["oov"] == [True] * 3 and facts["unseen"] == [True] * 3 and facts["cased"] == [-1] * 3
+    # the prior of such a form is its shape's, as when every vocabulary is searched
+    assert facts["prior"] == c.prior.log_probs(new)
