@@ -30,11 +30,24 @@ def test_numbers_are_places(words, others):
     _check(words, others)
 
 
+@given(st.lists(st.binary(max_size=40), max_size=30))
+def test_the_hash_of_a_list_is_each_strings_hash(data):
+    assert vocab_module.string_hashes(data).tolist() == [vocab_module.string_hash(x) for x in data]
+
+
+def _few_hashes(monkeypatch: pytest.MonkeyPatch, buckets: int) -> None:
+    """Hashes of ``buckets`` values (by length), for lists and for one string alike."""
+    monkeypatch.setattr(vocab_module, "string_hash", lambda data: len(data) % buckets)
+    monkeypatch.setattr(
+        vocab_module, "string_hashes", lambda data: np.array([len(x) % buckets for x in data], dtype=np.int64)
+    )
+
+
 @pytest.mark.parametrize("buckets", [1, 3])
 def test_colliding_hashes(monkeypatch, buckets):
     """With a hash of a few values, nearly every string shares its hash: the later ones go to the collision dict,
     and every lookup still gives the string's own number."""
-    monkeypatch.setattr(vocab_module, "string_hash", lambda data: len(data) % buckets)
+    _few_hashes(monkeypatch, buckets)
     words = ["a", "bb", "ccc", "dd", "e", "ffff", "ggggg", "Über", "çà"]
     _check(words, ["zz", "y", "", "ccc "])
 
@@ -95,7 +108,7 @@ def test_strings_of_many_numbers_at_once():
 def test_compacting_keeps_colliding_strings(monkeypatch, buckets):
     """A vocabulary grown and compacted (``compact`` reuses the stored strings' hashes) with strings sharing their
     hash is stored as one made from all its strings at once, and finds each string."""
-    monkeypatch.setattr(vocab_module, "string_hash", lambda data: len(data) % buckets)
+    _few_hashes(monkeypatch, buckets)
     words = ["a", "bb", "ccc", "dd", "e", "ffff", "ggggg", "Über", "çà"]
     v = Vocab.from_words(words[:3])
     v.add_all(words[3:6])

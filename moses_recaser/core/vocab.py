@@ -28,6 +28,12 @@ def string_hash(data: bytes) -> int:
     return ((zlib.crc32(data) & 0x7FFFFFFF) << 32) | zlib.adler32(data)
 
 
+def string_hashes(data: list[bytes]) -> np.ndarray:
+    """``string_hash`` of each string, as int64: its two checksums a list at a time, in C (half the time)."""
+    crc = np.fromiter(map(zlib.crc32, data), dtype=np.int64, count=len(data))
+    return ((crc & 0x7FFFFFFF) << 32) | np.fromiter(map(zlib.adler32, data), dtype=np.int64, count=len(data))
+
+
 class Vocab:
     """Strings numbered by their place: the stored ones (``of``, ``load``) first, then the ones added since
     (``add``, ``add_all``), which ``arrays`` stores with them."""
@@ -51,7 +57,7 @@ class Vocab:
         encoded = [w.encode("utf-8") for w in words]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-        keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
+        keys = string_hashes(encoded)
         return cls._from_arrays(b"".join(encoded), offsets, keys)
 
     @classmethod
@@ -192,7 +198,7 @@ class Vocab:
         keys[self._ids] = self._index.keys_at(0, len(self._index))
         for w, i in self._overflow.items():
             keys[i] = string_hash(w.encode("utf-8"))
-        keys[self._stored :] = np.fromiter(map(string_hash, added), dtype=np.int64, count=len(added))
+        keys[self._stored :] = string_hashes(added)
         lengths = np.fromiter(map(len, added), dtype=np.int64, count=len(added))
         offsets = np.concatenate([self._offsets, self._offsets[-1] + np.cumsum(lengths)]).astype(np.int64)
         return Vocab._from_arrays(bytes(self._blob) + b"".join(added), offsets, keys)
@@ -229,7 +235,7 @@ class Vocab:
             self._known.update(zip(words, repeat(-1)))
             return
         encoded = [w.encode("utf-8") for w in words]
-        keys = np.fromiter(map(string_hash, encoded), dtype=np.int64, count=len(encoded))
+        keys = string_hashes(encoded)
         pos, found = self._index.find(keys)
         at = np.where(found, self._ids[pos], -1)
         hit = np.maximum(at, 0)  # a hit's stored bytes, compared in one pass (as ``_check`` does one)
