@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 _ODD = 0x9E3779B97F4A7C15  # odd: multiplying by it permutes [0, 2^K) for every K
 _INVERSE = pow(_ODD, -1, 1 << 64)
 MAX_MEAN_BUCKET = 4
+# queries left in a lookup that are probed one by one in Python: a numpy round costs what 20-30 such probes do
+FEW = 32
 
 
 def _low_dtype(bits: int) -> np.dtype:
@@ -131,6 +133,14 @@ class KeySet:
             # the low parts in the stored type: no conversion of what is read, round after round
             at, last, low = at[todo], last[todo], (mixed[todo] & np.uint64(self._low_mask)).astype(self.low.dtype)
             while len(todo):  # a bucket's low parts are sorted: stop at the first that is not smaller
+                if len(todo) <= FEW:  # the last few (or a small query's all) probed in Python, not by rounds
+                    for k, a, z, x in zip(todo.tolist(), at.tolist(), last.tolist(), low.tolist()):
+                        for j, v in enumerate(self.low[a : z + 1].tolist()):
+                            if v >= x:
+                                if v == x:
+                                    pos[k] = a + j
+                                break
+                    break
                 stored = self.low[at]
                 hit = (stored == low).nonzero()[0]
                 pos[todo[hit]] = at[hit]
