@@ -415,9 +415,9 @@ def open_verified(directory: Path, name: str, digest: str, size: int | None = No
                 "was edited",
                 str(directory),
             )
-        h = hashlib.sha256()
-        for block in iter(lambda: os.read(fd, 1 << 20), b""):
-            h.update(block)
+        h, block = hashlib.sha256(), bytearray(1 << 20)  # one buffer read into: no new megabyte a block
+        while n := os.readv(fd, [block]):
+            h.update(memoryview(block)[:n])
         if h.hexdigest() != digest:
             raise RecaserError(f"checksum mismatch for {name}: the model is damaged or was edited", str(directory))
         os.lseek(fd, 0, os.SEEK_SET)
