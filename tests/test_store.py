@@ -57,6 +57,29 @@ def test_missing_file(model):
         read_manifest(path)
 
 
+def test_a_manifest_in_yaml_reads_as_its_json(tico, tmp_path):
+    """The manifest is written as JSON, read without PyYAML; one written in YAML (by hand, or as earlier versions
+    wrote it) reads the same, loads the same model, and marks the directory as a model of ours."""
+    import shutil
+
+    from moses_recaser import Recaser
+    from moses_recaser.io.outputs import is_model_dir
+
+    model = tmp_path / "model"
+    shutil.copytree(tico / "model", model)
+    text = (model / "manifest.yaml").read_text(encoding="utf-8")
+    assert text.startswith("{") and is_model_dir(model)
+    lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()[:20]
+    src = (tico / "test.fr").read_text(encoding="utf-8").splitlines()[:20]
+    links = (tico / "test.wa").read_text(encoding="utf-8").splitlines()[:20]
+    as_json = Recaser.load(model)
+    want = (as_json.signature, list(as_json.recase_lines(lines, src, links)))
+    (model / "manifest.yaml").write_text(yaml.safe_dump(yaml.safe_load(text), sort_keys=False), encoding="utf-8")
+    assert is_model_dir(model) and read_manifest(model) == read_manifest(tico / "model")
+    as_yaml = Recaser.load(model)
+    assert (as_yaml.signature, list(as_yaml.recase_lines(lines, src, links))) == want
+
+
 def test_newer_format_version(model):
     path, _ = model
     doc = yaml.safe_load((path / "manifest.yaml").read_text())

@@ -316,13 +316,14 @@ def work_dir(prefix: str, parent: str | os.PathLike[str] | None = None) -> Itera
 
 
 def is_model_dir(path: Path) -> bool:
-    """A directory of this tool's: it holds a regular manifest.yaml that starts as ours does."""
+    """A directory of this tool's: it holds a regular manifest.yaml that starts as ours does (in JSON, or in YAML as
+    earlier versions wrote it)."""
     manifest = path / MANIFEST
     try:
         if not _regular(manifest):
             return False
         with open(manifest, "rb") as fh:
-            return fh.read(15) == b"format_version:"
+            return fh.read(20).startswith((b'{\n "format_version":', b"format_version:"))
     except OSError:
         return False
 
