@@ -238,6 +238,7 @@ class Candidates:
         missing = np.flatnonzero(ids < 0)
         if len(missing):
             todo = list(dict.fromkeys(toks[i] for i in missing.tolist()))
+            self.unseen_types([casing.lower(t) for t in todo])  # looked up together: ``seen`` then knows them
             segs = self._segments([gen(t, self.gen_forms(t), (), self.max_candidates) for t in todo])
             for tok in todo:
                 self._plain.add(tok)

@@ -270,7 +270,7 @@ class FeatureExtractor:
         telling = [_telling_case(w) for w in words]
         by_position = [k for k, (w, x, t) in enumerate(zip(words, low, telling)) if not (w == x or t)]
         key_pos = list(sid)
-        for k, i in zip(by_position, self.candidates.source_ids([self._as_known(words[k]) for k in by_position])):
+        for k, i in zip(by_position, self.candidates.source_ids(self._as_known([words[k] for k in by_position]))):
             key_pos[k] = i
         return {
             "letter": [casing.has_letter(w) for w in words],
@@ -297,12 +297,12 @@ class FeatureExtractor:
         """Candidates.strip_id of each capitalized part (two or more characters) of a hyphenated word."""
         return [self.candidates.strip_id(p) for p in word.split("-") if len(p) > 1 and casing.is_capitalized(p)]
 
-    def _as_known(self, word: str) -> str:
-        """A source word capitalized by its position as the tables know it: in lowercase if they know it only
-        that way."""
-        known = self.tables.cased.src_vocab
-        low = casing.lower_all(word)
-        return word if word in known or low not in known else low
+    def _as_known(self, words: list[str]) -> list[str]:
+        """Source words capitalized by their position as the tables know them: in lowercase if they know them only
+        that way (each word and its lowercase looked up together)."""
+        lows = [casing.lower_all(w) for w in words]
+        ids = self.tables.cased.src_vocab.numbers(words + lows).tolist()
+        return [w if ids[k] >= 0 or ids[len(words) + k] < 0 else low for k, (w, low) in enumerate(zip(words, lows))]
 
     # --- a batch ---------------------------------------------------------------------------
     def _batch(
@@ -518,7 +518,11 @@ class FeatureExtractor:
         spans = np.full(len(tt), -1, dtype=np.int64)
         if g:
             G, M = np.array(g), np.array(m)
-            spans[G] = self.candidates.ids([self._as_known(source[k]) if by_position[k] else source[k] for k in m])
+            words = [source[k] for k in m]
+            moved = np.flatnonzero(by_position[M]).tolist()
+            for j, known in zip(moved, self._as_known([words[j] for j in moved])):
+                words[j] = known
+            spans[G] = self.candidates.ids(words)
             takes = self._gen_accepts(tt[G], st[M])
             for p, k in zip(G[takes].tolist(), M[takes].tolist()):
                 forms.setdefault(p, []).append(source[k])
