@@ -100,6 +100,8 @@ def test_a_models_vocabularies_of_training_forms_hold_only_forms_whose_lowercase
     assert {casing.lower(f) for f in forms} == types
     assert set(r.tables.cased.tgt_vocab) <= forms
     assert set(c.prior._lower[0]) == types
+    assert set(r.tables.lower.tgt_vocab) <= types  # (what _describe_target takes for granted)
+    assert {casing.lower(f) for f in r.tables.cased.src_vocab} <= set(r.tables.lower.src_vocab)  # (source_ids)
     new = ["Zzyzxq", "ZZYZXQ", "zzyzxq"]
     facts = c._describe(new)
     assert facts["oov"] == [True] * 3 and facts["unseen"] == [True] * 3 and facts["cased"] == [-1] * 3

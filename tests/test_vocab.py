@@ -52,6 +52,13 @@ def test_colliding_hashes(monkeypatch, buckets):
     _check(words, ["zz", "y", "", "ccc "])
 
 
+def test_only_the_words_at_the_given_places_are_looked_up():
+    v = Vocab.from_words(["x", "y", "z"])
+    assert v.numbers(["z", "y", "w", "x"], [0, 2, 3]).tolist() == [2, -1, -1, 0]
+    assert v.numbers(["z"], []).tolist() == [-1]
+    assert "y" not in v._known  # (not looked up: nothing cached of it)
+
+
 def test_added_words_are_stored():
     v = Vocab.from_words(["x", "y"])
     assert v.add("z") == 2 and v.add("x") == 0 and v.add_all(["w", "y", "w"]).tolist() == [3, 1, 3]

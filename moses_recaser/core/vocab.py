@@ -15,7 +15,7 @@ It is the package's one numbering of words: stored vocabularies (tables, LM, can
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 
 import numpy as np
@@ -146,8 +146,14 @@ class Vocab:
             i = self._known[word] = self._search_one(word)
         return i if i >= 0 else default
 
-    def numbers(self, words: list[str]) -> np.ndarray:
-        """The number of each word (-1: not in the vocabulary)."""
+    def numbers(self, words: list[str], only: Sequence[int] | None = None) -> np.ndarray:
+        """The number of each word (-1: not in the vocabulary); with ``only``, the words at those places are looked
+        up and the others taken as absent (a caller that knows they are: most of a test set's new words are in no
+        vocabulary of training words)."""
+        if only is not None:
+            out = np.full(len(words), -1, dtype=np.int64)
+            out[only] = self.numbers([words[k] for k in only])
+            return out
         out = self._lookup(words)
         unseen = np.flatnonzero(out == -2)
         if len(unseen):

@@ -194,23 +194,17 @@ class Candidates:
         head_ids = self.strip_ids([h for h, c in zip(heads, cap_heads) if c])[::-1]
         n = len(forms)
         oov = self.unseen_types([casing.lower(c) for c in forms])
+        # a vocabulary of training forms lacks a form whose lowercase training lacks (most forms described here:
+        # GEN of the types a test set brings): only the others are looked up
         seen = [k for k, o in enumerate(oov) if not o]
-
-        def training_ids(vocab: Vocab) -> list[int]:
-            # a vocabulary of training forms lacks a form whose lowercase training lacks (most forms described
-            # here: GEN of the types a test set brings), so only the others are looked up
-            ids = np.full(n, -1, dtype=np.int64)
-            ids[seen] = vocab.numbers([forms[k] for k in seen])
-            return ids.tolist()
-
         return {
             "cap": list(map(is_cap, forms)),
             "tag": [int(casing.tag(c)) for c in forms],
             "prior": self.prior.log_probs(forms, oov) if self.prior is not None else [0.0] * n,
-            "unseen": [i < 0 for i in training_ids(self.tables.forms.vocab)],
+            "unseen": (self.tables.forms.vocab.numbers(forms, seen) < 0).tolist(),
             "short": [len(c) <= 3 or sum(map(str.isalpha, c)) <= 3 for c in forms],
             "strip": self.strip_ids(forms),
-            "cased": training_ids(self.tables.cased.tgt_vocab),
+            "cased": self.tables.cased.tgt_vocab.numbers(forms, seen).tolist(),
             "upper": list(map(casing.is_upper_word, forms)),
             "lm": self.lm_ids(forms).tolist() if self.lm_ids is not None else [-1] * n,
             "oov": oov,
@@ -331,10 +325,13 @@ class Candidates:
         new = self.sources.words_from(start)
         if new:
             tags = [casing.tag(k) for k in new]
+            lower = self.tables.lower.src_vocab.numbers([casing.lower(k) for k in new]).tolist()
+            # the cased table's source words are linked words, whose lowercase the lowercase table has
+            cased = self.tables.cased.src_vocab.numbers(new, [k for k, i in enumerate(lower) if i >= 0])
             self._src_facts.add(
                 {
-                    "cased": self.tables.cased.src_vocab.numbers(new).tolist(),
-                    "lower": self.tables.lower.src_vocab.numbers([casing.lower(k) for k in new]).tolist(),
+                    "cased": cased.tolist(),
+                    "lower": lower,
                     "tag": [int(t) for t in tags],
                     "has_case": [t is not Tag.AN for t in tags],
                     "upper": [casing.is_upper_word(k) for k in new],

@@ -244,11 +244,12 @@ class FeatureExtractor:
         low = [casing.lower(t) for t in toks]
         letter = [casing.has_letter(t) for t in toks]
         other = self.index.get(OTHER_PUNCT, -1)
-        unseen = self.candidates.unseen_types(low) if named else [False] * len(low)  # (looked up only if used)
+        unseen = self.candidates.unseen_types(low)  # (plain_all looked them up)
         return {
             "punct": [self.index.get("punct=" + t, other) if casing.is_punctuation(t) else -1 for t in toks],
             "letter": letter,
-            "e_lower": self.tables.lower.tgt_vocab.numbers(low).tolist(),
+            # the lowercase table's target words are training words
+            "e_lower": self.tables.lower.tgt_vocab.numbers(low, [k for k, u in enumerate(unseen) if not u]).tolist(),
             "start": starts.tolist(),
             "count": counts.tolist(),
             "low": keys.add_all(low).tolist(),
@@ -257,7 +258,7 @@ class FeatureExtractor:
             "ascii": [t.isascii() for t in toks],
             "is_low": [t == x for t, x in zip(toks, low)],
             "name": [
-                a and u and prior.looks_like_a_name(x)  # type: ignore[union-attr]
+                named and a and u and prior.looks_like_a_name(x)  # type: ignore[union-attr]
                 for x, a, u in zip(low, letter, unseen)
             ],
             "end": [t in SENTENCE_END for t in toks],

@@ -145,9 +145,7 @@ class CasePrior:
         form_vocab, form_counts = self.tables.forms.vocab, self._form_counts
         forms = list(forms)
         low_of = [lower(f) for f in forms]
-        low_ids = np.full(len(forms), -1, dtype=np.int64)
-        seen = range(len(forms)) if oov is None else [k for k, o in enumerate(oov) if not o]
-        low_ids[seen] = lows.numbers([low_of[k] for k in seen])
+        low_ids = lows.numbers(low_of, None if oov is None else [k for k, o in enumerate(oov) if not o])
         hyphenated = [k for k, (f, i) in enumerate(zip(forms, low_ids.tolist())) if "-" in f and i < 0]
         parts = {k: ps for k in hyphenated if len(ps := [p for p in forms[k].split("-") if has_letter(p)]) > 1}
         words = forms + [p for ps in parts.values() for p in ps]
