@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import Field, field, fields
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -103,7 +104,7 @@ class Columns:
             if self._stored is not None and pending:
                 raise ValueError("rows added to columns already stored")
             for name, dtype in self.spec:
-                self._sinks[name].add(np.array([v for b in pending for v in b[name]], dtype=dtype))
+                self._sinks[name].add(np.fromiter(chain.from_iterable(b[name] for b in pending), dtype, end - self.n))
             self.n = end
             return
         for name, dtype in self.spec:
@@ -112,7 +113,7 @@ class Columns:
                 grown: np.ndarray = np.zeros(max(end, len(col) + len(col) // GROWTH), dtype=dtype)
                 grown[: self.n] = col[: self.n]
                 self._data[name] = col = grown
-            col[self.n : end] = np.array([v for b in pending for v in b[name]], dtype=dtype)
+            col[self.n : end] = np.fromiter(chain.from_iterable(b[name] for b in pending), dtype, end - self.n)
         self.n = end
 
 
