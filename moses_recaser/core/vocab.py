@@ -241,21 +241,15 @@ class Vocab:
             self._known.update(zip(words, repeat(-1)))
             return
         encoded = [w.encode("utf-8") for w in words]
-        keys = string_hashes(encoded)
-        pos, found = self._index.find(keys)
-        at = np.where(found, self._ids[pos], -1)
-        hit = np.maximum(at, 0)  # a hit's stored bytes, compared in one pass (as ``_check`` does one)
-        starts, ends = self._offsets[hit].tolist(), self._offsets[hit + 1].tolist()
+        pos, found = self._index.find(string_hashes(encoded))
+        hits = np.flatnonzero(found)
+        at = self._ids[pos[hits]].astype(np.int64)
+        out = [-1] * len(words)  # a hash not found is no stored string's, nor a colliding one's (theirs is found)
         blob, overflow = self._blob, self._overflow
-        self._known.update(
-            zip(
-                words,
-                [
-                    i if i >= 0 and blob[a:b] == data else overflow.get(w, -1)
-                    for w, data, i, a, b in zip(words, encoded, at.tolist(), starts, ends)
-                ],
-            )
-        )
+        # a hit's stored bytes compared (as ``_check`` does one): else the word is a colliding string, or absent
+        for k, i, a, b in zip(hits.tolist(), at.tolist(), self._offsets[at].tolist(), self._offsets[at + 1].tolist()):
+            out[k] = i if blob[a:b] == encoded[k] else overflow.get(words[k], -1)
+        self._known.update(zip(words, out))
 
     def _search_one(self, word: str) -> int:
         data = word.encode("utf-8")
