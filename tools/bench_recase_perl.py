@@ -93,13 +93,17 @@ def peak_mib(cmd: list[str], stdout: Path, env: dict[str, str] | None = None) ->
         return run_measured(cmd, interval=0.02, stdout=out, stderr=subprocess.DEVNULL, env=env)[1]
 
 
-def stages(args: list[str], env: dict[str, str] | None) -> dict[str, tuple[float, float]]:
+def stages(args: list[str], env: dict[str, str] | None, cwd: Path) -> dict[str, tuple[float, float]]:
     """Wall and CPU seconds of each stage of one run of STAGES (the interpreter's start counted from the spawn, the
     exit until the parent sees it; the wall clock is the system's monotonic one, shared by both processes). The
-    checksums are timed again after the run, and not counted in the whole."""
+    checksums are timed again after the run, and not counted in the whole. ``python -c`` puts its working directory
+    first on the import path, so it runs in ``cwd``, which holds no package: the tree on PYTHONPATH is the one timed
+    (from the clone's root, both trees' stages would time the clone's)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", STAGES, *args], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", STAGES, *args], env=env, capture_output=True, text=True, check=True, cwd=cwd
+    )
     end = time.perf_counter()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -211,8 +215,8 @@ def main() -> None:
     staged: dict[str, list[dict[str, tuple[float, float]]]] = {tag: [] for tag in trees}
     for k in range(args.runs):
         for tag, tree_env in trees.items():
-            out = str(work / f"stages.{k % 2}")
-            staged[tag].append(stages([args.model, str(low), args.test_src, args.test_align, out], tree_env))
+            paths = [args.model, str(low), args.test_src, args.test_align, str(work / f"stages.{k % 2}")]
+            staged[tag].append(stages([str(Path(p).resolve()) for p in paths], tree_env, work.resolve()))
     print()
     print("| stage (--jobs 1) | " + " | ".join(f"wall ms{tag} | CPU ms{tag}" for tag in trees) + " |")
     print("|---|" + "---|---|" * len(trees))
