@@ -202,12 +202,16 @@ def test_fuzz_yaml_config(doc, noise):
     st.dictionaries(
         st.sampled_from(["format_version", "files", "settings", "signature", "weights", "x"]), _yaml_value, max_size=5
     )
-    | _yaml_value
+    | _yaml_value,
+    st.sampled_from(["yaml", "json", "json cut short"]),
 )
-def test_fuzz_model_manifest(doc):
+def test_fuzz_model_manifest(doc, form):
+    """A manifest as YAML, as JSON (as ours are written), or as JSON cut short (read as YAML then): a RecaserError
+    naming it, or a manifest."""
     d = tempfile.mkdtemp(prefix="fuzz-model.")
+    text = yaml.safe_dump(doc) if form == "yaml" else json.dumps(doc, indent=1)
     with open(os.path.join(d, "manifest.yaml"), "w", encoding="utf-8") as fh:
-        fh.write(yaml.safe_dump(doc))
+        fh.write(text[: len(text) // 2] if form == "json cut short" else text)
     try:
         read_manifest(d)
     except RecaserError as exc:
