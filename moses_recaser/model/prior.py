@@ -153,10 +153,7 @@ class CasePrior:
         ids = np.concatenate([low_ids, lows.numbers(lowered[len(forms) :])])
         n_low = _counts(low_counts, ids)
         # only a word whose lowercase training had can be a training form (most described here are unseen)
-        known = np.flatnonzero(ids >= 0)
-        form_n = np.zeros(len(words), dtype=np.int64)
-        form_n[known] = _counts(form_counts, form_vocab.numbers([words[k] for k in known.tolist()]))
-        n_form = form_n.tolist()
+        n_form = _counts(form_counts, form_vocab.numbers(words, np.flatnonzero(ids >= 0).tolist()))
 
         def one(k: int, q: Sequence[float]) -> float:
             return log((n_form[k] + beta * q[int(tag(words[k]))]) / (n_low[k] + beta))
