@@ -6,6 +6,7 @@ import fcntl
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -81,6 +82,25 @@ LONGEST_FIRST = [
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+# the signals the tests send a command, each restored to its default in the command they start: a test run under
+# ``nohup`` (SIGHUP ignored) or in a script's background (SIGINT ignored) hands its children those ignored, and the
+# command rightly keeps an inherited SIG_IGN, so such a test would test its parent's shell, not the command
+SENT = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def signals_restored(ignored: tuple[int, ...] = (), then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """A ``preexec_fn``: every signal of SENT at its default, but ``ignored`` (as ``nohup`` starts a command);
+    then ``then``."""
+
+    def start() -> None:
+        for sig in SENT:
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+        if then is not None:
+            then()
+
+    return start
 
 
 @pytest.fixture

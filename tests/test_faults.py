@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import signals_restored
 
 BIN = Path(sys.executable).parent
 ROOT = os.geteuid() == 0
@@ -359,6 +360,7 @@ def _interrupted(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=signals_restored(),
     )
     if cmd.stdin:
         assert proc.stdin is not None
@@ -391,6 +393,7 @@ def _interrupted_when_busy(argv: list[str], tmp: Path, out: Path) -> subprocess.
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "TMPDIR": str(scratch)},
+        preexec_fn=signals_restored(),
     )
 
     def working() -> list[Path]:

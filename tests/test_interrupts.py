@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import signals_restored
 
 CLI = str(Path(sys.executable).parent / "moses-recaser")
 
@@ -31,17 +32,9 @@ def _recasing_under_way(
     tico: Path, out: Path, jobs: int, own_group: bool, ignored: tuple[int, ...] = ()
 ) -> subprocess.Popen:
     """``recase`` started with its input through a pipe left open, returned once it writes its output (its
-    temporary file exists): still under way when a signal comes, however fast the machine. SIGINT is set to act
-    as a terminal's Ctrl-C delivers it: a test run started in the background of a script inherits SIGINT ignored
-    (as every background job does), and Python keeps an inherited SIG_IGN. ``ignored``: signals it starts with
-    ignored (``nohup``'s SIGHUP)."""
-
-    def start() -> None:
-        if own_group:
-            os.setsid()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        for sig in ignored:
-            signal.signal(sig, signal.SIG_IGN)
+    temporary file exists): still under way when a signal comes, however fast the machine. The signals the tests
+    send are at their defaults (``signals_restored``: the suite may run under ``nohup`` or in the background of a
+    script), but ``ignored``: signals it starts with ignored (``nohup``'s SIGHUP)."""
 
     lines = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines() * 4
     proc = subprocess.Popen(
@@ -49,7 +42,7 @@ def _recasing_under_way(
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=start,
+        preexec_fn=signals_restored(ignored, os.setsid if own_group else None),
     )
     assert proc.stdin is not None
     proc.stdin.write("\n".join(lines) + "\n")
@@ -143,6 +136,7 @@ def test_interrupted_training_leaves_no_model(tico, tmp_path):
         ],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=signals_restored(),
     )
     time.sleep(4.0)
     assert proc.poll() is None, "training finished before it could be interrupted"
@@ -215,7 +209,7 @@ def test_an_interrupt_while_the_command_imports_its_modules_is_one_line(tmp_path
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # (as a terminal's Ctrl-C finds it)
+        preexec_fn=signals_restored(),  # (as a terminal's Ctrl-C finds it)
     )
     _wait_for(proc, held, 60)
     assert held.exists(), "the command did not reach its imports"
@@ -252,7 +246,13 @@ sys.exit(run([], parser, "moses-recaser"))
 def test_an_interrupt_that_lands_in_a_finalizer_still_ends_the_run():
     """A signal handled while a finalizer runs (``Popen.__del__``, in CI) raised KeyboardInterrupt where Python drops
     it: a traceback on stderr ('Exception ignored in'), and the run went on to its end as if not interrupted."""
-    done = subprocess.run([sys.executable, "-c", _IN_A_FINALIZER], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _IN_A_FINALIZER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=signals_restored(),
+    )
     assert (done.returncode, done.stderr, done.stdout) == (
         130,
         "moses-recaser: interrupted; no output was written\n",
