@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.moses.pharaoh import format_links, parse_links
@@ -59,3 +61,45 @@ def test_pharaoh_round_trip():
     assert format_links([(0, 0), (1, 2)]) == "0-0 1-2"
     with pytest.raises(RecaserError, match="malformed alignment pair 'a-1'"):
         parse_links("0-0 a-1")
+
+
+def _symal_reference(a, b, method):
+    """symal's grow loop without the early stop: every pass scans every point, until one adds nothing."""
+    import bisect
+
+    a, b = {(t, s) for s, t in a}, {(t, s) for s, t in b}
+    union, current = a | b, sorted(a & b)
+    in_current, tgt_cov, src_cov = set(current), {t for t, _ in current}, {s for _, s in current}
+    steps = [(-1, 0), (0, -1), (1, 0), (0, 1)] + ([(-1, -1), (-1, 1), (1, -1), (1, 1)] if "diag" in method else [])
+    added = True
+    while added:
+        added, pos = False, 0
+        while pos < len(current):
+            ti, sj = current[pos]
+            for dt, ds in steps:
+                p = (ti + dt, sj + ds)
+                if p in union and not (p[0] in tgt_cov and p[1] in src_cov):
+                    if p not in in_current:
+                        bisect.insort(current, p)
+                        in_current.add(p)
+                    tgt_cov.add(p[0])
+                    src_cov.add(p[1])
+                    added = True
+            pos = bisect.bisect_right(current, (ti, sj))
+    if method.startswith("grow-diag-final"):
+        for only in (sorted(b - a), sorted(a - b)):
+            for p in only:
+                t_free, s_free = p[0] not in tgt_cov, p[1] not in src_cov
+                if p not in in_current and ((t_free and s_free) if method.endswith("-and") else (t_free or s_free)):
+                    in_current.add(p)
+                    tgt_cov.add(p[0])
+                    src_cov.add(p[1])
+    return sorted((s, t) for t, s in in_current)
+
+
+_LINKS = st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=30)
+
+
+@given(_LINKS, _LINKS, st.sampled_from(["grow", "grow-diag", "grow-diag-final", "grow-diag-final-and"]))
+def test_symmetrization_stops_growing_early_with_the_same_links(a, b, method):
+    assert symmetrize(a, b, method) == _symal_reference(a, b, method)

@@ -221,6 +221,56 @@ def test_raw_lines_with_their_raw_sources_are_aligned_and_recased(tico):
     assert one.startswith("The ")
 
 
+@pytest.mark.parametrize("route", ["raw", "tokenized"])
+def test_recasing_with_a_source_to_align_gives_the_same_bytes_every_run_and_at_every_jobs(tico, tmp_path, route):
+    """``recase --raw --source`` and ``recase --align`` align in this process, from the model's tables: two runs,
+    ``--jobs 1`` and ``--jobs 2`` (more lines than a chunk: both workers recase) give the same bytes, and
+    ``recase_lines`` in the library the same lines; each a recasing of its input."""
+    from moses_recaser import Recaser
+    from moses_recaser.cli.main import main
+
+    if route == "raw":
+        hyps, srcs = [x.lower() for x in raw_slice("en", slice(1950, 2100))], raw_slice("fr", slice(1950, 2100))
+        flags = ["--raw", "--source-lang", "fr", "--target-lang", "en"]
+        kw = {"raw": True, "source_lang": "fr", "target_lang": "en"}
+    else:
+        hyps = (tico / "test.lc.en").read_text(encoding="utf-8").splitlines()
+        srcs = (tico / "test.fr").read_text(encoding="utf-8").splitlines()
+        flags, kw = ["--align"], {}
+    hyps, srcs = hyps * 4, srcs * 4  # 600 lines: two chunks of recasing
+    hyp, src = tmp_path / "hyp", tmp_path / "src"
+    hyp.write_text("".join(x + "\n" for x in hyps), encoding="utf-8")
+    src.write_text("".join(x + "\n" for x in srcs), encoding="utf-8")
+    outs = []
+    for jobs in ("1", "2", "1"):
+        out = tmp_path / f"out{len(outs)}"
+        argv = ["-q", "recase", "--model", str(tico / "model"), "--input", str(hyp), "--source", str(src)]
+        assert main([*argv, *flags, "--jobs", jobs, "-o", str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+    got = outs[0].decode("utf-8").splitlines()
+    if route == "raw":
+        from moses_recaser.stats.table_align import TableAligner
+
+        r = Recaser.load(tico / "model")
+        assert isinstance(r.aligner, TableAligner)
+        assert list(r.recase_lines(hyps, srcs, **kw)) == got == list(r.recase_lines(hyps, srcs, jobs=2, **kw))
+        for x, y in zip(got, hyps):
+            case_only(x, y)
+        # the links it aligned with: the model's, not none (a line recased without its source differs)
+        assert got != list(r.recase_lines(hyps, raw=True, target_lang="en"))
+    else:
+        alignment = [
+            " ".join(f"{i}-{j}" for i, j in a)
+            for a in Recaser.load(tico / "model").aligner.align(
+                [x.split(" ") if x else [] for x in srcs], [x.split(" ") if x else [] for x in hyps]
+            )
+        ]
+        r = Recaser.load(tico / "model")
+        assert list(r.recase_lines(hyps, srcs, alignment)) == got
+        assert [x.lower() for x in got] == hyps
+
+
 def test_raw_text_needs_its_languages(tico):
     from moses_recaser import Recaser
     from moses_recaser.io.errors import RecaserError

@@ -276,9 +276,8 @@ def test_training_from_merged_shards_equals_training_from_the_bitext(bitext, dev
     assert main(["-q", "merge", *shards, "-o", str(tmp_path / "merged")]) == 0
     assert main(["-q", "train", "--stats", str(tmp_path / "merged"), *dev, "-o", str(tmp_path / "scaled")]) == 0
     one, scaled = read_manifest(direct), read_manifest(tmp_path / "scaled")
-    # tables, punctuation counts, LM: byte for byte; the eflomal priors (for --align) come from a bitext's alignment
-    assert {k: v for k, v in one.files.items() if k != "aligner.priors"} == scaled.files
-    assert "aligner.priors" in one.files and "aligner.priors" not in scaled.files
+    # tables, punctuation counts, LM: byte for byte
+    assert one.files == scaled.files
     assert one.extra["weights"] == scaled.extra["weights"]
     assert one.signature == scaled.signature
 

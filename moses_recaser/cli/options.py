@@ -109,7 +109,7 @@ OPTIONS: dict[str, Option] = {
             "before counting positions",
             action="store_true",
         ),
-        _opt("align", "align --input to --source with the model's eflomal priors", action="store_true"),
+        _opt("align", "align --input to --source with the model's translation table", action="store_true"),
         _opt(
             "raw",
             "--input and --source are raw (detokenized) text: tokenized as the model's training text was, and the "

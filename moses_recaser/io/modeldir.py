@@ -10,7 +10,7 @@ Layout::
     MODEL/lm.npz          the LM's query arrays and their packed keys (stats.arpa_arrays.ArrayLM)
     MODEL/candidates.npz  GEN and candidate facts of every training type, and the training word types'
                           facts (model/candidates.py, extractor.FeatureExtractor.save_registry)
-    MODEL/aligner.priors  eflomal's priors, when training aligned with eflomal (recase --align reads them)
+    MODEL/aligner.priors  eflomal's priors, which earlier versions stored (listed, never read)
 
 Only the regular files the manifest names are read, each checked against its size and then its sha256 before it
 is parsed (``sizes`` was added within version 6: a manifest without it is checked by sha256 alone).
@@ -55,7 +55,7 @@ from moses_recaser.io.streams import write_error
 
 FORMAT_VERSION = 6
 MANIFEST = "manifest.yaml"
-PRIORS = "aligner.priors"  # eflomal's priors, for recase --align
+PRIORS = "aligner.priors"  # eflomal's priors, stored by earlier versions for recase --align: not read
 
 
 def text_array(words: Iterable[str]) -> np.ndarray:

@@ -20,7 +20,6 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +28,7 @@ from moses_recaser.core import casing
 from moses_recaser.core.memory import keep_freed_blocks, release
 from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.modeldir import (
-    PRIORS,
-    Manifest,
-    MappedArrays,
-    ModelSnapshot,
-    open_verified,
-    read_manifest,
-    verify_files,
-)
+from moses_recaser.io.modeldir import PRIORS, Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
 from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
@@ -47,6 +38,7 @@ from moses_recaser.model.settings import TrainSettings, check_language, weights_
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.formats import FORMATS, Inputs, Line, Record
 from moses_recaser.moses.trace import TraceOptions
+from moses_recaser.stats.table_align import TableAligner
 from moses_recaser.stats.tables import Tables
 
 log = logging.getLogger(__name__)
@@ -99,9 +91,6 @@ def _after_fork() -> None:
 
 os.register_at_fork(after_in_child=_after_fork)
 
-# lines aligned to their sources in one eflomal run (``align``, raw text): more align a little better, and hold more
-# in memory
-ALIGN_LINES = 20_000
 # what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
 LINE_FORMATS = tuple(name for name, f in FORMATS.items() if f.read_line is not None)
 
@@ -135,12 +124,8 @@ class Recaser:
             self.manifest = read_manifest(snap.root, verify=False)
             files, sizes = self.manifest.files, self.manifest.sizes
             # checksums of the files recasing reads (an ARPA file whose query arrays, lm.npz, are stored is not
-            # read), before anything parses them; the aligner's priors are kept open as they were checked
+            # read; nor are the eflomal priors that earlier versions stored), before anything parses them
             verify_files(snap.root, files, {PRIORS, "lm.arpa"} if "lm.npz" in files else {PRIORS}, sizes)
-            self._priors = None
-            if PRIORS in files:
-                self._priors = open_verified(snap.root, PRIORS, files[PRIORS], sizes.get(PRIORS))
-                weakref.finalize(self, os.close, self._priors)
             self._load(snap.root)
 
     def _load(self, root: Path) -> None:
@@ -154,6 +139,7 @@ class Recaser:
         self.lm = load_model_lm(root, self.manifest)
         self._registry = MappedArrays(root / "candidates.npz") if "candidates.npz" in self.manifest.files else None
         self.extractor = self._extractor()
+        self.aligner = TableAligner(self.tables.lower)
 
     def _extractor(self) -> FeatureExtractor:
         """The feature extractor as loaded. Its registry is read from the arrays mapped at load, not from the
@@ -253,7 +239,8 @@ class Recaser:
 
         ``raw=True``: ``hyp`` and ``source`` are raw text, as MT systems print it (``"the u.s. president's
         visit."``), tokenized for the model's languages (``source_lang``, ``target_lang`` say others) and aligned
-        with its eflomal priors; the output is ``hyp`` with only the case of its letters changed."""
+        with the model's translation table (``stats.table_align``); the output is ``hyp`` with only the case of its
+        letters changed."""
         return next(
             self.recase_lines(
                 [hyp],
@@ -285,8 +272,8 @@ class Recaser:
         a line is dropped; so is a byte-order mark that starts a text file (``open()`` keeps it, where the command
         line and ``read_lines`` drop it; in a list of lines a U+FEFF is a character of its first token), and one
         that starts an alignment; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line.
-        ``raw=True``: raw lines, as ``recase`` says; the sources are aligned a chunk of ``ALIGN_LINES`` at a
-        time, unless ``alignments`` (of the tokenized lines) are given."""
+        ``raw=True``: raw lines, as ``recase`` says, aligned to their sources unless ``alignments`` (of the
+        tokenized lines) are given."""
         fmt = FORMATS.get(trace_format) if isinstance(trace_format, str) else None
         if fmt is None or fmt.read_line is None:
             raise RecaserError(f"trace_format is {trace_format!r}; choose one of {', '.join(LINE_FORMATS)}")
@@ -294,9 +281,7 @@ class Recaser:
             raise RecaserError(f"trace_options must be a TraceOptions, not {type(trace_options).__name__}")
         read_line = self._raw_reader(source_lang, target_lang, sources is not None, trace_format) if raw else None
         records = line_records(read_line or fmt.read_line, trace_options or TraceOptions(), hyps, sources, alignments)
-        if raw and sources is not None and alignments is None:
-            records = self._aligned(records, "sources")
-        return self._recase_records(records, jobs)
+        return self._recase_records(records, jobs, align=raw and sources is not None and alignments is None)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
         """The recased target tokens of each triple, in order; a triple whose spans or links do not fit it is a
@@ -322,10 +307,11 @@ class Recaser:
     ) -> None:
         """Recase a file as ``moses-recaser recase`` does: ``input`` (``-``: stdin) read as ``trace_format``
         (``moses.formats.FORMATS``: ``text``, ``trace``, ``nbest``, ``jsonl``), with its cased ``source`` and
-        Pharaoh ``alignment`` files where the format takes them, or ``align``: the links eflomal gives ``input``
-        and ``source`` with the model's priors. ``output`` (``-``: stdout, streamed) appears whole or not at all;
-        ``explain`` writes ``explain``'s rows as JSON Lines instead, a blank line after each sentence. ``raw``:
-        ``input`` and ``source`` are raw text (``recase``), a raw source aligned unless ``alignment`` is given."""
+        Pharaoh ``alignment`` files where the format takes them, or ``align``: ``input`` aligned to ``source`` with
+        the model's translation table (``stats.table_align``). ``output`` (``-``: stdout, streamed) appears whole or
+        not at all; ``explain`` writes ``explain``'s rows as JSON Lines instead, a blank line after each sentence.
+        ``raw``: ``input`` and ``source`` are raw text (``recase``), a raw source aligned unless ``alignment`` is
+        given."""
         fmt = FORMATS.get(trace_format)
         if fmt is None:
             raise RecaserError(f"`trace_format` is {trace_format!r}; choose one of {', '.join(FORMATS)}")
@@ -345,47 +331,38 @@ class Recaser:
             raise RecaserError("`source_lang` and `target_lang` say how raw text is tokenized: give `raw` too")
         else:
             records = fmt.read(inputs)
-        if align or (raw and source is not None and alignment is None):
-            records = self._aligned(records, source or "-")
+        align = align or (raw and source is not None and alignment is None)
         # reading lines makes no reference cycles either: the collector paused for the whole file, not a batch
         with atomic_output(output, compress=True) as out, gc_paused():
             if explain:
                 for r in records:
+                    if align:
+                        self._align([r.triple])
                     for row in self.explain(r.triple):
                         out.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out.write("\n")
                 return
-            for line in self._recase_records(records, jobs):
+            for line in self._recase_records(records, jobs, align):
                 out.write(line + "\n")
 
-    def _recase_records(self, records: Iterable[Record], jobs: int) -> Iterator[str]:
-        """The output line of each record (``moses.formats``: what a reader made of its input), in order."""
-        for record, tokens in zip_recased(records, self._recase_batch, jobs, triple_of=lambda r: r.triple):
+    def _recase_records(self, records: Iterable[Record], jobs: int, align: bool = False) -> Iterator[str]:
+        """The output line of each record (``moses.formats``: what a reader made of its input), in order; ``align``:
+        each triple aligned first, in the process that recases its batch."""
+        batch = self._align_and_recase_batch if align else self._recase_batch
+        for record, tokens in zip_recased(records, batch, jobs, triple_of=lambda r: r.triple):
             yield record.line(tokens)
 
-    def _aligned(self, records: Iterable[Record], source: str) -> Iterator[Record]:
-        """The records, their triples given the links eflomal finds with the priors of the model's training
-        alignment (the file the manifest names, as it was checked at load), ``ALIGN_LINES`` at a time; ``source``
-        names the lines in eflomal's warnings (``FILE:LINE``, as the command line's --align named them)."""
-        if self._priors is None:
-            raise RecaserError(
-                f"`align` needs the eflomal priors ({PRIORS}) that train stores in a model when eflomal is installed",
-                str(self.dir),
-            )
-        from moses_recaser.stats.eflomal import align
+    def _align(self, triples: Sequence[Triple]) -> None:
+        """Each triple's links, as the model's translation table aligns its target to its source."""
+        links = self.aligner.align(
+            [t.source for t in triples], [t.target for t in triples], str(self.settings["symmetrization"])
+        )
+        for t, a in zip(triples, links):
+            t.links = a
 
-        it = iter(records)
-        while chunk := list(islice(it, ALIGN_LINES)):
-            links = align(
-                [r.triple.source for r in chunk],
-                [r.triple.target for r in chunk],
-                str(self.settings["symmetrization"]),
-                priors=f"/proc/self/fd/{self._priors}",
-                where=lambda k: f"{source}:{chunk[k].triple.id + 1}",  # noqa: B023 (used before the next chunk)
-            )
-            for r, a in zip(chunk, links):
-                r.triple.links = a
-            yield from chunk
+    def _align_and_recase_batch(self, triples: Sequence[Triple]) -> list[list[str]]:
+        self._align(triples)
+        return self._recase_batch(triples)
 
     def _raw_reader(
         self, source_lang: str | None, target_lang: str | None, bilingual: bool, trace_format: str

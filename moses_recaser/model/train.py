@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import shutil
 import time
@@ -33,7 +32,7 @@ from moses_recaser.core.memory import Memory, map_large_blocks
 from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader
-from moses_recaser.io.modeldir import PRIORS, release_mapped, write_model
+from moses_recaser.io.modeldir import release_mapped, write_model
 from moses_recaser.io.outputs import model_target
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.data import Bitext, DecoderOutput, cased_dev_words, check_dev, tables_for_dev
@@ -215,8 +214,6 @@ def fit_model(
         train_set, aligned = _read_and_align(
             train, dev_set, dev.alignment is None and dev_output is None, settings, work, dev.source
         )
-        if (work / PRIORS).is_file():
-            files[PRIORS] = str(work / PRIORS)
         if aligned:
             # the tables' alignment is what the signature names first; dev's alone is told apart
             source = "eflomal" if train is not None and train.alignment is None else "files+dev:eflomal"
@@ -342,20 +339,18 @@ def _read_and_align(
     and whether eflomal aligned anything: the training bitext without an alignment, and dev when ``dev_links``
     (decoder output has the decoder's alignment). Aligned triples get their links in place. A training bitext
     with its alignment is not read into memory for dev's sake: dev is aligned alone, with eflomal priors made
-    from the training alignment (``eflomal.priors_of_alignment``), which go into the model (with eflomal
-    installed, also when dev needs no alignment)."""
+    from the training alignment (``eflomal.priors_of_alignment``)."""
     in_memory = train is not None and (train.alignment is None or settings.heldout_sentences)
     train_set = train.triples() if in_memory and train is not None else []
     from moses_recaser.stats.eflomal import align, priors_of_alignment
 
-    priors = work / PRIORS
-    given = train is not None and train.alignment is not None
-    # the priors go into the model whenever eflomal is here, so that `align` and raw text can align new output
-    if given and (dev_links or importlib.util.find_spec("eflomal") is not None):
-        assert train is not None and train.alignment is not None
-        priors_of_alignment(train.source, train.target, train.alignment, priors, train.lines)
     if not ((train is not None and train.alignment is None) or dev_links):
         return train_set, False
+    priors = work / "dev.priors"
+    given = train is not None and train.alignment is not None
+    if given:
+        assert train is not None and train.alignment is not None
+        priors_of_alignment(train.source, train.target, train.alignment, priors, train.lines)
     both = ([] if given else train_set) + dev_set
     n_train = len(both) - len(dev_set)
 
@@ -367,7 +362,6 @@ def _read_and_align(
         [t.target for t in both],
         settings.symmetrization,
         priors=priors if given else None,
-        priors_out=None if given else priors,
         where=where,
     )
     for t, a in zip(both, links):

@@ -29,7 +29,7 @@ from moses_recaser.core.workers import in_child
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import BOM, compressed, open_binary, read_lines, split_tokens
-from moses_recaser.io.modeldir import PRIORS, save_npz
+from moses_recaser.io.modeldir import save_npz
 from moses_recaser.io.outputs import atomic_output, model_target, work_dir
 from moses_recaser.stats.arpa_arrays import ArrayLMWriter, check_arpa, write_arrays
 from moses_recaser.stats.counter import check_lm_order
@@ -304,12 +304,8 @@ def build_statistics(
     if corpus is None:
         from moses_recaser.stats.eflomal import aligned_bitext
 
-        priors = work / PRIORS
-        corpus = Corpus(
-            triples=aligned_bitext(source, target, settings.symmetrization, priors_out=priors), triples_target=target
-        )
+        corpus = Corpus(triples=aligned_bitext(source, target, settings.symmetrization), triples_target=target)
         settings.alignment = "eflomal"
-        files[PRIORS] = str(priors)
     lm = LMSettings(
         order=settings.lm_order, discount_fallback=settings.discount_fallback, lm=settings.lm, prune=settings.lm_prune
     )

@@ -40,18 +40,21 @@ def symmetrize(src2tgt: Iterable[Link], tgt2src: Iterable[Link], method: str = "
     in_current = set(current)
     tgt_cov = {t for t, _ in current}
     src_cov = {s for _, s in current}
+    # a point can join only from the union and only while one of its words is uncovered, which stays so once
+    # false: when no such point is left, no pass can add one (a pass that finds none ends the growing anyway)
+    left = union - in_current
     added = True
-    while added:
+    while added and any(t not in tgt_cov or s not in src_cov for t, s in left):
         added = False
         pos = 0
         while pos < len(current):
             ti, sj = current[pos]
             for dt, ds in neighbours:
                 p = (ti + dt, sj + ds)
-                if p in union and not (p[0] in tgt_cov and p[1] in src_cov):
-                    if p not in in_current:
-                        bisect.insort(current, p)
-                        in_current.add(p)
+                if p in left and not (p[0] in tgt_cov and p[1] in src_cov):
+                    bisect.insort(current, p)
+                    in_current.add(p)
+                    left.discard(p)
                     tgt_cov.add(p[0])
                     src_cov.add(p[1])
                     added = True
