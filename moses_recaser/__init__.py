@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from moses_recaser._version import __version__
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from moses_recaser.api import Recaser, TrainedModel, train

@@ -79,9 +79,17 @@ LONGEST_FIRST = [
 ]
 
 
+# fixtures that train a model, run eflomal or unpack Moses: a test that takes one is `slow` (besides those marked
+# so in their module), and `pytest -m "not slow"` is the contributor's quick tier
+TRAINING_FIXTURES = {"tico", "tico_aligned", "moses_scripts"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    for item in items:
+        if TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 # the signals the tests send a command, each restored to its default in the command they start: a test run under

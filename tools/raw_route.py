@@ -6,7 +6,7 @@
 Each config runs as ``moses-recaser experiment`` runs it, with its CRF alone and no learning curve (the same
 cached model the full config trains): every WMT21 system output of the pair, lowercased, is recased by the CRF
 both ways (``harness.bleu.run_bleu``: ``crf``, tokenized, aligned, recased, detokenized; ``crf-raw``, the raw line
-and raw source through ``Recaser.recase_file(raw=True, align=True)``, as ``moses-recaser recase --raw --align``).
+and raw source through ``Recaser.recase_file(raw=True, align=True)``, as ``moses-recaser recase --raw --source``).
 Prints the mean sacrebleu cased BLEU of each route and of the systems' own casing, each with its mean
 case-insensitive bound, and the files whose raw output is not its input with only the case of letters changed.
 """

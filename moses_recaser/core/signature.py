@@ -6,7 +6,7 @@ theirs (``train``, ``stats``, ``merge``) and ``eval`` prints one with its scores
 
 from __future__ import annotations
 
-from moses_recaser import __version__
+from moses_recaser._version import __version__
 
 
 def signature(*parts: tuple[str, str]) -> str:

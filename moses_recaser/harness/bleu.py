@@ -12,9 +12,9 @@ With a CRF trained for cased input (``input_case: cased``), the system's own cas
 must never score below the system's own case.
 
 The CRF also recases each lowercased output by the raw route (``crf-raw``): the raw line and the raw source, as
-``moses-recaser recase --raw --align`` takes them (``Recaser.recase_file``), tokenized, aligned with the model's
-priors and recased inside, the case projected back onto the input line; nothing is detokenized. Its output must
-differ from its input in case alone (``case_only``, recorded per system).
+``moses-recaser recase --raw --source`` takes them (``Recaser.recase_file``), tokenized, aligned with the model's
+table (``stats.table_align``) and recased inside, the case projected back onto the input line; nothing is
+detokenized. Its output must differ from its input in case alone (``case_only``, recorded per system).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from moses_recaser import __version__
+from moses_recaser._version import __version__
 from moses_recaser.core.sentences import headline_lines
 from moses_recaser.core.triples import lowered
 from moses_recaser.harness.config import ExperimentConfig

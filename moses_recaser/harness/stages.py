@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from moses_recaser import __version__
+from moses_recaser._version import __version__
 from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import concatenate, tokenized
 from moses_recaser.io.errors import RecaserError

@@ -312,9 +312,7 @@ class _Worker:
         import sys
         from pathlib import Path
 
-        import moses_recaser
-
-        root = str(Path(moses_recaser.__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])  # the directory this package was imported from
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env = {**os.environ, **_WORKER_ENV, "PYTHONPATH": path}
         code = "from moses_recaser.model.crf import serve; serve()"
