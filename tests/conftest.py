@@ -81,7 +81,7 @@ LONGEST_FIRST = [
 
 # fixtures that train a model, run eflomal or unpack Moses: a test that takes one is `slow` (besides those marked
 # so in their module), and `pytest -m "not slow"` is the contributor's quick tier
-TRAINING_FIXTURES = {"tico", "tico_aligned", "moses_scripts"}
+TRAINING_FIXTURES = {"tico", "tico_aligned", "moses_scripts", "quickstart", "tiny"}  # (the last two: one module's each)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

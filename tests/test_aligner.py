@@ -10,6 +10,7 @@ from moses_recaser.moses.tokenizer import tokenizer
 from moses_recaser.stats.eflomal import align
 
 TICO = Path(__file__).parents[1] / "data" / "tico19"
+pytestmark = pytest.mark.slow  # every test here runs eflomal
 
 
 @pytest.fixture(scope="module")

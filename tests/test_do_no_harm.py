@@ -59,6 +59,7 @@ def _per_system(recased: list, hyps: dict[str, list[str]]) -> dict[str, list]:
     return parts
 
 
+@pytest.mark.slow
 def test_cased_mt_output_recased_loses_no_bleu(model):
     """Each system's output tokenized, aligned to its source (all four in one eflomal run: LINKS), recased,
     detokenized."""
@@ -79,6 +80,7 @@ def test_cased_mt_output_recased_loses_no_bleu(model):
         assert after >= own - HARM, f"{system}: {own:.2f} as the system cased it, {after:.2f} recased"
 
 
+@pytest.mark.slow
 def test_cased_raw_mt_output_recased_by_the_raw_route_loses_no_bleu(model):
     """The raw route: each system's raw output and raw source as they are (all four in one call, so one alignment
     run), recased with only the case of letters changed, scored against the raw output itself (nothing is lost to

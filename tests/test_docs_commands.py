@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from test_readme import ROOT, make_clone_root, run_bash
 
 MARKER = "<!-- runs: tests/test_docs_commands.py -->"
@@ -16,6 +17,7 @@ def marked_blocks(doc: Path) -> list[str]:
     return re.findall(re.escape(MARKER) + r"\n```bash\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
 
 
+@pytest.mark.slow
 def test_the_cluster_commands_run_as_written(tmp_path):
     """The corpus and both alignments made, 4 shards counted, merged and trained on; then 8 shards by xargs,
     which replace the 4 and merge again."""
