@@ -118,7 +118,7 @@ def test_wmt21_runs_recase_with_every_learning_curve_model(tiny):
 
 
 def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
-    from moses_recaser.harness.config import load_config
+    from moses_recaser.harness.experiment_config import load_config
     from moses_recaser.io.errors import RecaserError
 
     config = tmp_path / "c.yaml"
@@ -133,7 +133,7 @@ def test_a_learning_curve_needs_crf_and_trigram(tmp_path):
 
 
 def test_an_unknown_system_is_refused_when_the_config_is_read(tmp_path):
-    from moses_recaser.harness.config import load_config
+    from moses_recaser.harness.experiment_config import load_config
     from moses_recaser.io.errors import RecaserError
 
     config = tmp_path / "c.yaml"
@@ -152,7 +152,7 @@ def test_an_unknown_system_is_refused_when_the_config_is_read(tmp_path):
 
 
 def test_every_shipped_config_loads():
-    from moses_recaser.harness.config import load_config
+    from moses_recaser.harness.experiment_config import load_config
 
     names = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
     assert {"fr-en.yaml", "en-fr.yaml", "de-en.yaml", "zh-en.yaml", "fr-de.yaml", "de-fr.yaml"} <= set(names)
@@ -207,7 +207,7 @@ def test_concatenated_splits_follow_their_parts_contents(tmp_path):
 def test_config_keys_are_the_settings_names(tmp_path):
     """A config spells a setting as the library and the command line name it (``feature_set``,
     ``alignment_mode``, ``heldout_sentences``); another spelling is an unknown key, with the close one named."""
-    from moses_recaser.harness.config import load_config
+    from moses_recaser.harness.experiment_config import load_config
     from moses_recaser.io.errors import RecaserError
 
     text = (ROOT / "configs" / "tico19-tiny.yaml").read_text(encoding="utf-8")

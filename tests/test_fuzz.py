@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moses_recaser.core.triples import read_triples
-from moses_recaser.harness.config import load_config
+from moses_recaser.harness.experiment_config import load_config
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest
 from moses_recaser.moses.bitext import read_aligned_bitext

@@ -95,9 +95,9 @@ def test_spilled_counts_are_the_counts_held(tmp_path):
             spilled.spill(scratch, "ngrams3")
     assert len(spilled.runs) == 4 and {t.kind.bits for t in spilled.runs} == {21, 0}
     kind = KeyKind(3, 0)
-    from moses_recaser.stats.runs import converted
+    from moses_recaser.stats.runs import renumbered_blocks
 
-    merged = collect(merge_blocks([converted(t, kind, 64) for t in spilled.tables()]), kind, None)
+    merged = collect(merge_blocks([renumbered_blocks(t, kind, 64) for t in spilled.tables()]), kind, None)
     (expected,) = held.tables()
     assert whole(merged.keys).tolist() == whole(expected.keys).tolist()
     assert whole(merged.counts).tolist() == whole(expected.counts).tolist()

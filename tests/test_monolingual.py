@@ -10,7 +10,7 @@ import pytest
 
 from moses_recaser.cli.main import main
 from moses_recaser.core.triples import Triple
-from moses_recaser.harness.config import ExperimentConfig, SplitConfig
+from moses_recaser.harness.experiment_config import ExperimentConfig, SplitConfig
 from moses_recaser.harness.stages import Sides, held_out_targets, monolingual_text
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import read_manifest

@@ -761,15 +761,15 @@ def test_binary_outputs_are_written_as_given_whatever_their_name(tmp_path):
 def test_what_a_scratch_directory_held_is_no_output_to_name(tmp_path):
     """An interrupt names the outputs already in place; a file put in place in a scratch directory went with it
     (an interrupted train named its scratch aligner.priors as 'already written whole')."""
-    from moses_recaser.io.outputs import written
+    from moses_recaser.io.outputs import outputs_written
 
     with atomic_output(tmp_path / "kept") as fh:
         fh.write("x\n")
     with work_dir("moses-recaser-test", tmp_path) as work:
         with atomic_output(Path(work) / "aligner.priors") as fh:
             fh.write("LEX\ta\tb\t1\n")
-        assert written()[-1] == str(Path(work) / "aligner.priors")
-    assert written()[-1] == str(tmp_path / "kept") and not any(w.startswith(work) for w in written())
+        assert outputs_written()[-1] == str(Path(work) / "aligner.priors")
+    assert outputs_written()[-1] == str(tmp_path / "kept") and not any(w.startswith(work) for w in outputs_written())
 
 
 @pytest.mark.parametrize("name", ["out/", "out/.", "./out/"])

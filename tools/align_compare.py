@@ -24,8 +24,8 @@ from pathlib import Path
 from moses_recaser import Recaser, TrainSettings, train
 from moses_recaser.core.triples import Link
 from moses_recaser.harness.bleu import sacrebleu_scores, wmt21_runs
-from moses_recaser.harness.config import load_config
 from moses_recaser.harness.datasets import cache_dir, data_root
+from moses_recaser.harness.experiment_config import load_config
 from moses_recaser.harness.stages import prepare_data, train_model
 from moses_recaser.io.lines import read_lines
 from moses_recaser.moses.formats import Line

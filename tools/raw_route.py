@@ -19,8 +19,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from moses_recaser.harness.config import load_config
 from moses_recaser.harness.experiment import run_experiment
+from moses_recaser.harness.experiment_config import load_config
 
 ROUTES = (("native", "systems' own case"), ("crf", "tokenize/recase/detokenize"), ("crf-raw", "raw route"))
 

@@ -23,7 +23,14 @@ from moses_recaser.cli.options import REQUIRED, add, finish_settings, require_af
 from moses_recaser.core.workers import single_threaded_blas
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import check_input
-from moses_recaser.io.outputs import ENDING_SIGNALS, NOT_A_FILE, check_output, file_id, written, written_in_place
+from moses_recaser.io.outputs import (
+    ENDING_SIGNALS,
+    NOT_A_FILE,
+    check_output,
+    file_id,
+    outputs_written,
+    written_in_place,
+)
 from moses_recaser.io.streams import STDOUT, in_place_lines, own_descriptor, write_error
 from moses_recaser.moses.trace import TraceOptions
 
@@ -317,7 +324,7 @@ def flag_for(args: argparse.Namespace, name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def spelled(message: str, args: argparse.Namespace) -> str:
+def with_flag_names(message: str, args: argparse.Namespace) -> str:
     """A library message with each backquoted name (```dev_size```, errors.py) spelled as the command's flag."""
     return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: flag_for(args, m.group(1)), message)
 
@@ -421,7 +428,8 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _interrupt)
     sys.unraisablehook = _unraisable
-    already, lines = len(written()), in_place_lines()  # (earlier runs in this process: ``main`` called from Python)
+    # (earlier runs in this process: ``main`` called from Python)
+    already, lines = len(outputs_written()), in_place_lines()
     try:
         check_destinations(args)
         with warnings.catch_warnings():
@@ -431,11 +439,12 @@ def run(argv: Sequence[str] | None, parser_factory: Callable[[], argparse.Argume
         _flush_stdout()
         return code
     except RecaserError as exc:
-        _error(prog, spelled(str(exc), args), since=lines)
+        _error(prog, with_flag_names(str(exc), args), since=lines)
         return 2
     except KeyboardInterrupt:
         if sys.stderr is not None:
-            whole = written()[already:]  # (an interrupt held off while an output was put in place comes after it)
+            # (an interrupt held off while an output was put in place comes after it)
+            whole = outputs_written()[already:]
             if len(whole) > 3:  # (an experiment's cache: still one line to read)
                 whole = [*whole[:2], f"{len(whole) - 2} more"]
             said = f"{', '.join(whole)} already written whole, nothing else" if whole else "no output was written"

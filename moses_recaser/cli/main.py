@@ -466,8 +466,8 @@ def add_experiment(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from moses_recaser.harness.config import load_config
     from moses_recaser.harness.experiment import run_experiment
+    from moses_recaser.harness.experiment_config import load_config
     from moses_recaser.harness.report import results_markdown
 
     cfg = load_config(args.config)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from moses_recaser.ems.lines import join_config, logical_lines, split_lines
+from moses_recaser.ems.file_lines import join_config, logical_lines, split_lines
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.settings import DEV_SIZE
 
@@ -318,7 +318,7 @@ def _kept_truecasing(cfg: Config, layout: Placement) -> str:
 def _recasing_settings(cfg: Config, layout: Placement) -> str:
     """The layout's recasing-settings: ours (they hold -dev-size) kept but for -input-case, which the layout
     decides; anything else (Moses' recasing-settings are train-recaser.perl's) replaced by the defaults."""
-    words = (_own(cfg, "RECASING", "recasing-settings") or "").split()
+    words = (_set_in_section(cfg, "RECASING", "recasing-settings") or "").split()
     if "-dev-size" not in words:
         cores = ["-cores", "$cores"] if cfg.lookup("GENERAL", "cores") else []
         words = ["-dev-size", str(DEV_SIZE), *cores]
@@ -337,7 +337,7 @@ def _input_case(words: list[str]) -> tuple[list[str], str | None]:
     return kept, value
 
 
-def _own(cfg: Config, section: str, key: str) -> str | None:
+def _set_in_section(cfg: Config, section: str, key: str) -> str | None:
     """A setting as ``section`` sets it, read even where the section is IGNORE (merge enables [RECASING]),
     else backed off as experiment.perl does."""
     p = cfg.get(section, key)
@@ -390,7 +390,7 @@ def _mono_text(cfg: Config, ed: _Editor) -> str:
     first [LM] set's tokenized corpus that is not a bitext's target side, cross-directed as Moses' example
     configs suggest."""
     for key in ("tokenized", "raw"):
-        if _own(cfg, "RECASING", key) is not None:
+        if _set_in_section(cfg, "RECASING", key) is not None:
             return f"[RECASING] {key}: kept; the recaser's training reads it (tokenized) as -mono"
     sets, bitext = lm_text_sets(cfg)
     passed = (

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from moses_recaser.ems.lines import join_meta, logical_lines
+from moses_recaser.ems.file_lines import join_meta, logical_lines
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_text
 
@@ -127,7 +127,7 @@ class Patch:
         return self.after is not None or self.before is not None
 
 
-def _ours(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
+def _our_attrs(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
     assert ours is not None
     return dict(ours.attrs)
 
@@ -188,7 +188,7 @@ def _recase_output_stock(base: Step | None, ours: Step | None, meta: Meta) -> di
     }
 
 
-def _with(attrs: dict[str, str], key: str, name: str) -> dict[str, str]:
+def _with_name_added(attrs: dict[str, str], key: str, name: str) -> dict[str, str]:
     """``attrs`` with ``name`` added to the names of ``key`` (experiment.perl keeps one ``ignore-if`` line)."""
     return {**attrs, key: " ".join(dict.fromkeys([*attrs.get(key, "").split(), name]))}
 
@@ -196,7 +196,7 @@ def _with(attrs: dict[str, str], key: str, name: str) -> dict[str, str]:
 def _detruecase_output(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
     """Moses' step, ignored where the recaser takes its place: a config without ``recaser`` runs it as before."""
     assert base is not None
-    return _with(base.attrs, "ignore-if", "recaser")
+    return _with_name_added(base.attrs, "ignore-if", "recaser")
 
 
 def _detruecase_output_stock(base: Step | None, ours: Step | None, meta: Meta) -> dict[str, str]:
@@ -237,14 +237,14 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "RECASING",
         "consolidate-cased",
-        _ours,
+        _our_attrs,
         before="train",
         note="added: the cased, cleaned bitext, consolidated from [CORPUS] as the truecaser's",
     ),
     Patch(
         "RECASING",
         "train",
-        _ours,
+        _our_attrs,
         note="replaced: moses-recaser-ems train on that bitext and TRAINING:word-alignment, with [RECASING] "
         "tokenized (if any) as -mono",
     ),

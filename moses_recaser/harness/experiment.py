@@ -26,8 +26,8 @@ from typing import Any
 from moses_recaser._version import __version__
 from moses_recaser.core.sentences import headline_lines
 from moses_recaser.core.triples import lowered
-from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import cache_dir, cache_path, data_root
+from moses_recaser.harness.experiment_config import ExperimentConfig
 from moses_recaser.harness.metrics import case_scores, paired_bootstrap_precision
 from moses_recaser.harness.report import plot_curve, results_markdown, split_curve
 from moses_recaser.harness.stages import Aligned, Prepared, mono_subset, prepare_data, subset, train_model, words_in

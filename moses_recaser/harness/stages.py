@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser._version import __version__
-from moses_recaser.harness.config import ExperimentConfig
 from moses_recaser.harness.datasets import concatenate, tokenized
+from moses_recaser.harness.experiment_config import ExperimentConfig
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import read_lines
 from moses_recaser.io.outputs import atomic_output

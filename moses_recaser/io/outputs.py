@@ -48,7 +48,7 @@ ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _WRITTEN: list[str] = []  # outputs this process put in place (an interrupt after them must not deny them)
 
 
-def written() -> list[str]:
+def outputs_written() -> list[str]:
     """The outputs this process has put in place, in order."""
     return list(_WRITTEN)
 

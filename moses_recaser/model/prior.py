@@ -155,7 +155,7 @@ class CasePrior:
         # only a word whose lowercase training had can be a training form (most described here are unseen)
         n_form = _counts(form_counts, form_vocab.numbers(words, np.flatnonzero(ids >= 0).tolist()))
 
-        def one(k: int, q: Sequence[float]) -> float:
+        def form_log_prob(k: int, q: Sequence[float]) -> float:
             return log((n_form[k] + beta * q[int(tag(words[k]))]) / (n_low[k] + beta))
 
         out = []
@@ -163,12 +163,12 @@ class CasePrior:
         at = len(forms)  # where each hyphenated form's parts are, in words
         for k, low in enumerate(low_of):
             if k in parts:
-                out.append(sum(one(at + j, shape_probs(lowered[at + j])) for j in range(len(parts[k]))))
+                out.append(sum(form_log_prob(at + j, shape_probs(lowered[at + j])) for j in range(len(parts[k]))))
                 at += len(parts[k])
                 continue
             if low != low_q:  # a type's forms come together
                 low_q, q_low = low, shape_probs(low)
-            out.append(one(k, q_low))
+            out.append(form_log_prob(k, q_low))
         return out
 
 

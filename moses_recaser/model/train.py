@@ -354,7 +354,7 @@ def _read_and_align(
     both = ([] if given else train_set) + dev_set
     n_train = len(both) - len(dev_set)
 
-    def where(k: int) -> str:  # (a triple's id is its line's index in its file)
+    def file_line(k: int) -> str:  # (a triple's id is its line's index in its file)
         return f"{train.source if k < n_train else dev_source}:{both[k].id + 1}"  # type: ignore[union-attr]
 
     links = align(
@@ -362,7 +362,7 @@ def _read_and_align(
         [t.target for t in both],
         settings.symmetrization,
         priors=priors if given else None,
-        where=where,
+        where=file_line,
     )
     for t, a in zip(both, links):
         if t.links is None:

@@ -60,7 +60,7 @@ def unescape(token: str) -> str:
     return _ESCAPED.sub(lambda m: _ESCAPES[m.group(0)], token) if "&" in token else token
 
 
-def _at(line: str, start: int, text: str) -> list[int] | None:
+def _char_positions(line: str, start: int, text: str) -> list[int] | None:
     """The positions of ``text``'s characters in ``line`` from ``start``, control characters between them
     skipped (the tokenizer deleted them); None where it is not there."""
     if line.startswith(text, start):
@@ -83,7 +83,7 @@ def locate(line: str, tokens: Sequence[str]) -> list[list[int] | None]:
     i = 0
     for token in tokens:
         text = unescape(token)
-        pos = _at(line, _skipped(line, i), text)
+        pos = _char_positions(line, _skipped(line, i), text)
         if pos is None:
             k = line.find(text, i)
             pos = None if k < 0 else list(range(k, k + len(text)))

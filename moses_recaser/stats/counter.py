@@ -42,7 +42,7 @@ from moses_recaser.io.modeldir import DIGEST, MappedArrays, save_npz, text_array
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.stats.keycounts import KeyCounts, add_padded
 from moses_recaser.stats.pieces import Piece, piece_blocks
-from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, converted, merge_blocks, merge_rows, remove
+from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, merge_blocks, merge_rows, remove, renumbered_blocks
 
 log = logging.getLogger(__name__)
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"  # the LM's own words
@@ -265,7 +265,7 @@ def save_shard(out: str | IO[bytes], shard: Shard, scratch: Scratch, memory: Mem
     for name, runs in shard.tables.items():
         kind = widest(runs) if runs else table_kind(name, np.dtype(np.int64))
         rows = merge_rows(memory, len(runs), kind.dtype.itemsize + 8)
-        table = collect(merge_blocks([converted(r, kind, rows) for r in runs]), kind, scratch.stem(name))
+        table = collect(merge_blocks([renumbered_blocks(r, kind, rows) for r in runs]), kind, scratch.stem(name))
         merged.append(table)
         arrays[f"{name}.keys"], arrays[f"{name}.counts"] = table.keys, table.counts
     save_npz(out, arrays, digest=True)  # type: ignore[arg-type]

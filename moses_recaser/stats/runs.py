@@ -185,7 +185,9 @@ def remove(tables: Iterable[Table]) -> None:
                 pass
 
 
-def converted(table: Table, kind: KeyKind, rows: int, maps: Sequence[np.ndarray] | None = None) -> Iterator[Block]:
+def renumbered_blocks(
+    table: Table, kind: KeyKind, rows: int, maps: Sequence[np.ndarray] | None = None
+) -> Iterator[Block]:
     """The table's blocks with keys of ``kind``, column j's ids renumbered by ``maps[j]`` (maps that keep the
     order of ids, so that the blocks stay sorted)."""
     for keys, counts in table.blocks(rows):
@@ -216,7 +218,7 @@ class View:
         return len(self.table)
 
     def blocks(self, rows: int) -> Iterator[Block]:
-        return converted(self.table, self.kind, rows, self.maps)
+        return renumbered_blocks(self.table, self.kind, rows, self.maps)
 
 
 def renumbered(
