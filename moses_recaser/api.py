@@ -153,7 +153,31 @@ def train(
         report.iterations,
         ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
     )
+    _warn_if_eflomal_aligned(
+        stats is None and alignment is None, dev_source is not None and dev_alignment is None and dev_trace is None
+    )
     return TrainedModel(Path(model), report.signature)
+
+
+def _warn_if_eflomal_aligned(train_aligned: bool, dev_aligned: bool) -> None:
+    """eflomal seeds its sampler from the system and takes no seed: what it aligned differs from run to run, and
+    so does the model; the arguments whose files would make it the same are named."""
+    named = [
+        (what, arg)
+        for what, arg, aligned in (
+            ("training bitext", "`alignment`", train_aligned),
+            ("dev set", "`dev_alignment`", dev_aligned),
+        )
+        if aligned
+    ]
+    if named:
+        what, args = zip(*named)
+        log.warning(
+            "this model is not reproducible: eflomal aligned its %s with a seed of the system; give %s (from "
+            "'moses-recaser align') to train the same model again",
+            " and ".join(what),
+            " and ".join(args),
+        )
 
 
 def _check_raw(settings: TrainSettings, **tokenized: object) -> None:

@@ -118,22 +118,22 @@ def small(tmp_path_factory, tico) -> Path:
 @pytest.mark.parametrize(
     ("given", "said"),
     [
-        ([], "its training bitext with a seed of the system; give --alignment (from"),
+        ([], "its training bitext with a seed of the system; give `alignment` (from"),
         (["--alignment", "a"], None),
         (
             ["--alignment", "a", "--dev-source", "dev.f", "--dev-target", "dev.e"],
-            "its dev set with a seed of the system; give --dev-alignment (from",
+            "its dev set with a seed of the system; give `dev_alignment` (from",
         ),  # fmt: skip
         (
             ["--dev-source", "dev.f", "--dev-target", "dev.e"],
-            "its training bitext and dev set with a seed of the system; give --alignment and --dev-alignment (from",
+            "its training bitext and dev set with a seed of the system; give `alignment` and `dev_alignment` (from",
         ),  # fmt: skip
         (["--alignment", "a", "--dev-source", "dev.f", "--dev-target", "dev.e", "--dev-alignment", "dev.a"], None),
     ],
 )
 def test_train_says_when_another_run_would_give_another_model(small, given, said, tmp_path, caplog):
     """eflomal seeds itself from the system: a model whose training or dev words it aligned is not made again by
-    the same command (issue 50, item 5); the alignment files that make it so are named."""
+    the same command (issue 50, item 5); the library's ``train`` names the arguments whose files make it so."""
     files = [str(small / x) if x in ("a", "dev.f", "dev.e", "dev.a") else x for x in given]
     argv = ["train", "--source", str(small / "f"), "--target", str(small / "e"), *files, "--dev-size", "6"]
     with caplog.at_level(logging.WARNING):
@@ -144,3 +144,15 @@ def test_train_says_when_another_run_would_give_another_model(small, given, said
     else:
         assert len(warnings) == 1 and warnings[0].startswith("this model is not reproducible: eflomal aligned ")
         assert said in warnings[0], warnings[0]
+
+
+def test_the_reproducibility_warning_names_the_commands_flags(small, tmp_path):
+    """The warning comes from the library; the command names its own flags in it, as in its errors."""
+    argv = [str(Path(sys.executable).parent / "moses-recaser"), "train", "--source", str(small / "f")]
+    argv += ["--target", str(small / "e"), "--max-iter", "2", "--dev-size", "6", "-o", str(tmp_path / "m")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [x for x in done.stderr.splitlines() if "reproducible" in x] == [
+        "moses-recaser: warning: this model is not reproducible: eflomal aligned its training bitext with a seed of "
+        "the system; give --alignment (from 'moses-recaser align') to train the same model again"
+    ], done.stderr

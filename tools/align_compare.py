@@ -9,7 +9,8 @@ output of the pair, lowercased, by the raw route with its raw source: once with 
 same tokens with the experiment's eflomal priors (what the raw route ran before). ``--quickstart``: the README's
 Quick start as well (TICO-19 fr-en, ``data/tico19``; eflomal's priors from an alignment of the training bitext), with
 eflomal run three times, as its output varies. Prints mean sacrebleu cased BLEU per pair and aligner, the difference
-(least, most), and the agreement of the two aligners' links (AER of the table links against eflomal's).
+(least, most), the agreement of the two aligners' links (AER of the table links against eflomal's), and the outputs
+of the table route that are not their input with only the case of letters changed (none, or it exits 1).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from moses_recaser import Recaser, TrainSettings, train
+from moses_recaser.core import casing
 from moses_recaser.core.triples import Link
 from moses_recaser.harness.bleu import sacrebleu_scores, wmt21_runs
 from moses_recaser.harness.datasets import cache_dir, data_root
@@ -51,7 +53,9 @@ def compare(
     triples = [read(k, Line(h, s, lineno=k)).triple for k, (h, s) in enumerate(zip(low, srcs))]
     source, target = [t.source for t in triples], [t.target for t in triples]
     kw = {"raw": True, "source_lang": src_lang, "target_lang": tgt_lang, "jobs": 2}
-    table = sacrebleu_scores(list(r.recase_lines(low, srcs, **kw)), refs)["bleu"]  # type: ignore[arg-type]
+    recased = list(r.recase_lines(low, srcs, **kw))  # type: ignore[arg-type]
+    table = sacrebleu_scores(recased, refs)["bleu"]
+    case_only = casing.is_recasing_of("\n".join(recased), "\n".join(low))
     ours = r.aligner.align(source, target, str(r.settings["symmetrization"]))
     eflomal, aers = [], []
     for _ in range(runs):
@@ -60,7 +64,13 @@ def compare(
         out = list(r.recase_lines(low, srcs, pharaoh, **kw))  # type: ignore[arg-type]
         eflomal.append(sacrebleu_scores(out, refs)["bleu"])
         aers.append(aer(ours, links))
-    return {"table": table, "eflomal": statistics.mean(eflomal), "eflomal_runs": eflomal, "aer": statistics.mean(aers)}
+    return {
+        "table": table,
+        "eflomal": statistics.mean(eflomal),
+        "eflomal_runs": eflomal,
+        "aer": statistics.mean(aers),
+        "case_only": case_only,
+    }
 
 
 def wmt21_rows(config: str, root: str | None, cache: str | None) -> list[dict]:
@@ -122,7 +132,10 @@ def main() -> int:
             f"({min(diffs):+.2f}, {max(diffs):+.2f}) | {statistics.mean(x['aer'] for x in rows):.3f} |"
         )
     print("\n".join(table))
-    return 0
+    failed = [f"{name}: {x['system']}" for name, rows in groups for x in rows if not x["case_only"]]
+    print(f"\ntable-aligned raw outputs not their input with only the case of letters changed: {len(failed)}")
+    print(*failed, sep="\n")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -202,20 +202,23 @@ def attached_values(argv: Sequence[str]) -> list[str]:
 
 
 class _Formatter(logging.Formatter):
-    """``PROG: message``, and ``PROG: warning: message`` for a warning (as a deprecated flag is said)."""
+    """``PROG: message``, and ``PROG: warning: message`` for a warning (as a deprecated flag is said); the
+    library's backquoted argument names spelled as the command's flags, as in its errors."""
 
-    def __init__(self, prog: str) -> None:
+    def __init__(self, prog: str, args: argparse.Namespace) -> None:
         super().__init__(f"{prog}: %(message)s")
         self.warning = logging.Formatter(f"{prog}: warning: %(message)s")
+        self.args = args
 
     def format(self, record: logging.LogRecord) -> str:
-        return self.warning.format(record) if record.levelno == logging.WARNING else super().format(record)
+        text = self.warning.format(record) if record.levelno == logging.WARNING else super().format(record)
+        return with_flag_names(text, self.args) if "`" in text else text
 
 
 def _setup_logging(args: argparse.Namespace, prog: str) -> None:
     level = logging.ERROR if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter(prog))
+    handler.setFormatter(_Formatter(prog, args))
     logging.basicConfig(level=level, handlers=[handler])
 
 

@@ -340,23 +340,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         lmplz=args.lmplz,
         raw=args.raw,
     )
-    # eflomal seeds itself from the system: what it aligns differs from run to run, and so do the weights
-    by_eflomal = [
-        (flag, what)
-        for flag, what, aligned in (
-            ("--alignment", "training bitext", args.stats is None and args.alignment is None),
-            ("--dev-alignment", "dev set", args.dev_source and args.dev_alignment is None and args.dev_trace is None),
-        )
-        if aligned
-    ]
-    if by_eflomal:
-        flags, what = zip(*by_eflomal)
-        log.warning(
-            "this model is not reproducible: eflomal aligned its %s with a seed of the system; give %s (from "
-            "'moses-recaser align') to train the same model again",
-            " and ".join(what),
-            " and ".join(flags),
-        )
     print_result(model.signature)
     return 0
 
