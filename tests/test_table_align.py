@@ -132,3 +132,25 @@ def test_the_links_are_near_eflomals_on_the_test_set(tables, tico, test_set):
     diagonal = [[(round(j * len(s) / len(t)), j) for j in range(len(t))] if s and t else [] for s, t in zip(src, tgt)]
     ours = aer(TableAligner(tables.lower).align(src, tgt))
     assert ours < 0.3 and ours < aer(diagonal) - 0.1, (ours, aer(diagonal))
+
+
+def test_a_pair_too_long_to_align_gets_no_links_and_is_named(tico, caplog):
+    """A pair with MAX_TOKENS tokens or more on a side is not aligned (its cells would take memory by the square):
+    no links, a warning naming its line, and it is still recased, case only."""
+    from moses_recaser import Recaser
+
+    r = Recaser.load(tico / "model")
+    long_src, long_hyp = " ".join(["la", "France", "."] * 400), " ".join(["france", "is", "."] * 400)
+    assert TableAligner(Tables.load(tico / "model").lower).align([long_src.split()], [long_hyp.split()]) == [[]]
+    with caplog.at_level("WARNING"):
+        out = list(
+            r.recase_lines(
+                ["the cat .", long_hyp], ["le chat .", long_src], raw=True, source_lang="fr", target_lang="en"
+            )
+        )
+    said = [x.getMessage() for x in caplog.records if "not aligned" in x.getMessage()]
+    assert said == [
+        f"sources:2: 1200 source and 1200 target tokens: a pair with {table_align.MAX_TOKENS} tokens or more on a "
+        "side is not aligned, and is recased without word links (later such pairs are not named)"
+    ]
+    assert out[0] == "The cat ." and out[1].lower() == long_hyp

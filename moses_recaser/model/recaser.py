@@ -38,7 +38,7 @@ from moses_recaser.model.settings import TrainSettings, check_language, weights_
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.formats import FORMATS, Inputs, Line, Record
 from moses_recaser.moses.trace import TraceOptions
-from moses_recaser.stats.table_align import TableAligner
+from moses_recaser.stats.table_align import MAX_TOKENS, TableAligner, too_long
 from moses_recaser.stats.tables import Tables
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,24 @@ os.register_at_fork(after_in_child=_after_fork)
 
 # what ``recase`` reads as a line: formats that are read line by line (moses.formats.FORMATS)
 LINE_FORMATS = tuple(name for name, f in FORMATS.items() if f.read_line is not None)
+
+
+def _warned_if_too_long(records: Iterable[Record], source: str) -> Iterator[Record]:
+    """The records, the first pair too long to align named in a warning (``source:LINE``)."""
+    warned = False
+    for r in records:
+        if not warned and too_long(r.triple.source, r.triple.target):
+            warned = True
+            log.warning(
+                "%s:%d: %d source and %d target tokens: a pair with %d tokens or more on a side is not aligned, and is "
+                "recased without word links (later such pairs are not named)",
+                source,
+                r.triple.id + 1,
+                len(r.triple.source),
+                len(r.triple.target),
+                MAX_TOKENS,
+            )
+        yield r
 
 
 class Recaser:
@@ -281,7 +299,9 @@ class Recaser:
             raise RecaserError(f"trace_options must be a TraceOptions, not {type(trace_options).__name__}")
         read_line = self._raw_reader(source_lang, target_lang, sources is not None, trace_format) if raw else None
         records = line_records(read_line or fmt.read_line, trace_options or TraceOptions(), hyps, sources, alignments)
-        return self._recase_records(records, jobs, align=raw and sources is not None and alignments is None)
+        if raw and sources is not None and alignments is None:
+            return self._recase_records(_warned_if_too_long(records, "sources"), jobs, align=True)
+        return self._recase_records(records, jobs)
 
     def recase_triples(self, triples: Iterable[Triple], *, jobs: int = 1) -> Iterator[list[str]]:
         """The recased target tokens of each triple, in order; a triple whose spans or links do not fit it is a
@@ -332,6 +352,8 @@ class Recaser:
         else:
             records = fmt.read(inputs)
         align = align or (raw and source is not None and alignment is None)
+        if align:
+            records = _warned_if_too_long(records, source or "-")
         # reading lines makes no reference cycles either: the collector paused for the whole file, not a batch
         with atomic_output(output, compress=True) as out, gc_paused():
             if explain:

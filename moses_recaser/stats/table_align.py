@@ -29,6 +29,11 @@ P_NULL = 0.02  # fast_align's default is 0.08; at recasing time a word left unli
 SAME_SPELLING = 0.5  # t of two words spelled the same, one of which training never linked
 OTHER = {"src": "tgt", "tgt": "src"}
 CELLS = 1 << 16  # word pairs aligned at a time: their arrays take about 5 MB
+MAX_TOKENS = 1024  # a pair with this many tokens on a side is not aligned (eflomal's limit: 1M cells take 110 MB)
+
+
+def too_long(source: Sequence[str], target: Sequence[str]) -> bool:
+    return max(len(source), len(target)) >= MAX_TOKENS
 
 
 class TableAligner:
@@ -48,7 +53,9 @@ class TableAligner:
         self, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]], method: str = "grow-diag-final-and"
     ) -> list[list[Link]]:
         """The symmetrized (source, target) links of each pair of token lists, aligned ``CELLS`` word pairs at a
-        time (a pair's links are its own: the parts change nothing but the memory held)."""
+        time (a pair's links are its own: the parts change nothing but the memory held). A pair with
+        ``MAX_TOKENS`` or more on a side gets none (``too_long``), as eflomal gives none."""
+        sources = [() if too_long(s, t) else s for s, t in zip(sources, targets)]
         out: list[list[Link]] = []
         start, cells = 0, 0
         for k, (s, t) in enumerate(zip(sources, targets)):
