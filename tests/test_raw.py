@@ -271,6 +271,31 @@ def test_recasing_with_a_source_to_align_gives_the_same_bytes_every_run_and_at_e
         assert [x.lower() for x in got] == hyps
 
 
+@pytest.mark.parametrize("with_source", [True, False])
+def test_raw_output_is_the_input_byte_for_byte_but_for_case(tico, tmp_path, with_source):
+    """A byte-order mark, Windows line ends, an empty line, a last line without a line end and decomposed accents
+    (NFD) come back as they came: the output's bytes are the input's, but for the case of letters; the library
+    keeps them too (a line given as a string keeps its ``\\r``, and a leading U+FEFF), and the first word after a
+    mark is still a sentence start."""
+    from moses_recaser import Recaser
+    from moses_recaser.cli.main import main
+
+    hyp = "\ufeffthe who met in paris.\r\nthe e\u0301lyse\u0301e is in paris.\r\n\r\nno line end in paris"
+    src = "L'OMS s'est réunie à Paris.\r\nL'Élysée est à Paris.\r\n\r\nPas de fin de ligne à Paris"
+    (tmp_path / "hyp").write_bytes(hyp.encode("utf-8"))
+    (tmp_path / "src").write_bytes(src.encode("utf-8"))
+    argv = ["-q", "recase", "--raw", "--model", str(tico / "model"), "--input", str(tmp_path / "hyp")]
+    argv += ["--source-lang", "fr", "--target-lang", "en", "-o", str(tmp_path / "out")]
+    assert main([*argv, *(["--source", str(tmp_path / "src")] if with_source else [])]) == 0
+    got = (tmp_path / "out").read_bytes().decode("utf-8")
+    case_only(got, hyp)
+    assert got.startswith("\ufeffThe ") and got.count("\r\n") == 3 and got.lower().endswith("paris")
+    lines = hyp.split("\n")  # (as open(newline="") and a split give them: each with its \r)
+    srcs = src.split("\n") if with_source else None
+    out = list(Recaser.load(tico / "model").recase_lines(lines, srcs, raw=True, source_lang="fr", target_lang="en"))
+    assert "\n".join(out) == got
+
+
 def test_raw_text_needs_its_languages(tico):
     from moses_recaser import Recaser
     from moses_recaser.io.errors import RecaserError

@@ -174,19 +174,24 @@ def read_line(fh: BinaryIO, path: str, lineno: int) -> bytes:
         raw = fh.readline(LINE_PIECE)
 
 
-def decode_line(raw: bytes, path: str, lineno: int) -> str:
+def decode_line(raw: bytes, path: str, lineno: int, keep_ends: bool = False) -> str:
     """A line's text: without its line end (\\n or Windows' \\r\\n) and, on line 1, a UTF-8 byte-order
-    mark, so that neither sticks to a token; invalid UTF-8, and a NUL byte (binary data, which no token can
-    hold: numpy's string arrays drop it), is an error naming the file and line."""
+    mark, so that neither sticks to a token (``keep_ends``: both kept, for raw text written back as it came);
+    invalid UTF-8, and a NUL byte (binary data, which no token can hold: numpy's string arrays drop it), is an
+    error naming the file and line."""
+    end = b""
     if raw.endswith(b"\n"):
-        raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-    if lineno == 1 and raw.startswith(BOM):
+        cut = 2 if raw.endswith(b"\r\n") else 1
+        raw, end = raw[:-cut], raw[-cut:]
+    bom = lineno == 1 and raw.startswith(BOM)
+    if bom:
         raw = raw[len(BOM) :]
     nul = raw.find(b"\0")
     if nul >= 0:
         raise not_text(nul, path, lineno)
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        return ("\ufeff" if bom else "") + text + end.decode("ascii") if keep_ends else text
     except UnicodeDecodeError as exc:
         raise RecaserError(
             f"invalid UTF-8 at byte {exc.start} of the line ({raw[exc.start : exc.start + 4]!r})", path, lineno
@@ -217,16 +222,24 @@ class LineReader:
     ``require_newline`` makes a last line without a newline an error: decoder output always
     ends its lines, so a missing newline means the file was cut short. A file with no lines at
     all is an error unless ``allow_empty``: in a pipeline it almost always means a failed step.
+    ``keep_ends``: each line with its line end (none for a last line without one) and the first with its
+    byte-order mark, for raw text that is written back byte for byte.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, require_newline: bool = False, allow_empty: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        require_newline: bool = False,
+        allow_empty: bool = False,
+        keep_ends: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.name = "<stdin>" if self.path == "-" else self.path
         self.lineno = 0
         self.require_newline = require_newline
         self.allow_empty = allow_empty
+        self.keep_ends = keep_ends
         self._fh: BinaryIO | None = None
 
     def __enter__(self) -> LineReader:  # noqa: PYI034 - no typing_extensions dependency for Self on 3.10
@@ -252,7 +265,7 @@ class LineReader:
                 self.lineno += 1
                 if not raw.endswith(b"\n") and self.require_newline:
                     raise self.error("truncated last line (no newline at the end): the file looks cut short")
-                yield decode_line(raw, self.name, self.lineno)
+                yield decode_line(raw, self.name, self.lineno, self.keep_ends)
         except READ_FAULTS as exc:
             raise self.error(f"read error: {exc}") from None
         finally:

@@ -288,7 +288,8 @@ class Recaser:
         """``recase`` over parallel streams, lazily and in order: a line is read when its chunk of 512 is
         recased, and ``jobs`` > 1 spreads chunks over worker processes (same output). A trailing newline of
         a line is dropped; so is a byte-order mark that starts a text file (``open()`` keeps it, where the command
-        line and ``read_lines`` drop it; in a list of lines a U+FEFF is a character of its first token), and one
+        line and ``read_lines`` drop it; in a list of lines a U+FEFF is a character of its first token, but for ``raw``
+        lines, which keep it in front of the line, untokenized), and one
         that starts an alignment; errors name the stream (``hyps``, ``sources``, ``alignments``) and its line.
         ``raw=True``: raw lines, as ``recase`` says, aligned to their sources unless ``alignments`` (of the
         tokenized lines) are given."""
@@ -364,8 +365,9 @@ class Recaser:
                         out.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out.write("\n")
                 return
+            end = "" if raw else "\n"  # (a raw line comes with its own line end)
             for line in self._recase_records(records, jobs, align):
-                out.write(line + "\n")
+                out.write(line + end)
 
     def _recase_records(self, records: Iterable[Record], jobs: int, align: bool = False) -> Iterator[str]:
         """The output line of each record (``moses.formats``: what a reader made of its input), in order; ``align``:

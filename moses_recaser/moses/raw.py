@@ -5,7 +5,9 @@ sacremoses' port of tokenizer.perl, escaping on, no aggressive dash splits; a li
 would be in its case, ``caseless_tokenizer``: ``nr. 5`` as ``nr.`` ``5``, ``… werde. er`` as ``werde`` ``.``
 ``er``); the recaser recases those tokens;
 ``project`` writes back *the input line* with only the case of its letters changed. Nothing is detokenized:
-spaces, quotes, punctuation, ``&``, ``<``, URLs, emoji, tabs and a ``\\r`` stay the input's, byte for byte.
+spaces, quotes, punctuation, ``&``, ``<``, URLs, emoji, tabs and a ``\\r`` stay the input's, byte for byte, and so
+do a file's line ends (``\\r\\n`` or ``\\n``, and none after a last line without one) and its byte-order mark
+(``read_raw``, ``split_ends``).
 
 What the tokenizer does to characters (sacremoses ``MosesTokenizer.tokenize``, as tokenizer.perl does):
 
@@ -138,17 +140,28 @@ def line_reader(target_lang: str, source_lang: str | None) -> Callable[[int, Lin
 
     def read(ident: int, x: Line) -> Record:
         source = None if x.source is None or tok_source is None else " ".join(tok_source(x.source))
-        tok = tok_caseless if x.hyp == x.hyp.lower() else tok_target  # (a line without capitals)
-        record = read_text(ident, dataclasses.replace(x, hyp=" ".join(tok(x.hyp)), source=source))
-        return Record(record.triple, lambda t, recased: project(x.hyp, t.target, recased))
+        bom, hyp, end = split_ends(x.hyp)
+        tok = tok_caseless if hyp == hyp.lower() else tok_target  # (a line without capitals)
+        record = read_text(ident, dataclasses.replace(x, hyp=" ".join(tok(hyp)), source=source))
+        return Record(record.triple, lambda t, recased: bom + project(hyp, t.target, recased) + end)
 
     return read
+
+
+def split_ends(line: str) -> tuple[str, str, str]:
+    """A raw line's byte-order mark (U+FEFF starting it), its text, and its line end (``\\r\\n``, ``\\n``, or
+    none: a file's last line without one, or a line given as a string): the mark and the end are set aside from
+    the tokenizer (a mark would stick to the first word) and written back as they came."""
+    bom = "\ufeff" if line.startswith("\ufeff") else ""
+    end = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
+    return bom, line[len(bom) : len(line) - len(end)], end
 
 
 def read_raw(inp: Inputs, read: Callable[[int, Line], Record]) -> Iterator[Record]:
     """The records of raw files, ``read`` (a ``line_reader``) from ``inp.path`` (the hypotheses), its source and
     alignment if given, in lock step; errors name the file and line."""
-    readers = [LineReader(p) for p in (inp.path, inp.source, inp.alignment) if p is not None]
+    paths = [p for p in (inp.path, inp.source, inp.alignment) if p is not None]
+    readers = [LineReader(p, keep_ends=k == 0) for k, p in enumerate(paths)]  # (the hypotheses: written back)
     names = [r.name for r in readers] + ["", ""]
     for k, row in enumerate(zip_readers(*readers)):
         more: list[str | None] = [*row[1:], None, None]
