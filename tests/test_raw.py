@@ -296,6 +296,29 @@ def test_raw_output_is_the_input_byte_for_byte_but_for_case(tico, tmp_path, with
     assert "\n".join(out) == got
 
 
+def test_a_line_is_recased_the_same_in_either_normalization_form(tico):
+    """Decomposed accents (NFD, as macOS writes them) are composed for the tokenizer and the model, whose split at
+    each combining mark made ``cafe\u0301`` two words (``Café ÉTé``), and the output keeps the line's own
+    characters: the same case as the composed line's, each mark where it was."""
+    import unicodedata
+
+    from moses_recaser import Recaser
+
+    r = Recaser.load(tico / "model")
+    kw = {"raw": True, "source_lang": "fr", "target_lang": "en"}
+    extra = ["café été in zürich .", "we visited the élysée palace in são paulo ."]
+    nfc = [x.lower() for x in raw_slice("en", slice(1950, 2100))] + extra
+    srcs = raw_slice("fr", slice(1950, 2100)) + ["Café été à Zürich.", "Nous avons visité l'Élysée à São Paulo."]
+    nfd = [unicodedata.normalize("NFD", x) for x in nfc]
+    assert nfd[-2].startswith("cafe\u0301 e\u0301te\u0301")
+    for sources in (srcs, [unicodedata.normalize("NFD", x) for x in srcs]):
+        got = list(r.recase_lines(nfd, sources, **kw))
+        for x, y in zip(got, nfd):
+            case_only(x, y)
+        assert [unicodedata.normalize("NFC", x) for x in got] == list(r.recase_lines(nfc, srcs, **kw))
+    assert not got[-2].startswith("Cafe\u0301 E")
+
+
 def test_raw_text_needs_its_languages(tico):
     from moses_recaser import Recaser
     from moses_recaser.io.errors import RecaserError

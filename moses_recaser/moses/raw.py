@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 
 from moses_recaser.core import casing
+from moses_recaser.core.triples import Triple
 from moses_recaser.io.lines import LineReader, zip_readers
 from moses_recaser.moses.formats import FORMATS, Inputs, Line, Record
 from moses_recaser.moses.tokenizer import tokenizer
@@ -48,6 +50,8 @@ _ESCAPES = {
 _ESCAPED = re.compile("|".join(map(re.escape, _ESCAPES)))
 # what the tokenizer drops between tokens: white space, and the control characters it deletes
 _BETWEEN = re.compile(r"[\s\x00-\x1f]*")
+# a character and the combining marks after it (Unicode's combining classes: U+0300-U+036F and the others)
+_CLUSTER = re.compile(r"(?s).[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*")
 
 
 def _skipped(line: str, i: int) -> int:
@@ -139,13 +143,48 @@ def line_reader(target_lang: str, source_lang: str | None) -> Callable[[int, Lin
     assert read_text is not None
 
     def read(ident: int, x: Line) -> Record:
-        source = None if x.source is None or tok_source is None else " ".join(tok_source(x.source))
+        source = None if x.source is None or tok_source is None else " ".join(tok_source(composed(x.source)[0]))
         bom, hyp, end = split_ends(x.hyp)
-        tok = tok_caseless if hyp == hyp.lower() else tok_target  # (a line without capitals)
-        record = read_text(ident, dataclasses.replace(x, hyp=" ".join(tok(hyp)), source=source))
-        return Record(record.triple, lambda t, recased: bom + project(hyp, t.target, recased) + end)
+        text, clusters = composed(hyp)
+        tok = tok_caseless if text == text.lower() else tok_target  # (a line without capitals)
+        record = read_text(ident, dataclasses.replace(x, hyp=" ".join(tok(text)), source=source))
+
+        def line(t: Triple, recased: list[str]) -> str:
+            out = project(text, t.target, recased)
+            return bom + (out if clusters is None else decomposed(hyp, clusters, text, out)) + end
+
+        return Record(record.triple, line)
 
     return read
+
+
+def composed(line: str) -> tuple[str, list[str] | None]:
+    """The line as the tokenizer and the model see it, each character with its combining marks composed (NFC, a
+    cluster at a time: the tokenizer splits a word at a combining mark, so ``cafe\u0301`` would be two tokens),
+    and the line's clusters (None: the line is in that form already)."""
+    if unicodedata.is_normalized("NFC", line):
+        return line, None
+    clusters = [m.group(0) for m in _CLUSTER.finditer(line)]
+    return "".join(unicodedata.normalize("NFC", c) for c in clusters), clusters
+
+
+def decomposed(line: str, clusters: list[str], text: str, out: str) -> str:
+    """``out`` (``text`` recased) written back in the line's own characters: each cluster whose composed form
+    changed case takes that case on its first character, its marks as they were; any other stays as it came."""
+    if len(out) != len(text):  # ('i̇' as 'İ': a length changed) the line's own characters, recased as they are
+        return line
+    pieces, at = [], 0
+    for c in clusters:
+        n = len(unicodedata.normalize("NFC", c))
+        new = out[at : at + n]
+        if new != text[at : at + n]:
+            first = c[0].upper() if new[0].isupper() else c[0].lower()
+            trial = first + c[1:]
+            if len(first) == 1 and unicodedata.normalize("NFC", trial) == new and casing.is_recasing_of(trial, c):
+                c = trial
+        pieces.append(c)
+        at += n
+    return "".join(pieces)
 
 
 def split_ends(line: str) -> tuple[str, str, str]:
