@@ -311,4 +311,7 @@ def test_the_usage_shows_a_required_output_as_required(capsys):
     usage = capsys.readouterr().out
     assert " -o FILE " in usage and "[-o FILE]" not in usage and "[-i FILE]" in usage
     assert main(["lm", "-i", "-"]) == 2
-    assert "the following arguments are required: -o" in capsys.readouterr().err
+    # named by the long flag, as every other error names it
+    assert "the following arguments are required: --output (see" in capsys.readouterr().err
+    assert main(["recase", "-i", "-"]) == 2
+    assert "the following arguments are required: --model (see" in capsys.readouterr().err

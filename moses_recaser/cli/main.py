@@ -347,10 +347,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 # recase ----------------------------------------------------------------------------------------------------
 def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "model", required=True, help="the model directory ('train' wrote it)")
-    add(p, "source", help="cased, tokenized source (as the decoder saw it); without it: monolingual")
+    add(p, "source", help="cased source: tokenized (as the decoder saw it), or raw with --raw; without it: monolingual")
     add(p, "trace")
     add(p, "triples")
-    add(p, "input", help="tokenized text, lowercased or not (default: stdin, when no --trace or --triples is given)")
+    add(
+        p,
+        "input",
+        help="text to recase, lowercased or not: tokenized, or raw with --raw (default: stdin, when no --trace or "
+        "--triples is given)",
+    )
     add(
         p,
         "alignment",

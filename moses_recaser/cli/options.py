@@ -323,7 +323,9 @@ def require_after_parsing(p: argparse.ArgumentParser) -> None:
     for a in p._actions:  # argparse keeps no public list of them
         if a.required and a.option_strings:
             a.required = False
-            p.set_defaults(**{REQUIRED: [*(p.get_default(REQUIRED) or []), (a.dest, a.option_strings[0])]})
+            # named by its long flag, as every other error names it (``--model``, not ``-m``)
+            flag = next((o for o in a.option_strings if len(o) > 2), a.option_strings[0])
+            p.set_defaults(**{REQUIRED: [*(p.get_default(REQUIRED) or []), (a.dest, flag)]})
 
 
 def finish_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
