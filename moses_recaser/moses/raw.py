@@ -50,8 +50,6 @@ _ESCAPES = {
 _ESCAPED = re.compile("|".join(map(re.escape, _ESCAPES)))
 # what the tokenizer drops between tokens: white space, and the control characters it deletes
 _BETWEEN = re.compile(r"[\s\x00-\x1f]*")
-# a character and the combining marks after it (Unicode's combining classes: U+0300-U+036F and the others)
-_CLUSTER = re.compile(r"(?s).[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*")
 
 
 def _skipped(line: str, i: int) -> int:
@@ -164,7 +162,12 @@ def composed(line: str) -> tuple[str, list[str] | None]:
     and the line's clusters (None: the line is in that form already)."""
     if unicodedata.is_normalized("NFC", line):
         return line, None
-    clusters = [m.group(0) for m in _CLUSTER.finditer(line)]
+    clusters: list[str] = []  # each character with the combining marks (a nonzero combining class) after it
+    for c in line:
+        if clusters and unicodedata.combining(c):
+            clusters[-1] += c
+        else:
+            clusters.append(c)
     return "".join(unicodedata.normalize("NFC", c) for c in clusters), clusters
 
 
