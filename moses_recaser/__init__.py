@@ -18,14 +18,17 @@ from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
 
 if TYPE_CHECKING:
-    from moses_recaser.api import Recaser, TrainedModel, train
+    from moses_recaser.api import Bitext, DecoderOutput, Recaser, RunOptions, TrainedModel, train
     from moses_recaser.io.lines import read_lines
     from moses_recaser.model.settings import TrainSettings
     from moses_recaser.moses.trace import TraceOptions
 
 __all__ = [
+    "Bitext",
+    "DecoderOutput",
     "Recaser",
     "RecaserError",
+    "RunOptions",
     "TraceOptions",
     "TrainSettings",
     "TrainedModel",
@@ -39,6 +42,9 @@ _LAZY = {
     "Recaser": "moses_recaser.api",
     "train": "moses_recaser.api",
     "TrainedModel": "moses_recaser.api",
+    "Bitext": "moses_recaser.api",
+    "DecoderOutput": "moses_recaser.api",
+    "RunOptions": "moses_recaser.api",
     "TrainSettings": "moses_recaser.model.settings",
     "TraceOptions": "moses_recaser.moses.trace",
     "read_lines": "moses_recaser.io.lines",

@@ -12,133 +12,128 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from moses_recaser.core.memory import DEFAULT_MEMORY
 from moses_recaser.io.errors import RecaserError
+from moses_recaser.model.data import Bitext, DecoderOutput
 from moses_recaser.model.recaser import Recaser
-from moses_recaser.model.settings import DERIVED, DEV_SIZE, TrainSettings
+from moses_recaser.model.settings import DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.pieces import check_rereadable
-
-if TYPE_CHECKING:
-    from moses_recaser.model.data import Bitext
 
 log = logging.getLogger("moses_recaser")
 PathLike = str | os.PathLike[str]
 
-__all__ = ["Recaser", "TrainedModel", "train"]
+__all__ = [
+    "DEV_SIZE",
+    "Bitext",
+    "DecoderOutput",
+    "Recaser",
+    "RunOptions",
+    "TraceOptions",
+    "TrainSettings",
+    "TrainedModel",
+    "train",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How ``train`` runs, not what it makes (the model is the same for every value): ``jobs`` processes count
+    the corpus (and tokenize raw text); ``memory``, what the whole run may hold (``"2G"``, ``"50%"``, or bytes):
+    counts beyond it are sorted on disk in ``work`` (default: the system's temporary directory); ``lmplz``,
+    KenLM's lmplz binary, estimates the LM instead of this package (recorded as the settings' ``lm_estimator``)."""
+
+    jobs: int = 1
+    memory: str | int | None = DEFAULT_MEMORY
+    work: PathLike | None = None
+    lmplz: PathLike | None = None
 
 
 def train(
-    source: PathLike | None,
-    target: PathLike | None,
+    data: Bitext | PathLike,
     model: PathLike,
     settings: TrainSettings | None = None,
     *,
-    alignment: PathLike | None = None,
-    dev_source: PathLike | None = None,
-    dev_target: PathLike | None = None,
-    dev_alignment: PathLike | None = None,
-    dev_size: int = DEV_SIZE,
-    dev_trace: PathLike | None = None,
-    dev_trace_alignment: PathLike | None = None,
-    dev_trace_options: TraceOptions | None = None,
-    stats: PathLike | None = None,
-    jobs: int = 1,
-    lmplz: PathLike | None = None,
-    work: PathLike | None = None,
-    memory: str | int | None = None,
+    dev: Bitext | int = DEV_SIZE,
+    dev_output: DecoderOutput | None = None,
+    run: RunOptions | None = None,
     raw: bool = False,
 ) -> TrainedModel:
     """Train a recaser into the directory ``model``; return it (its path and signature): the one entry point of
     training, which the command lines, the EMS step and the experiments call.
 
-    - ``source``/``target``: the cased, tokenized training bitext (files), word-aligned by ``alignment``
-      (Pharaoh; None: eflomal aligns it). Or ``stats``: a statistics model (``moses-recaser stats``/``merge``)
-      whose tables and LM are used instead (then ``source`` and ``target`` are None).
-    - The CRF weights are fitted on ``dev_source``/``dev_target`` (and ``dev_alignment``); without them, on
-      the last ``dev_size`` sentence pairs of the training bitext (at most a tenth of it), held out from the
-      tables. ``dev_trace`` (and ``dev_trace_alignment``): the decoder's ``-t`` output of the dev source,
-      to fit the weights on what recasing will read.
-    - ``jobs``: processes that count the corpus (the model is the same for every number); ``lmplz``: KenLM's
-      lmplz binary estimates the LM; ``work``: where temporary files go (default: the system's); ``memory``:
-      what the whole run may hold (``"2G"``, ``"50%"``, or a number of bytes; default ``"2G"``): counts beyond
-      it are sorted on disk in ``work`` (the model is the same for every setting).
-    - ``raw``: the bitext, the dev set and the monolingual text are raw (detokenized) text, as the user has it:
-      tokenized here as ``Recaser.recase(raw=True)`` tokenizes (``moses.tokenizer``, for the settings'
-      ``source_lang`` and ``target_lang``, ``jobs`` processes) and aligned with eflomal. Not with ``alignment``,
-      ``dev_alignment``, ``dev_trace`` or ``stats``, which are of tokenized text.
+    - ``data``: the cased, tokenized training bitext, ``Bitext(source, target, alignment)`` (files; the Pharaoh
+      word alignment None: eflomal aligns it); or the directory of a statistics model (``moses-recaser stats`` or
+      ``merge``), whose tables and LM are used.
+    - ``dev``: the bitext the CRF weights are fitted on; or a number: the last ``dev`` sentence pairs of the
+      training bitext (at most a tenth of it), held out from the tables. ``dev_output``: the decoder's ``-t``
+      output of the dev source, ``DecoderOutput(trace, alignment, options)``, to fit the weights on what
+      recasing will read.
     - ``settings``: every setting that changes the model (``TrainSettings(lm_order=4, sigma=2.0, ...)``; default:
-      the defaults), recorded in the model and its signature.
+      the defaults), recorded in the model and its signature. ``run``: how the work runs (``RunOptions``).
+    - ``raw``: the bitexts and the monolingual text are raw (detokenized) text, as the user has it: tokenized here
+      as ``Recaser.recase(raw=True)`` tokenizes (``moses.tokenizer``, for the settings' ``source_lang`` and
+      ``target_lang``) and aligned with eflomal. Not with alignment files, ``dev_output`` or a statistics model,
+      which are of tokenized text.
 
     An existing model at ``model`` is replaced, atomically; anything else there is refused (``RecaserError``).
-    Errors name the arguments and settings in backquotes (```dev_source```); the command lines spell them as
-    their flags (``--dev-source``).
+    Errors name the arguments and settings in backquotes (```dev_source``` for ``dev.source``); the command lines
+    spell them as their flags (``--dev-source``).
     """
     from moses_recaser.core.memory import SCIPY_SPACE, Memory, check_address_space
     from moses_recaser.core.workers import check_workers
     from moses_recaser.io.outputs import work_dir
-    from moses_recaser.model.data import DecoderOutput
     from moses_recaser.model.train import fit_model
 
-    check_workers(jobs)
-    if isinstance(dev_size, bool) or not isinstance(dev_size, int):
-        raise RecaserError(f"`dev_size` must be a whole number of sentence pairs, not {dev_size!r}")
-    if dev_trace_options is not None and not isinstance(dev_trace_options, TraceOptions):
-        raise RecaserError(f"`dev_trace_options` must be a TraceOptions, not {type(dev_trace_options).__name__}")
-    _check_paths(
-        model=model,
-        source=source,
-        target=target,
-        alignment=alignment,
-        stats=stats,
-        dev_source=dev_source,
-        dev_target=dev_target,
-        dev_alignment=dev_alignment,
-        dev_trace=dev_trace,
-        dev_trace_alignment=dev_trace_alignment,
-        lmplz=lmplz,
-        work=work,
-    )
-    if work is not None:
-        scratch_dir, model_dir = Path(os.path.realpath(work)), Path(os.path.realpath(model))
+    run = _checked("run", run or RunOptions(), RunOptions)
+    dev_output = None if dev_output is None else _checked("dev_output", dev_output, DecoderOutput)
+    check_workers(run.jobs)
+    stats = None if isinstance(data, Bitext) else data
+    training = _bitext("", data) if isinstance(data, Bitext) else None
+    held = 0 if isinstance(dev, Bitext) else dev
+    if isinstance(held, bool) or not isinstance(held, int):
+        raise RecaserError(f"`dev` must be a Bitext or a whole number of sentence pairs, not {held!r}")
+    _check_paths(("model",), model=model, stats=stats, lmplz=run.lmplz, work=run.work)
+    if dev_output is not None:
+        _check_paths(dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
+        dev_output = DecoderOutput(os.fspath(dev_output.trace), _str(dev_output.alignment), dev_output.options)
+    if run.work is not None:
+        scratch_dir, model_dir = Path(os.path.realpath(run.work)), Path(os.path.realpath(model))
         if scratch_dir == model_dir or model_dir in scratch_dir.parents:
             raise RecaserError(
                 f"`work` is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
                 "scratch directory outside it",
-                os.fspath(work),
+                os.fspath(run.work),
             )
-    budget = Memory.from_setting(memory)
+    budget = Memory.from_setting(run.memory)
     # scipy (the CRF fit's) loaded before the long work: its OpenBLAS, short of address space (ulimit -v) later,
     # would retry for ever instead of raising MemoryError
     check_address_space(SCIPY_SPACE, "loading scipy")
     import scipy.optimize  # noqa: F401
 
     chosen = _settings(settings)
+    dev_set = _bitext("dev_", dev) if isinstance(dev, Bitext) else None
     if raw:
-        _check_raw(chosen, alignment=alignment, dev_alignment=dev_alignment, dev_trace=dev_trace, stats=stats)
-    training, dev = _bitexts(source, target, alignment, stats, dev_source, dev_target, dev_alignment, dev_size)
-    if dev_trace_alignment is not None and dev_trace is None:
-        raise RecaserError("`dev_trace_alignment` goes with `dev_trace`")
-    dev_output = (
-        DecoderOutput(os.fspath(dev_trace), _str(dev_trace_alignment), dev_trace_options or TraceOptions())
-        if dev_trace is not None
-        else None
-    )
-    with _as_recaser_errors(), work_dir("moses-recaser", work) as scratch:
+        alignments = {"alignment": training and training.alignment, "dev_alignment": dev_set and dev_set.alignment}
+        _check_raw(chosen, **alignments, dev_trace=dev_output, stats=stats)
+    if dev_set is None:
+        training, dev_set = _held_out(training, held)
+    with _as_recaser_errors(), work_dir("moses-recaser", run.work) as scratch:
         names: dict[str, str] = {}
         if raw:
-            training, dev, chosen, names = _tokenized(training, dev, chosen, Path(scratch), jobs)
+            training, dev_set, chosen, names = _tokenized(training, dev_set, chosen, Path(scratch), run.jobs)
         try:
             report = fit_model(
                 os.fspath(model),
                 train=training,
                 stats_model=_str(stats),
-                dev=dev,
+                dev=dev_set,
                 settings=chosen,
                 work=Path(scratch),
-                jobs=jobs,
-                lmplz=_str(lmplz),
+                jobs=run.jobs,
+                lmplz=_str(run.lmplz),
                 dev_output=dev_output,
                 memory=budget,
                 named_as=names,
@@ -154,7 +149,8 @@ def train(
         ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()),
     )
     _warn_if_eflomal_aligned(
-        stats is None and alignment is None, dev_source is not None and dev_alignment is None and dev_trace is None
+        training is not None and training.alignment is None,
+        isinstance(dev, Bitext) and dev_set.alignment is None and dev_output is None,
     )
     return TrainedModel(Path(model), report.signature)
 
@@ -246,11 +242,11 @@ def _as_recaser_errors() -> Iterator[None]:
         raise RecaserError(exc.strerror or str(exc), where) from None
 
 
-def _check_paths(**paths: object) -> None:
-    """Each a file name (a str or a path; None: not given, which ``model`` must be), not an int or bytes: refused
-    by the flag's name before any work, not a TypeError midway."""
+def _check_paths(required: tuple[str, ...] = (), **paths: object) -> None:
+    """Each a file name (a str or a path; None: not given, which the ``required`` must be), not an int or bytes:
+    refused by the flag's name before any work, not a TypeError midway."""
     for name, value in paths.items():
-        if value is None and name != "model":
+        if value is None and name not in required:
             continue
         if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
             raise RecaserError(f"`{name}` must be a file name, not {value!r}")
@@ -262,16 +258,7 @@ def _str(path: PathLike | None) -> str | None:
 
 def _settings(settings: TrainSettings | None) -> TrainSettings:
     """A copy of ``settings`` (default: the defaults), checked."""
-    if settings is not None and not isinstance(settings, TrainSettings):
-        raise RecaserError(f"`settings` must be a TrainSettings, not {type(settings).__name__}")
-    chosen = dataclasses.replace(settings or TrainSettings())
-    default = TrainSettings()
-    for name in DERIVED:
-        if getattr(chosen, name) != getattr(default, name):
-            raise RecaserError(
-                f"setting `{name}` is train's to set from its inputs (alignment files or none, lmplz, dev_trace, "
-                "the monolingual text), not yours"
-            )
+    chosen = dataclasses.replace(_checked("settings", settings or TrainSettings(), TrainSettings))
     chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
     for m in chosen.monolingual:
         check_rereadable(m)  # (read twice: its digest, then its lines)
@@ -280,35 +267,25 @@ def _settings(settings: TrainSettings | None) -> TrainSettings:
     return chosen
 
 
-def _bitexts(
-    source: PathLike | None,
-    target: PathLike | None,
-    alignment: PathLike | None,
-    stats: PathLike | None,
-    dev_source: PathLike | None,
-    dev_target: PathLike | None,
-    dev_alignment: PathLike | None,
-    dev_size: int,
-) -> tuple[Any, Any]:
-    """The training bitext (None with ``stats``) and the dev bitext, held out from training when not given."""
-    from moses_recaser.model.data import Bitext
+def _checked(name: str, value: Any, kind: type) -> Any:
+    if not isinstance(value, kind):
+        raise RecaserError(f"`{name}` must be a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def _bitext(prefix: str, b: Bitext) -> Bitext:
+    """A bitext of the caller's, its files checked as file names (named ``dev_source`` for ``prefix`` dev_)."""
+    files = {"source": b.source, "target": b.target, "alignment": b.alignment}
+    _check_paths((prefix + "source", prefix + "target"), **{prefix + k: v for k, v in files.items()})
+    return Bitext(os.fspath(b.source), os.fspath(b.target), _str(b.alignment))
+
+
+def _held_out(training: Bitext | None, dev_size: int) -> tuple[Bitext, Bitext]:
+    """The training bitext without its last ``dev_size`` sentence pairs (at most a tenth), and those pairs."""
     from moses_recaser.stats.pieces import corpus_lines
 
-    if stats is not None and (source is not None or target is not None or alignment is not None):
-        raise RecaserError("`stats` replaces `source`, `target` and `alignment`: give one or the other")
-    if stats is None and (source is None or target is None):
-        raise RecaserError("give the training bitext (`source` and `target`) or a statistics model (`stats`)")
-    if (dev_source is None) != (dev_target is None):
-        raise RecaserError("the dev set is two files: give both `dev_source` and `dev_target`")
-    if dev_alignment is not None and dev_source is None:
-        raise RecaserError("`dev_alignment` goes with `dev_source` and `dev_target`")
-    training = None
-    if source is not None and target is not None:
-        training = Bitext(os.fspath(source), os.fspath(target), _str(alignment))
-    if dev_source is not None and dev_target is not None:
-        return training, Bitext(os.fspath(dev_source), os.fspath(dev_target), _str(dev_alignment))
     if training is None:
-        raise RecaserError("with `stats`, give the dev set (`dev_source` and `dev_target`)")
+        raise RecaserError("with a statistics model, give the dev set (`dev`: a Bitext)")
     if dev_size < 1:
         raise RecaserError(f"`dev_size` must be at least 1 sentence pair, got {dev_size}")
     n = corpus_lines([f for f in (training.source, training.target, training.alignment) if f])

@@ -184,11 +184,11 @@ def train_on_tico(
     d: Path, model: Path, settings: TrainSettings = TICO_SETTINGS, langs: tuple[str, str] = ("fr", "en")
 ) -> None:
     """A model trained on ``tico_slices``' train and dev files in ``d``, as the suite's own is."""
-    from moses_recaser import train
+    from moses_recaser import Bitext, train
 
     f, e = langs
-    files = {"alignment": "train.wa", "dev_source": f"dev.{f}", "dev_target": f"dev.{e}", "dev_alignment": "dev.wa"}
-    train(d / f"train.{f}", d / f"train.{e}", model, settings, **{k: d / v for k, v in files.items()})
+    dev = Bitext(d / f"dev.{f}", d / f"dev.{e}", d / "dev.wa")
+    train(Bitext(d / f"train.{f}", d / f"train.{e}", d / "train.wa"), model, settings, dev=dev)
 
 
 # Moses' own scripts: MOSES_SCRIPTS names them (a mosesdecoder checkout or release, its scripts/ directory, or a

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import moses_recaser
-from moses_recaser import Recaser, RecaserError, TrainSettings, Triple, train
+from moses_recaser import Bitext, Recaser, RecaserError, RunOptions, TrainSettings, Triple, train
 from moses_recaser.cli.main import main
 from moses_recaser.io.lines import split_tokens
 
@@ -129,53 +129,47 @@ def test_case_only_and_signature(tico):
         # a count of processes as a string (read from a config) is refused by name, not a TypeError
         (lambda r: list(r.recase_lines(["a"], jobs="2")), "`jobs` must be a whole number of processes, not '2'"),  # type: ignore[arg-type]
         (lambda r: list(r.recase_lines(["a"], jobs=0)), "`jobs` must be between 1 and"),
-        (lambda r: train(None, None, "m", stats="s", jobs=2.0), "`jobs` must be a whole number"),  # type: ignore[arg-type]
+        (lambda r: train("s", "m", run=RunOptions(jobs=2.0)), "`jobs` must be a whole number"),  # type: ignore[arg-type]
         # settings refused before any work, not a model that load refuses, nor a TypeError midway
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(max_candidates=0)),
+            lambda r: train("s", "m", settings=TrainSettings(max_candidates=0)),
             "`max_candidates` must be at least 1",
         ),
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(sigma="1")),
+            lambda r: train("s", "m", settings=TrainSettings(sigma="1")),
             "setting `sigma` must be a number, not '1'",
         ),
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(monolingual="a.en")),
+            lambda r: train("s", "m", settings=TrainSettings(monolingual="a.en")),
             "setting `monolingual` must be a list",
         ),
-        (lambda r: train(None, None, "m", stats="s", memory=1), "`memory` of 1 bytes is too small"),
+        (lambda r: train("s", "m", run=RunOptions(memory=1)), "`memory` of 1 bytes is too small"),
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(heldout_sentences=-5)),
+            lambda r: train("s", "m", settings=TrainSettings(heldout_sentences=-5)),
             "`heldout_sentences` must be at least 0",
         ),
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(symmetrization="nope")),
+            lambda r: train("s", "m", settings=TrainSettings(symmetrization="nope")),
             "`symmetrization` is 'nope'; choose",
         ),
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(sigma_grid=["a"])),
+            lambda r: train("s", "m", settings=TrainSettings(sigma_grid=["a"])),
             "setting `sigma_grid` holds 'a', not a number",
         ),
         (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(npa_lengths={1: "b"})),
+            lambda r: train("s", "m", settings=TrainSettings(npa_lengths={1: "b"})),
             "setting `npa_lengths` holds 'b', not a",
         ),
-        (lambda r: train(None, None, "m", stats="s", dev_size="5"), "`dev_size` must be a whole number"),  # type: ignore[arg-type]
-        # what train records from its inputs is not the caller's to set: the signature would say something false
-        (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(dev_decoded=True)),
-            "setting `dev_decoded` is train's to set",
-        ),
-        (
-            lambda r: train(None, None, "m", stats="s", settings=TrainSettings(alignment_source="eflomal")),
-            "`alignment_source` is train's",
-        ),
+        (lambda r: train("s", "m", dev="5"), "`dev` must be a Bitext or a whole number"),  # type: ignore[arg-type]
+        (lambda r: train("s", "m"), "with a statistics model, give the dev set"),
+        (lambda r: train("s", "m", run="fast"), "`run` must be a RunOptions, not str"),  # type: ignore[arg-type]
+        (lambda r: train("s", "m", dev_output="t"), "`dev_output` must be a DecoderOutput, not str"),  # type: ignore[arg-type]
         (lambda r: r.recase("a", trace_format=[]), "trace_format is \\[\\]; choose one of"),  # type: ignore[arg-type]
         (lambda r: r.recase("a", trace_options=5), "trace_options must be a TraceOptions, not int"),  # type: ignore[arg-type]
         (lambda r: list(r.recase_triples(None)), "triples must be an iterable"),  # type: ignore[arg-type]
         (lambda r: moses_recaser.read_lines(5), "read_lines takes a file name, not 5"),  # type: ignore[arg-type]
-        (lambda r: train(5, "t.en", "m"), "`source` must be a file name, not 5"),  # type: ignore[arg-type]
-        (lambda r: train(None, None, None, stats="s"), "`model` must be a file name, not None"),  # type: ignore[arg-type]
+        (lambda r: train(Bitext(5, "t.en"), "m"), "`source` must be a file name, not 5"),  # type: ignore[arg-type]
+        (lambda r: train("s", None), "`model` must be a file name, not None"),  # type: ignore[arg-type]
         (lambda r: Recaser.load(""), "a model is a directory name, not ''"),
         (lambda r: list(r.recase_lines(5)), "hyps must be an iterable of lines"),  # type: ignore[arg-type]
         (lambda r: list(r.recase_lines(b"the cat")), "hyps must be an iterable of lines .* not bytes"),  # type: ignore[arg-type]
@@ -215,19 +209,13 @@ def test_public_names_are_listed_and_documented():
 
 
 def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tico_aligned, tmp_path):
+    bitext = Bitext(tico_aligned / "f", tico_aligned / "e", tico_aligned / "a")
     with pytest.raises(TypeError, match="sigmma"):  # settings come as one typed object
-        moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", sigmma=2.0)  # type: ignore[call-arg]
-    with pytest.raises(RecaserError, match="give both"):
-        moses_recaser.train(tico / "train.fr", tico / "train.en", tmp_path / "m", dev_source=tico / "dev.fr")
+        moses_recaser.train(bitext, tmp_path / "m", sigmma=2.0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="target"):  # a bitext is two files
+        moses_recaser.train(Bitext(tico / "train.fr"), tmp_path / "m")  # type: ignore[call-arg]
     # no dev set: the last pairs of the bitext (and their links) fit the weights (100 of 700: at most a tenth)
-    model = moses_recaser.train(
-        tico_aligned / "f",
-        tico_aligned / "e",
-        tmp_path / "m",
-        dev_size=100,
-        alignment=tico_aligned / "a",
-        settings=TrainSettings(max_iter=5),
-    )
+    model = moses_recaser.train(bitext, tmp_path / "m", TrainSettings(max_iter=5), dev=100)
     r = Recaser.load(model)
     assert "sigma:1" in r.signature
     assert r.recase("the who .").lower() == "the who ."
@@ -406,14 +394,25 @@ def test_a_scratch_directory_inside_the_model_is_refused_before_work(tico, tmp_p
     for work in (model, model / "sub"):
         with pytest.raises(RecaserError, match="`work` is inside the model directory"):
             train(
-                tico / "train.fr",
-                tico / "train.en",
+                Bitext(tico / "train.fr", tico / "train.en"),
                 model,
-                dev_source=tico / "dev.fr",
-                dev_target=tico / "dev.en",
-                work=work,
+                dev=Bitext(tico / "dev.fr", tico / "dev.en"),
+                run=RunOptions(work=work),
             )
         assert sorted(p.name for p in model.iterdir()) == before
+
+
+def test_what_train_records_from_its_inputs_is_not_a_setting():
+    """The derived settings (the aligner run or not, lmplz, decoder output for dev, the monolingual digest) are no
+    arguments of TrainSettings: what the signature says of them is train's, from its inputs. A copy keeps them."""
+    from moses_recaser.model.settings import DERIVED
+
+    for name in DERIVED:
+        with pytest.raises(TypeError):
+            TrainSettings(**{name: None})
+    made = TrainSettings().changed(dev_decoded=True, lm_estimator="lmplz")
+    assert made.changed(sigma=2.0).signature() == made.signature().replace("sigma:1", "sigma:2")
+    assert TrainSettings.recorded({"dev_decoded": True, "sigma": 2.0}) == made.changed(lm_estimator="kn", sigma=2.0)
 
 
 def test_train_returns_the_model_and_its_signature(tico, tico_aligned, tmp_path):
@@ -422,6 +421,6 @@ def test_train_returns_the_model_and_its_signature(tico, tico_aligned, tmp_path)
     from moses_recaser import TrainedModel
 
     a = tico_aligned  # the links made once for the suite: eflomal is not the subject
-    made = train(a / "f", a / "e", tmp_path / "m", alignment=a / "a", dev_source=tico / "dev.fr", dev_target=tico / "dev.en", dev_alignment=a / "dev.a", settings=TrainSettings(max_iter=2))  # fmt: skip
+    made = train(Bitext(a / "f", a / "e", a / "a"), tmp_path / "m", TrainSettings(max_iter=2), dev=Bitext(tico / "dev.fr", tico / "dev.en", a / "dev.a"))  # fmt: skip
     assert isinstance(made, TrainedModel) and made.path == tmp_path / "m" and os.fspath(made) == str(tmp_path / "m")
     assert made.signature == Recaser.load(made).signature and "|w:" in made.signature

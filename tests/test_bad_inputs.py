@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from moses_recaser import TrainSettings
+from moses_recaser import Bitext, TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.io.errors import RecaserError
 
@@ -616,16 +616,7 @@ def test_a_directory_given_as_a_corpus_or_an_lm_is_called_a_directory(tmp_path, 
         ("monolingual", src, TrainSettings(monolingual=[str(d)])),
     ):
         with pytest.raises(RecaserError, match=re.escape(f"{d}: is a directory, not ")):
-            train(
-                source,
-                tgt,
-                tmp_path / "m",
-                settings,
-                alignment=links,
-                dev_source=src,
-                dev_target=tgt,
-                dev_alignment=links,
-            )
+            train(Bitext(source, tgt, links), tmp_path / "m", settings, dev=Bitext(src, tgt, links))
         assert not (tmp_path / "m").exists(), where
 
 
@@ -641,12 +632,10 @@ def test_a_given_lm_that_is_no_lm_is_refused_before_alignment(tico, tmp_path, mo
     text = _write(tmp_path / "text.lm", "the cat\n")
     with pytest.raises(RecaserError, match=re.escape(f"{text}: neither an ARPA file nor a KenLM binary")):
         train(
-            tico / "train.fr",
-            tico / "train.en",
+            Bitext(tico / "train.fr", tico / "train.en"),
             tmp_path / "m",
-            dev_source=tico / "dev.fr",
-            dev_target=tico / "dev.en",
-            settings=TrainSettings(lm=text),
+            TrainSettings(lm=text),
+            dev=Bitext(tico / "dev.fr", tico / "dev.en"),
         )
 
 
@@ -688,14 +677,10 @@ def test_a_lowercased_or_small_dev_target_is_warned_of(tico, tico_aligned, tmp_p
     links = _write(tmp_path / "dev.a", "".join((aligned / "dev.a").read_text(encoding="utf-8").splitlines(True)[:30]))
     with caplog.at_level(logging.WARNING):
         train(
-            aligned / "f",
-            aligned / "e",
+            Bitext(aligned / "f", aligned / "e", aligned / "a"),
             tmp_path / "m",
-            alignment=aligned / "a",
-            dev_source=src,
-            dev_target=low,
-            dev_alignment=links,
-            settings=TrainSettings(max_iter=2, input_case=input_case),
+            TrainSettings(max_iter=2, input_case=input_case),
+            dev=Bitext(src, low, links),
         )
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     lowered = any(x.startswith(f"{low}: the dev target has no word with a capital letter") for x in said)

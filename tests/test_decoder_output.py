@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pytest
 
-from moses_recaser import TrainSettings
+from moses_recaser import Bitext, TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
@@ -305,14 +305,10 @@ def test_every_fit_that_stops_early_is_warned_about(tico, tico_aligned, tmp_path
 
     caplog.set_level("WARNING", logger="moses_recaser")
     train(
-        tico_aligned / "f",
-        tico_aligned / "e",
+        Bitext(tico_aligned / "f", tico_aligned / "e", tico_aligned / "a"),
         tmp_path / "model",
-        alignment=tico_aligned / "a",
-        dev_source=tico / "dev.fr",
-        dev_target=tico / "dev.en",
-        dev_alignment=tico_aligned / "dev.a",
-        settings=TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)),
+        TrainSettings(max_iter=1, sigma_grid=(0.5, 1.0)),
+        dev=Bitext(tico / "dev.fr", tico / "dev.en", tico_aligned / "dev.a"),
     )
     said = caplog.text
     for m in MODES:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import moses_recaser.core.memory as memory_module
-from moses_recaser import TrainSettings
+from moses_recaser import Bitext, RunOptions, TrainSettings
 from moses_recaser.cli.main import main
 from moses_recaser.core.keyset import KeySet, pack_blocks
 from moses_recaser.core.memory import Memory, parse_memory, physical_memory
@@ -145,16 +145,14 @@ def _tiny_memory(monkeypatch) -> None:
     monkeypatch.setattr(counter, "KEEP_KNOWN", 3)
 
 
-def _training(aligned: Path, tico: Path, jobs: int = 1) -> dict:
+def _training(aligned: Path, tico: Path, jobs: int = 1, **run: object) -> dict:
     """train()'s keywords for the TICO slice with its word alignment (5 L-BFGS iterations: the tests compare
     models, not their quality)."""
     return dict(
-        alignment=aligned / "a",
-        dev_source=tico / "dev.fr",
-        dev_target=tico / "dev.en",
-        dev_alignment=aligned / "dev.a",
+        data=Bitext(aligned / "f", aligned / "e", aligned / "a"),
+        dev=Bitext(tico / "dev.fr", tico / "dev.en", aligned / "dev.a"),
         settings=TrainSettings(max_iter=5),
-        jobs=jobs,
+        run=RunOptions(jobs, **run),
     )
 
 
@@ -164,7 +162,7 @@ def roomy(aligned, tico, tmp_path_factory) -> Path:
     from moses_recaser import train
 
     model = tmp_path_factory.mktemp("roomy") / "model"
-    train(aligned / "f", aligned / "e", model, **_training(aligned, tico))
+    train(model=model, **_training(aligned, tico))
     return model
 
 
@@ -178,7 +176,7 @@ def test_a_model_from_spilled_counts_is_the_in_memory_model(aligned, tico, roomy
     _tiny_memory(monkeypatch)
     work = tmp_path / "work"
     work.mkdir()
-    train(aligned / "f", aligned / "e", tmp_path / "tiny", memory=6 << 20, work=work, **_training(aligned, tico, jobs))
+    train(model=tmp_path / "tiny", **_training(aligned, tico, jobs, memory=6 << 20, work=work))
     roomy, tiny = read_manifest(roomy), read_manifest(tmp_path / "tiny")
     assert roomy.files == tiny.files and set(roomy.files) >= {"tables.npz", "lm.arpa", "lm.npz", "candidates.npz"}
     assert list(work.iterdir()) == []
@@ -215,7 +213,7 @@ def test_a_registry_compacted_as_it_grows_recases_the_same(aligned, tico, roomy,
 
     monkeypatch.setattr(extractor, "REGISTRY_CHUNK", 50)
     monkeypatch.setattr(columns, "FLUSH_ROWS", 7)
-    train(aligned / "f", aligned / "e", tmp_path / "chunked", **_training(aligned, tico))
+    train(model=tmp_path / "chunked", **_training(aligned, tico))
     whole_files, chunked_files = read_manifest(roomy).files, read_manifest(tmp_path / "chunked").files
     assert {k: v for k, v in whole_files.items() if k != "candidates.npz"} == {
         k: v for k, v in chunked_files.items() if k != "candidates.npz"

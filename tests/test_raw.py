@@ -453,7 +453,7 @@ def test_eval_scores_raw_files_as_sacrebleu_does(tmp_path, capsys):
 
 def test_a_raw_training_file_is_named_as_the_user_named_it(tmp_path):
     """An error in a raw training file names that file and line, not the tokenized copy train reads."""
-    from moses_recaser import TrainSettings, train
+    from moses_recaser import Bitext, TrainSettings, train
     from moses_recaser.io.errors import RecaserError
 
     src, tgt = tmp_path / "train.fr", tmp_path / "train.en"
@@ -462,5 +462,5 @@ def test_a_raw_training_file_is_named_as_the_user_named_it(tmp_path):
     lines[12] = "word " * 10_001
     tgt.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(RecaserError, match=f"^{tgt}:13: 10001 tokens on one line"):
-        train(src, tgt, tmp_path / "model", TrainSettings(source_lang="fr", target_lang="en"), raw=True, dev_size=4)
+        train(Bitext(src, tgt), tmp_path / "model", TrainSettings(source_lang="fr", target_lang="en"), raw=True, dev=4)
     assert not (tmp_path / "model").exists()

@@ -391,12 +391,9 @@ def test_the_signature_tells_a_dev_only_eflomal_alignment_apart(tico, tmp_path):
         dev = (tico / f"dev.{side}").read_text(encoding="utf-8").splitlines(True)[:20]
         (tmp_path / f"dev.{side}").write_text("".join(dev), encoding="utf-8")
     model = moses_recaser.train(
-        tico / "train.fr",
-        tico / "train.en",
+        moses_recaser.Bitext(tico / "train.fr", tico / "train.en", links),
         tmp_path / "m",
-        alignment=links,
-        dev_source=tmp_path / "dev.fr",
-        dev_target=tmp_path / "dev.en",
-        settings=TrainSettings(max_iter=5),
+        TrainSettings(max_iter=5),
+        dev=moses_recaser.Bitext(tmp_path / "dev.fr", tmp_path / "dev.en"),
     )
     assert "|align:files+dev:eflomal+grow-diag-final-and|" in read_manifest(model).signature

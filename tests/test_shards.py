@@ -313,7 +313,6 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     args = ["--source", str(d / "f"), "--target", str(d / "e"), "--alignment", str(d / "a")]
     assert main(["-q", "stats", *args, "-o", str(tmp_path / "stats")]) == 0
     dev = ["--dev-source", str(tico / "dev.fr"), "--dev-target", str(tico / "dev.en")]
-    lib_dev = {"dev_source": tico / "dev.fr", "dev_target": tico / "dev.en"}
     assert main(["train", "--stats", str(tmp_path / "stats"), *args, *dev, "-o", str(tmp_path / "m")]) == 2
     assert "--stats replaces" in capsys.readouterr().err
     # the LM's settings are the statistics model's: given with --stats they would go unused
@@ -331,7 +330,10 @@ def test_train_stats_refuses_conflicting_inputs_and_old_models(bitext, tico, tmp
     # (the library tells a setting from its default, not a named default: the command line refuses those)
     with pytest.raises(RecaserError, match="`lm_order` cannot be combined with `stats`"):
         moses_recaser.train(
-            None, None, tmp_path / "m", stats=tmp_path / "stats", **lib_dev, settings=TrainSettings(lm_order=4)
+            tmp_path / "stats",
+            tmp_path / "m",
+            TrainSettings(lm_order=4),
+            dev=moses_recaser.Bitext(tico / "dev.fr", tico / "dev.en"),
         )
     # a statistics model of an older format
     manifest = tmp_path / "stats" / "manifest.yaml"

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from moses_recaser import Recaser, TrainSettings, train
+from moses_recaser import Bitext, Recaser, RunOptions, TrainSettings, train
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Link
 from moses_recaser.harness.bleu import sacrebleu_scores, wmt21_runs
@@ -98,7 +98,14 @@ def quickstart_rows(work: Path) -> list[dict]:
     for name, lines in (("train.fr", fr[:1950]), ("train.en", en[:1950])):
         (work / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     settings = TrainSettings(source_lang="fr", target_lang="en")
-    train(str(work / "train.fr"), str(work / "train.en"), str(work / "model"), settings, raw=True, dev_size=150, jobs=2)
+    train(
+        Bitext(str(work / "train.fr"), str(work / "train.en")),
+        str(work / "model"),
+        settings,
+        raw=True,
+        dev=150,
+        run=RunOptions(jobs=2),
+    )
     read = line_reader("en", "fr")
     pairs = [read(k, Line(e, f, lineno=k)).triple for k, (e, f) in enumerate(zip(en[:1950], fr[:1950]))]
     align([t.source for t in pairs], [t.target for t in pairs], priors_out=work / "priors")

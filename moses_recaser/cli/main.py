@@ -15,7 +15,7 @@ from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, p
 from moses_recaser.cli.options import add, unset_unless_given
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import atomic_output
-from moses_recaser.model.settings import STATS_SETTINGS
+from moses_recaser.model.settings import STATS_SETTINGS, check_stats_fixed
 from moses_recaser.moses.formats import FORMATS, Inputs, Record
 
 PROG = "moses-recaser"
@@ -313,31 +313,31 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from moses_recaser.api import train
-    from moses_recaser.model.settings import TrainSettings, check_stats_fixed
+    from moses_recaser.api import Bitext, DecoderOutput, RunOptions, TrainSettings, train
 
     values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode") if hasattr(args, name)}
     values["sigma_grid"] = tuple(values["sigma_grid"] or ())
     values["monolingual"] = values["monolingual"] or []
     settings = TrainSettings(**values, npa_lengths=npa_lengths(args))
     if args.stats is not None:  # a flag the statistics model fixed would go unused at any value, its default too
+        if args.source or args.target or args.alignment:
+            raise RecaserError("`stats` replaces `source`, `target` and `alignment`: give one or the other")
         check_stats_fixed(settings, [k for k, v in values.items() if v is not None], args.lmplz)
+    elif args.source is None or args.target is None:
+        raise RecaserError("give the training bitext (`source` and `target`) or a statistics model (`stats`)")
+    if (args.dev_source is None) != (args.dev_target is None):
+        raise RecaserError("the dev set is two files: give both `dev_source` and `dev_target`")
+    if args.dev_alignment is not None and args.dev_source is None:
+        raise RecaserError("`dev_alignment` goes with `dev_source` and `dev_target`")
+    if args.dev_trace_alignment is not None and args.dev_trace is None:
+        raise RecaserError("`dev_trace_alignment` goes with `dev_trace`")
     model = train(
-        args.source,
-        args.target,
+        args.stats or Bitext(args.source, args.target, args.alignment),
         args.output,
         settings,
-        alignment=args.alignment,
-        stats=args.stats,
-        dev_source=args.dev_source,
-        dev_target=args.dev_target,
-        dev_alignment=args.dev_alignment,
-        dev_size=args.dev_size,
-        dev_trace=args.dev_trace,
-        dev_trace_alignment=args.dev_trace_alignment,
-        jobs=args.jobs,
-        memory=args.memory,
-        lmplz=args.lmplz,
+        dev=Bitext(args.dev_source, args.dev_target, args.dev_alignment) if args.dev_source else args.dev_size,
+        dev_output=DecoderOutput(args.dev_trace, args.dev_trace_alignment) if args.dev_trace else None,
+        run=RunOptions(args.jobs, args.memory, lmplz=args.lmplz),
         raw=args.raw,
     )
     print_result(model.signature)

@@ -181,8 +181,7 @@ def train_step(step: TrainStep) -> None:
     the corpus is read where it is, line by line, its statistics counted in ``jobs`` processes. ``config``, the
     pointer to the model that later steps receive as -model, is written before the work and renamed into place
     after it; a failed run leaves neither, nor the directories it made."""
-    from moses_recaser.api import train
-    from moses_recaser.model.settings import TrainSettings
+    from moses_recaser.api import DEV_SIZE, Bitext, RunOptions, TrainSettings, train
 
     if step.source_corpus is None or step.alignment is None:
         raise RecaserError(
@@ -205,6 +204,6 @@ def train_step(step: TrainStep) -> None:
         out.write(POINTER_HEADER)
         out.write(f"model: {model.resolve()}\n")
         out.flush()  # on disk before the work: a full disk fails here, not after the model replaced the old one
-        run = {k: given.pop(k) for k in ("jobs", "memory", "lmplz", "dev_size") if k in given}
-        settings = TrainSettings(**given)
-        train(step.source_corpus, step.corpus, model, settings, alignment=step.alignment, work=out_dir, **run)
+        run = RunOptions(**{k: given.pop(k) for k in ("jobs", "memory", "lmplz") if k in given}, work=out_dir)
+        dev = given.pop("dev_size", DEV_SIZE)
+        train(Bitext(step.source_corpus, step.corpus, step.alignment), model, TrainSettings(**given), dev=dev, run=run)

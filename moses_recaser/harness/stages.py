@@ -258,8 +258,8 @@ def train_model(
 ) -> Path:
     """The CRF model of ``train`` (tables, LM) and ``dev`` (weights) with the config's settings, cached under a
     key of its inputs, its settings and the feature code (``features.feature_revision``)."""
+    from moses_recaser.api import Bitext, TrainSettings
     from moses_recaser.api import train as train_crf
-    from moses_recaser.model.settings import TrainSettings
 
     settings = TrainSettings(
         lm_order=cfg.lm_order,
@@ -287,13 +287,9 @@ def train_model(
         return model
     model.parent.mkdir(parents=True, exist_ok=True)
     train_crf(
-        train.source,
-        train.target,
+        Bitext(str(train.source), str(train.target), str(train.alignment)),
         model,
-        alignment=train.alignment,
-        dev_source=dev.source,
-        dev_target=dev.target,
-        dev_alignment=dev.alignment,
-        settings=settings,
+        settings,
+        dev=Bitext(str(dev.source), str(dev.target), str(dev.alignment)),
     )
     return model

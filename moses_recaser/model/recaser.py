@@ -196,7 +196,7 @@ class Recaser:
         names = {f.name for f in dataclasses.fields(TrainSettings)}
         settings: TrainSettings | None
         try:
-            settings = TrainSettings(**{k: v for k, v in self.manifest.settings.items() if k in names})
+            settings = TrainSettings.recorded({k: v for k, v in self.manifest.settings.items() if k in names})
             made = settings.signature()
         except (TypeError, ValueError, AttributeError, RecaserError):
             settings, made = None, ""

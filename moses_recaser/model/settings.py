@@ -5,6 +5,7 @@ Kept apart from ``train`` (no numpy at import) so that the command line can show
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import numbers
@@ -33,7 +34,7 @@ INPUT_CASES = ("lower", "cased")
 LM_ESTIMATORS = ("kn", "lmplz")
 ALIGNMENT_SOURCES = ("files", "eflomal", "files+dev:eflomal")
 # set by train from its inputs (the aligner run or not, lmplz given, dev decoder output, the monolingual text's
-# contents), not by the caller: what the signature says of them is then true
+# contents), not by the caller (they are not arguments of TrainSettings): what the signature says of them is true
 DERIVED = ("alignment_source", "lm_estimator", "dev_decoded", "monolingual_digest")
 # what a statistics model fixed when it was made (``moses-recaser stats``/``merge``): train cannot change them
 STATS_SETTINGS = ("lm", "lm_order", "lm_prune", "discount_fallback", "lmplz_options")
@@ -65,19 +66,34 @@ class TrainSettings:
     # highest-order n-grams seen at most this often are left out of the LM, as lmplz --prune 0 0 N
     # (train-recaser.perl's LM: 1); 0: none
     lm_prune: int = 0
-    lm_estimator: str = "kn"  # "kn": this package's modified Kneser-Ney; "lmplz": KenLM's (train lmplz=...)
+    lm_estimator: str = field(default="kn", init=False)  # "kn": ours; "lmplz": KenLM's (RunOptions.lmplz)
     lmplz_options: str = ""
-    alignment_source: str = "files"  # or "eflomal" (training and dev), or "files+dev:eflomal" (dev only)
+    alignment_source: str = field(default="files", init=False)  # or "eflomal", or "files+dev:eflomal" (dev only)
     # cased, tokenized target-language text without a source: its sentences join the LM and the
     # target-side counts (case prior, training forms), not the translation tables
     monolingual: list[str] = field(default_factory=list)
-    monolingual_digest: str | None = None  # sha256 of their contents, set when read
-    dev_decoded: bool = False  # the weights were fitted on decoder output for dev (train(dev_trace=...))
+    monolingual_digest: str | None = field(default=None, init=False)  # sha256 of their contents, set when read
+    dev_decoded: bool = field(default=False, init=False)  # the weights were fitted on decoder output for dev
     input_case: str = "lower"  # INPUT_CASES
     # the languages (ISO 639-1) of the training text, so that raw text to recase is tokenized as it was (None:
     # not said; raw text then needs them at recasing)
     source_lang: str | None = None
     target_lang: str | None = None
+
+    @classmethod
+    def recorded(cls, doc: dict[str, Any]) -> TrainSettings:
+        """The settings a model records (its manifest's): the derived ones set too. Unknown names: TypeError."""
+        derived = {k: doc[k] for k in DERIVED if k in doc}
+        return cls(**{k: v for k, v in doc.items() if k not in derived}).changed(**derived)
+
+    def changed(self, **values: Any) -> TrainSettings:
+        """A copy with these settings changed, DERIVED ones too (``dataclasses.replace`` would reset those)."""
+        new = copy.copy(self)
+        for name, value in values.items():
+            if not hasattr(new, name):
+                raise TypeError(f"TrainSettings has no setting {name!r}")
+            setattr(new, name, value)
+        return new
 
     def check(self) -> None:
         from moses_recaser.stats.symal import SYMMETRIZATIONS

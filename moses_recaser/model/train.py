@@ -23,7 +23,7 @@ import shutil
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -206,7 +206,7 @@ def fit_model(
         # a statistics model is checked before any corpus is read
         preloaded = _stats_from_model(stats_model, settings, work) if stats_model is not None else None
         if preloaded is not None:
-            settings = replace(settings, lm_order=preloaded.lm_order, lm=preloaded.lm, lm_prune=preloaded.lm_prune)
+            settings = settings.changed(lm_order=preloaded.lm_order, lm=preloaded.lm, lm_prune=preloaded.lm_prune)
         dev_set = dev.triples()
         check_dev(dev_set, dev, settings.input_case == "cased")
         # the decoder's dev output, read (and checked) before the work as well
@@ -217,7 +217,7 @@ def fit_model(
         if aligned:
             # the tables' alignment is what the signature names first; dev's alone is told apart
             source = "eflomal" if train is not None and train.alignment is None else "files+dev:eflomal"
-            settings = replace(settings, alignment_source=source)
+            settings = settings.changed(alignment_source=source)
     with _timed(report, "statistics"):
         if preloaded is not None:
             tables, tables_file, lm_path = preloaded.tables, preloaded.tables_file, preloaded.lm_path
@@ -251,8 +251,8 @@ def fit_model(
         )
         report.heldout_sentences = settings.heldout_sentences
         if settings.sigma_grid:
-            settings = replace(
-                settings, sigma=_cross_validated_sigma(extractor, dev_triples, dev_refs, settings, names, jobs)
+            settings = settings.changed(
+                sigma=_cross_validated_sigma(extractor, dev_triples, dev_refs, settings, names, jobs)
             )
     with _timed(report, "crf"):
         weights, fit_log = _fit_modes(
@@ -319,8 +319,7 @@ def _check_inputs(settings: TrainSettings, train: Bitext | None, stats_model: st
 def _with_derived(settings: TrainSettings, lmplz: str | None, dev_output: DecoderOutput | None) -> TrainSettings:
     """A copy of ``settings`` with what the inputs decide: the LM estimator, the monolingual text's digest,
     and whether the weights are fitted on decoder output."""
-    return replace(
-        settings,
+    return settings.changed(
         dev_decoded=dev_output is not None,
         lm_estimator="lmplz" if lmplz is not None else settings.lm_estimator,
         monolingual_digest=monolingual_digest(settings.monolingual) if settings.monolingual else None,
