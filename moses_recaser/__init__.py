@@ -17,38 +17,119 @@ from moses_recaser._version import __version__
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
 
-if TYPE_CHECKING:
-    from moses_recaser.api import Bitext, DecoderOutput, Recaser, RunOptions, TrainedModel, train
-    from moses_recaser.io.lines import read_lines
-    from moses_recaser.model.settings import TrainSettings
-    from moses_recaser.moses.trace import TraceOptions
-
+# the public names and the module of each, imported when first used
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "Bitext",
+            "DecoderOutput",
+            "Recaser",
+            "RunOptions",
+            "StatsSettings",
+            "TrainedModel",
+            "align",
+            "count_shard",
+            "make_lm",
+            "make_triples",
+            "merge_shards",
+            "phrase_align",
+            "phrase_lengths",
+            "statistics",
+            "train",
+        ),
+        "moses_recaser.api",
+    ),
+    **dict.fromkeys(
+        ("RecaseStep", "TrainStep", "check_config", "recase_step", "train_step", "write_config", "write_meta"),
+        "moses_recaser.ems.steps",
+    ),
+    "experiment": "moses_recaser.harness.experiment",
+    "evaluate_files": "moses_recaser.harness.metrics",
+    "read_lines": "moses_recaser.io.lines",
+    # the settings and their choices (registries by name: the command lines' choices and defaults)
+    **dict.fromkeys(("DEV_SIZE", "FEATURE_SETS", "INPUT_CASES", "TrainSettings"), "moses_recaser.model.settings"),
+    "DEFAULT_MEMORY": "moses_recaser.core.memory",
+    "FORMATS": "moses_recaser.moses.formats",
+    "SYMMETRIZATIONS": "moses_recaser.stats.symal",
+    "TraceOptions": "moses_recaser.moses.trace",
+    "tokenize_file": "moses_recaser.moses.tokenizer",
+}
 __all__ = [
     "Bitext",
+    "DEFAULT_MEMORY",
+    "DEV_SIZE",
     "DecoderOutput",
+    "FEATURE_SETS",
+    "FORMATS",
+    "INPUT_CASES",
+    "RecaseStep",
     "Recaser",
     "RecaserError",
     "RunOptions",
+    "SYMMETRIZATIONS",
+    "StatsSettings",
     "TraceOptions",
     "TrainSettings",
+    "TrainStep",
     "TrainedModel",
     "Triple",
     "__version__",
+    "align",
+    "check_config",
+    "count_shard",
+    "evaluate_files",
+    "experiment",
+    "make_lm",
+    "make_triples",
+    "merge_shards",
+    "phrase_align",
+    "phrase_lengths",
     "read_lines",
+    "recase_step",
+    "statistics",
+    "tokenize_file",
     "train",
+    "train_step",
+    "write_config",
+    "write_meta",
 ]
 
-_LAZY = {
-    "Recaser": "moses_recaser.api",
-    "train": "moses_recaser.api",
-    "TrainedModel": "moses_recaser.api",
-    "Bitext": "moses_recaser.api",
-    "DecoderOutput": "moses_recaser.api",
-    "RunOptions": "moses_recaser.api",
-    "TrainSettings": "moses_recaser.model.settings",
-    "TraceOptions": "moses_recaser.moses.trace",
-    "read_lines": "moses_recaser.io.lines",
-}
+if TYPE_CHECKING:
+    from moses_recaser.api import (
+        Bitext,
+        DecoderOutput,
+        Recaser,
+        RunOptions,
+        StatsSettings,
+        TrainedModel,
+        align,
+        count_shard,
+        make_lm,
+        make_triples,
+        merge_shards,
+        phrase_align,
+        phrase_lengths,
+        statistics,
+        train,
+    )
+    from moses_recaser.core.memory import DEFAULT_MEMORY
+    from moses_recaser.ems.steps import (
+        RecaseStep,
+        TrainStep,
+        check_config,
+        recase_step,
+        train_step,
+        write_config,
+        write_meta,
+    )
+    from moses_recaser.harness.experiment import experiment
+    from moses_recaser.harness.metrics import evaluate_files
+    from moses_recaser.io.lines import read_lines
+    from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, INPUT_CASES, TrainSettings
+    from moses_recaser.moses.formats import FORMATS
+    from moses_recaser.moses.tokenizer import tokenize_file
+    from moses_recaser.moses.trace import TraceOptions
+    from moses_recaser.stats.symal import SYMMETRIZATIONS
 
 
 def __getattr__(name: str) -> Any:

@@ -20,6 +20,7 @@ from moses_recaser.model.data import Bitext, DecoderOutput
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
+from moses_recaser.stats.build import StatsSettings, write_statistics
 from moses_recaser.stats.pieces import check_rereadable
 
 log = logging.getLogger("moses_recaser")
@@ -31,9 +32,18 @@ __all__ = [
     "DecoderOutput",
     "Recaser",
     "RunOptions",
+    "StatsSettings",
     "TraceOptions",
     "TrainSettings",
     "TrainedModel",
+    "align",
+    "count_shard",
+    "make_lm",
+    "make_triples",
+    "merge_shards",
+    "phrase_align",
+    "phrase_lengths",
+    "statistics",
     "train",
 ]
 
@@ -294,3 +304,152 @@ def _held_out(training: Bitext | None, dev_size: int) -> tuple[Bitext, Bitext]:
     held = min(dev_size, max(n // 10, 1))
     log.info("fitting the weights on the last %d of %d sentence pairs (held out from the tables)", held, n)
     return training.split(held)
+
+
+# The other subcommands' work: one function each, which the command line maps its flags onto. Outputs are
+# written whole or not at all, as every output of the package ('-': stdout).
+
+
+def make_triples(
+    source: PathLike,
+    output: PathLike,
+    *,
+    trace: PathLike | None = None,
+    target: PathLike | None = None,
+    alignment: PathLike | None = None,
+    trace_format: str = "auto",
+    trace_options: TraceOptions | None = None,
+) -> int:
+    """The (F, e, A) triples of a decoder's ``trace`` of ``source`` (its ``alignment`` the decoder's
+    -alignment-output-file), or of a word-aligned bitext ``source``/``target``/``alignment``, as JSON Lines
+    (``output.gz``: gzipped); their number."""
+    from moses_recaser.core.triples import write_triples
+    from moses_recaser.io.outputs import atomic_output
+    from moses_recaser.moses.bitext import read_aligned_bitext
+    from moses_recaser.moses.formats import FORMATS, Inputs
+
+    if (trace is None) == (target is None):
+        raise RecaserError("give exactly one of `trace` (decoder output) or `target` (plain bitext)")
+    if target is not None:
+        triples = read_aligned_bitext(os.fspath(source), os.fspath(target), _str(alignment))
+    else:
+        fmt = FORMATS[trace_format]
+        if alignment is not None and not fmt.takes_alignment:
+            raise RecaserError(f"an alignment file does not go with `trace_format` {trace_format} ({fmt.description})")
+        inputs = Inputs(os.fspath(trace or ""), os.fspath(source), _str(alignment), trace_options or TraceOptions())
+        triples = (r.triple for r in fmt.read(inputs))
+    with atomic_output(output, compress=True) as out:
+        n = write_triples(triples, out)
+    log.info("wrote %d triples", n)
+    return n
+
+
+def make_lm(text: PathLike, output: PathLike, lm_order: int = 3, discount_fallback: bool = True) -> None:
+    """An interpolated modified Kneser-Ney LM of tokenized ``text`` (one sentence a line), in ARPA, as lmplz
+    estimates it."""
+    from moses_recaser.stats.build import estimate_lm, lm_from_text
+    from moses_recaser.stats.in_memory import count_text
+
+    estimate_lm(count_text(lm_from_text(os.fspath(text)), lm_order), os.fspath(output), discount_fallback)
+
+
+def align(
+    source: PathLike,
+    target: PathLike,
+    output: PathLike,
+    symmetrization: str = "grow-diag-final-and",
+    *,
+    priors: PathLike | None = None,
+    priors_out: PathLike | None = None,
+) -> None:
+    """A tokenized bitext word-aligned with eflomal both ways and symmetrized, as Pharaoh ``i-j`` lines;
+    ``priors``: eflomal priors to align with, ``priors_out``: the priors of this alignment, written."""
+    from moses_recaser.io.outputs import atomic_output
+    from moses_recaser.moses.pharaoh import format_links
+    from moses_recaser.stats.eflomal import aligned_bitext
+
+    triples = aligned_bitext(os.fspath(source), os.fspath(target), symmetrization, priors, priors_out)
+    with atomic_output(output, compress=True) as out:
+        for t in triples:
+            out.write(format_links(t.links or []) + "\n")
+
+
+def phrase_align(
+    source: PathLike,
+    target: PathLike,
+    alignment: PathLike,
+    output: PathLike,
+    lengths: dict[int, float] | None = None,
+    seed: int = 0,
+) -> None:
+    """The naive phrase aligner (paper section 5) over a word-aligned bitext: its triples as JSON Lines.
+    ``lengths``: the weights of source phrase lengths to copy (``phrase_lengths``)."""
+    from moses_recaser.core.triples import write_triples
+    from moses_recaser.io.outputs import atomic_output
+    from moses_recaser.moses.bitext import read_aligned_bitext
+    from moses_recaser.stats.npa import phrase_align_triple
+
+    triples = read_aligned_bitext(os.fspath(source), os.fspath(target), os.fspath(alignment))
+    with atomic_output(output, compress=True) as out:
+        write_triples((phrase_align_triple(t, lengths, seed) for t in triples), out)
+
+
+def phrase_lengths(source: PathLike, trace: PathLike) -> dict[int, float]:
+    """The source phrase lengths of a Moses ``-t`` output of ``source``, as weights for the phrase aligner
+    (``TrainSettings.npa_lengths``)."""
+    from moses_recaser.stats.npa import lengths_from_trace
+
+    return lengths_from_trace(os.fspath(source), os.fspath(trace))
+
+
+def count_shard(
+    bitext: Bitext, shard: str, output: PathLike, lm_order: int = 3, memory: str | int | None = DEFAULT_MEMORY
+) -> None:
+    """The counts of the ``shard`` ``"i/N"`` of a word-aligned bitext (its i-th of N contiguous line blocks) into
+    a count file, which ``merge_shards`` merges with the others (a map step, one machine each)."""
+    from moses_recaser.core.memory import Memory
+    from moses_recaser.io.outputs import atomic_output
+    from moses_recaser.stats import shards
+
+    i, n = shards.parse_shard(shard)
+    if bitext.alignment is None:
+        raise RecaserError("a shard is counted from a word-aligned bitext: give its `alignment`")
+    budget = Memory.from_setting(memory)
+    with atomic_output(output, binary=True) as out:
+        shards.count_shard(bitext.source, bitext.target, bitext.alignment, i, n, lm_order, out, budget)
+
+
+def merge_shards(
+    counts: list[PathLike],
+    model: PathLike,
+    discount_fallback: bool = True,
+    lm_prune: int = 0,
+    memory: str | int | None = DEFAULT_MEMORY,
+) -> str:
+    """The statistics model of shard count files (``count_shard``), as ``statistics`` makes it of the whole
+    bitext; its signature."""
+    from moses_recaser.core.memory import Memory
+    from moses_recaser.stats.shards import merge_into_model
+
+    budget = Memory.from_setting(memory)
+    return merge_into_model([os.fspath(c) for c in counts], os.fspath(model), discount_fallback, budget, lm_prune)
+
+
+def statistics(
+    bitext: Bitext, model: PathLike, settings: StatsSettings | None = None, run: RunOptions | None = None
+) -> str:
+    """A statistics model of a bitext (its tables and LM, no weights), for ``train`` with its directory as the
+    data; its signature. ``bitext.alignment`` None: eflomal aligns it."""
+    from moses_recaser.core.memory import Memory
+
+    run = _checked("run", run or RunOptions(), RunOptions)
+    chosen = dataclasses.replace(settings or StatsSettings(), alignment=_str(bitext.alignment))
+    return write_statistics(
+        bitext.source,
+        bitext.target,
+        bitext.alignment,
+        chosen,
+        os.fspath(model),
+        run.jobs,
+        Memory.from_setting(run.memory),
+    )

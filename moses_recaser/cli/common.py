@@ -11,28 +11,17 @@ import os
 import re
 import shlex
 import signal
-import stat
 import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
-from moses_recaser import __version__
+from moses_recaser import RecaserError, TraceOptions, __version__
 from moses_recaser.cli.options import REQUIRED, add, finish_settings, require_after_parsing
 from moses_recaser.core.workers import single_threaded_blas
-from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import check_input
-from moses_recaser.io.outputs import (
-    ENDING_SIGNALS,
-    NOT_A_FILE,
-    check_output,
-    file_id,
-    outputs_written,
-    written_in_place,
-)
-from moses_recaser.io.streams import STDOUT, in_place_lines, own_descriptor, write_error
-from moses_recaser.moses.trace import TraceOptions
+from moses_recaser.io.outputs import ENDING_SIGNALS, check_files, outputs_written
+from moses_recaser.io.streams import STDOUT, in_place_lines, write_error
 
 log = logging.getLogger("moses_recaser")
 
@@ -223,94 +212,20 @@ def _setup_logging(args: argparse.Namespace, prog: str) -> None:
 
 
 def check_destinations(args: argparse.Namespace) -> None:
-    """Before any work: every input file is there to read (``reads``: the names of the command's input
-    arguments), every output file the command will write (``writes``) can be written and is none of the input
-    files (those and ``reads_if_there``, files read only when they are there) but those it may replace
-    (``rewrites``: recasing in place), and stdout is open if the command prints its result there (``prints``).
-    An input is named by its flag (``input_flags``: where that is not ``--NAME``)."""
-    inputs: dict[tuple[int, int], str] = {}
-    rewritten: dict[tuple[int, int], str] = {}  # inputs an output may replace whole, not write into as they are read
-    streams: dict[object, str] = {}  # the inputs that read a stream: one stream cannot be read as two files
+    """The command's files checked before any work (``io.outputs.check_files``): its ``reads``, ``writes``,
+    ``reads_if_there``, ``rewrites`` and ``prints`` defaults name its arguments."""
 
-    def one_reader(path: str, name: str) -> None:
-        stream = _stream(path)
-        if stream is not None:
-            flag = flag_for(args, name)
-            if stream in streams:
-                what = "standard input" if stream == STDIN else f"the pipe {os.fspath(path)}"
-                raise RecaserError(f"{streams[stream]} and {flag} both read {what}: give one of them a file")
-            streams[stream] = flag
+    def named(key: str) -> dict[str, Any]:
+        return {name: getattr(args, name) for name in getattr(args, key, ())}
 
-    for name in getattr(args, "reads", ()):
-        value = getattr(args, name)
-        for path in value if isinstance(value, list) else [] if value is None else [value]:
-            check_input(path, text=name not in BINARY_INPUTS)
-            one_reader(path, name)
-            (rewritten if name in getattr(args, "rewrites", ()) else inputs).setdefault(file_id(path), name)
-    for name in getattr(args, "reads_if_there", ()):  # read only when there (EMS's optional files), not checked
-        if getattr(args, name) is not None:
-            one_reader(getattr(args, name), name)
-        inputs.setdefault(file_id(getattr(args, name)), name)
-    outputs: dict[object, str] = {}
-    for name in getattr(args, "writes", ()):
-        check_output(getattr(args, name))
-        output = file_id(getattr(args, name), 1)
-        read = inputs.get(output) or (rewritten.get(output) if written_in_place(getattr(args, name)) else None)
-        if output != NOT_A_FILE and read is not None:
-            raise RecaserError(
-                f"this output is also the file given as {flag_for(args, read)}, which the command only "
-                "reads: give another output",
-                STDOUT if getattr(args, name) in (None, "-") else os.fspath(getattr(args, name)),
-            )
-        key = _output_key(getattr(args, name), output)
-        if key is not None and key in outputs:
-            raise RecaserError(
-                f"this output is also the one given as {flag_for(args, outputs[key])}: give each output a file of "
-                "its own",
-                os.fspath(getattr(args, name)),
-            )
-        outputs.setdefault(key, name)
-    if getattr(args, "prints", False) and sys.stdout is None:
-        raise RecaserError("standard output is closed, and this command prints its result there", STDOUT)
-
-
-STDIN = "<stdin>"
-BINARY_INPUTS = ("lm", "shards")  # inputs that need not be text: a KenLM binary, shard count files
-
-
-def _output_key(path: str | os.PathLike[str] | None, output: tuple[int, int]) -> object:
-    """What two outputs must not share (one would replace the other): a regular file, a name not there yet, or
-    stdout (``-``); None for an output not asked for, or a FIFO or device (written in place: /dev/null twice is
-    fine)."""
-    if path is None:
-        return None
-    fd = 1 if os.fspath(path) == "-" else own_descriptor(os.fspath(path))  # (/dev/stdout, /dev/fd/N)
-    if fd is not None:
-        return STDOUT if fd == 1 else fd
-    if output != NOT_A_FILE:
-        return output
-    return None if os.path.lexists(path) and not os.path.islink(path) else os.path.realpath(path)
-
-
-def _stream(path: str | os.PathLike[str]) -> object:
-    """The stream an input reads, which no other input can read as well (None: a file, which each reader opens
-    on its own): STDIN for ``-`` and for a name of standard input that is not a regular file (/dev/stdin,
-    /dev/fd/0 on a pipe or terminal), (device, inode) for a FIFO."""
-    if os.fspath(path) == "-":
-        return STDIN
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
-        return None
-    piped = stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)
-    with contextlib.suppress(OSError, ValueError):
-        stdin = os.fstat(0)
-        # (a device that is not a terminal, /dev/null under cron, gives each reader the same: not one stream)
-        if (st.st_dev, st.st_ino) == (stdin.st_dev, stdin.st_ino) and (piped or os.isatty(0)):
-            return STDIN
-    return (st.st_dev, st.st_ino) if piped else None
+    check_files(
+        named("reads"),
+        named("writes"),
+        reads_if_there=named("reads_if_there"),
+        rewrites=getattr(args, "rewrites", ()),
+        binary=("lm", "shards"),  # need not be text: a KenLM binary, shard count files
+        prints=getattr(args, "prints", False),
+    )
 
 
 def flag_for(args: argparse.Namespace, name: str) -> str:

@@ -17,15 +17,15 @@ Errors go to stderr as ``moses-recaser-ems: error: ...`` with exit code 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
+from moses_recaser import RecaserError
 from moses_recaser.cli.common import command_parser, main_of
 from moses_recaser.cli.options import add
-from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.outputs import atomic_output
 
 PROG = "moses-recaser-ems"
 log = logging.getLogger("moses_recaser")
@@ -83,10 +83,10 @@ class _DecoderSettings(argparse.Action):
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
-    from moses_recaser.ems import steps
+    from moses_recaser import RecaseStep, recase_step
 
-    steps.recase_step(
-        steps.RecaseStep(
+    recase_step(
+        RecaseStep(
             infile=args.input,
             model=args.model,
             output=args.output,
@@ -151,69 +151,31 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from moses_recaser.core.memory import parse_memory
-    from moses_recaser.core.workers import check_workers
-    from moses_recaser.ems import steps
+    from moses_recaser import TrainStep, train_step
 
-    check_workers(args.jobs)
-    if args.memory is not None:
-        parse_memory(args.memory)
-    steps.train_step(
-        steps.TrainStep(
-            dir=args.dir,
-            corpus=args.corpus,
-            config=args.config,
-            source_corpus=args.source_corpus,
-            alignment=args.alignment,
-            settings={name: getattr(args, name) for name in TRAIN_SETTINGS},
-        )
-    )
+    step = TrainStep(args.dir, args.corpus, args.config, args.source_corpus, args.alignment)
+    train_step(dataclasses.replace(step, settings={name: getattr(args, name) for name in TRAIN_SETTINGS}))
     return 0
 
 
 def cmd_meta(args: argparse.Namespace) -> int:
-    from moses_recaser.ems.meta import patch_meta_file
+    from moses_recaser import write_meta
 
-    patched = patch_meta_file(args.moses_meta)
-    return _write_noted(args.output, patched.text, patched.notes)
-
-
-def _write_noted(path: str, text: str, notes: list[str]) -> int:
-    """The amended file, written whole or not at all, then what was changed in it."""
-    with atomic_output(path) as out:
-        out.write(text)
-    for note in notes:
-        log.info("%s", note)
+    write_meta(args.moses_meta, args.output)
     return 0
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from moses_recaser.ems.config import merge
-    from moses_recaser.io.errors import RecaserError
-    from moses_recaser.io.lines import read_text
+    from moses_recaser import write_config
 
-    try:
-        merged = merge(read_text(args.merge), _this_command(), stock_set=args.stock_set, lowercase=args.lowercase)
-    except RecaserError as exc:
-        if exc.path is not None:
-            raise
-        raise exc.at(args.merge, exc.line) from None
-    return _write_noted(args.output, merged.text, merged.notes)
+    write_config(args.merge, args.output, _this_command(), stock_set=args.stock_set, lowercase=args.lowercase)
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from moses_recaser.ems.config import check, read_config
-    from moses_recaser.io.errors import RecaserError
-    from moses_recaser.io.lines import read_text
+    from moses_recaser import check_config
 
-    notes = check(read_config(read_text(args.config)))
-    for note in notes:
-        log.info("%s", note)
-    problems = [n for n in notes if n.startswith("problem")]
-    if problems:
-        # the problems themselves, on the one line: -q hides the notes above
-        what = "; ".join(n.removeprefix("problem: ") for n in problems)
-        raise RecaserError(f"{len(problems)} problem(s) keep this config from running the recaser: {what}", args.config)
+    check_config(args.config)
     return 0
 
 

@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
+from moses_recaser import RecaserError
 from moses_recaser.cli.common import add_trace_flags, command_parser, main_of, print_result, trace_options
 from moses_recaser.cli.options import add, unset_unless_given
-from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.settings import STATS_SETTINGS, check_stats_fixed
-from moses_recaser.moses.formats import FORMATS, Inputs, Record
 
 PROG = "moses-recaser"
 log = logging.getLogger("moses_recaser")
-
-
-def _read(name: str, inputs: Inputs) -> Iterator[Record]:
-    fmt = FORMATS[name]
-    if inputs.alignment is not None and not fmt.takes_alignment:
-        raise RecaserError(f"an alignment file does not go with --trace-format {name} ({fmt.description})")
-    return fmt.read(inputs)
 
 
 # triples ---------------------------------------------------------------------------------------------------
@@ -41,19 +31,17 @@ def add_triples(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_triples(args: argparse.Namespace) -> int:
-    from moses_recaser.core.triples import write_triples
-    from moses_recaser.moses.bitext import read_aligned_bitext
+    from moses_recaser import make_triples
 
-    if (args.trace is None) == (args.target is None):
-        raise RecaserError("give exactly one of --trace (decoder output) or --target (plain bitext)")
-    if args.target is not None:
-        triples = read_aligned_bitext(args.source, args.target, args.alignment)
-    else:
-        inputs = Inputs(args.trace, args.source, args.alignment, trace_options(args))
-        triples = (r.triple for r in _read(args.trace_format, inputs))
-    with atomic_output(args.output, compress=True) as out:
-        n = write_triples(triples, out)
-    log.info("wrote %d triples", n)
+    make_triples(
+        args.source,
+        args.output,
+        trace=args.trace,
+        target=args.target,
+        alignment=args.alignment,
+        trace_format=args.trace_format,
+        trace_options=trace_options(args),
+    )
     return 0
 
 
@@ -67,7 +55,7 @@ def add_tokenize(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
-    from moses_recaser.moses.tokenizer import tokenize_file
+    from moses_recaser import tokenize_file
 
     tokenize_file(args.input, args.output, args.lang, args.aggressive_dash_splits)
     return 0
@@ -83,10 +71,9 @@ def add_lm(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_lm(args: argparse.Namespace) -> int:
-    from moses_recaser.stats.build import estimate_lm, lm_from_text
-    from moses_recaser.stats.in_memory import count_text
+    from moses_recaser import make_lm
 
-    estimate_lm(count_text(lm_from_text(args.input), args.lm_order), args.output, args.discount_fallback)
+    make_lm(args.input, args.output, args.lm_order, args.discount_fallback)
     return 0
 
 
@@ -102,15 +89,9 @@ def add_align(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_align(args: argparse.Namespace) -> int:
-    from moses_recaser.moses.pharaoh import format_links
-    from moses_recaser.stats.eflomal import aligned_bitext
+    from moses_recaser import align
 
-    triples = aligned_bitext(
-        args.source, args.target, args.symmetrization, priors=args.priors, priors_out=args.priors_out
-    )
-    with atomic_output(args.output, compress=True) as out:
-        for t in triples:
-            out.write(format_links(t.links or []) + "\n")
+    align(args.source, args.target, args.output, args.symmetrization, priors=args.priors, priors_out=args.priors_out)
     return 0
 
 
@@ -122,11 +103,11 @@ def add_npa_lengths(p: argparse.ArgumentParser) -> None:
 
 
 def npa_lengths(args: argparse.Namespace) -> dict[int, float] | None:
-    from moses_recaser.stats.npa import lengths_from_trace
+    from moses_recaser import phrase_lengths
 
     if (args.lengths_trace is None) != (args.lengths_source is None):
         raise RecaserError("--lengths-trace and --lengths-source go together (a -t output and its input)")
-    return lengths_from_trace(args.lengths_source, args.lengths_trace) if args.lengths_trace else None
+    return phrase_lengths(args.lengths_source, args.lengths_trace) if args.lengths_trace else None
 
 
 def add_phrase_align(p: argparse.ArgumentParser) -> None:
@@ -140,14 +121,9 @@ def add_phrase_align(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_phrase_align(args: argparse.Namespace) -> int:
-    from moses_recaser.core.triples import write_triples
-    from moses_recaser.moses.bitext import read_aligned_bitext
-    from moses_recaser.stats.npa import phrase_align_triple
+    from moses_recaser import phrase_align
 
-    lengths = npa_lengths(args)
-    triples = read_aligned_bitext(args.source, args.target, args.alignment)
-    with atomic_output(args.output, compress=True) as out:
-        write_triples((phrase_align_triple(t, lengths, args.npa_seed) for t in triples), out)
+    phrase_align(args.source, args.target, args.alignment, args.output, npa_lengths(args), args.npa_seed)
     return 0
 
 
@@ -171,19 +147,17 @@ def add_stats(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from moses_recaser.core.memory import Memory
-    from moses_recaser.stats.build import StatsSettings, write_statistics
+    from moses_recaser import Bitext, RunOptions, StatsSettings, statistics
 
-    memory = Memory.from_setting(args.memory)
     settings = StatsSettings(
         lm_order=args.lm_order,
         discount_fallback=args.discount_fallback,
         lm=args.lm,
         symmetrization=args.symmetrization,
-        alignment=args.alignment,
         lm_prune=args.lm_prune,
     )
-    print_result(write_statistics(args.source, args.target, args.alignment, settings, args.output, args.jobs, memory))
+    bitext = Bitext(args.source, args.target, args.alignment)
+    print_result(statistics(bitext, args.output, settings, RunOptions(args.jobs, args.memory)))
     return 0
 
 
@@ -199,13 +173,10 @@ def add_count(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_count(args: argparse.Namespace) -> int:
-    from moses_recaser.core.memory import Memory
-    from moses_recaser.stats.shards import count_shard, parse_shard
+    from moses_recaser import Bitext, count_shard
 
-    i, n = parse_shard(args.shard)
-    memory = Memory.from_setting(args.memory)
-    with atomic_output(args.output, binary=True) as out:
-        count_shard(args.source, args.target, args.alignment, i, n, args.lm_order, out, memory)
+    bitext = Bitext(args.source, args.target, args.alignment)
+    count_shard(bitext, args.shard, args.output, args.lm_order, args.memory)
     return 0
 
 
@@ -219,11 +190,9 @@ def add_merge(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from moses_recaser.core.memory import Memory
-    from moses_recaser.stats.shards import merge_into_model
+    from moses_recaser import merge_shards
 
-    memory = Memory.from_setting(args.memory)
-    print_result(merge_into_model(args.shards, args.output, args.discount_fallback, memory, args.lm_prune))
+    print_result(merge_shards(args.shards, args.output, args.discount_fallback, args.lm_prune, args.memory))
     return 0
 
 
@@ -313,7 +282,7 @@ def add_train(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from moses_recaser.api import Bitext, DecoderOutput, RunOptions, TrainSettings, train
+    from moses_recaser import Bitext, DecoderOutput, RunOptions, TrainSettings, train
 
     values = {name: getattr(args, name) for name in (*TRAIN_SETTINGS, "alignment_mode") if hasattr(args, name)}
     values["sigma_grid"] = tuple(values["sigma_grid"] or ())
@@ -394,7 +363,7 @@ def stdin_unless_given(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 
 def cmd_recase(args: argparse.Namespace) -> int:
-    from moses_recaser.api import Recaser
+    from moses_recaser import Recaser
 
     given = [(flag, v) for flag, v in (("trace", args.trace), ("triples", args.triples), ("input", args.input)) if v]
     if len(given) > 1:
@@ -430,7 +399,7 @@ def add_eval(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from moses_recaser.harness.metrics import evaluate_files
+    from moses_recaser import evaluate_files
 
     result = evaluate_files(args.hyp, args.ref, raw=args.raw, target_lang=args.target_lang)
     print_result(result.line())
@@ -454,13 +423,9 @@ def add_experiment(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from moses_recaser.harness.experiment import run_experiment
-    from moses_recaser.harness.experiment_config import load_config
-    from moses_recaser.harness.report import results_markdown
+    from moses_recaser import experiment
 
-    cfg = load_config(args.config)
-    results = run_experiment(cfg, Path(args.output or Path("runs") / cfg.name), args.data_root, args.cache)
-    print_result(results_markdown(results))
+    print_result(experiment(args.config, args.output, args.data_root, args.cache))
     return 0
 
 

@@ -14,10 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from moses_recaser.core.memory import DEFAULT_MEMORY
-from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, INPUT_CASES, TrainSettings
-from moses_recaser.moses.formats import FORMATS
-from moses_recaser.stats.symal import SYMMETRIZATIONS
+from moses_recaser import DEFAULT_MEMORY, DEV_SIZE, FEATURE_SETS, FORMATS, INPUT_CASES, SYMMETRIZATIONS, TrainSettings
 
 DEFAULTS = TrainSettings()
 ALIGNMENT_MODES = ("phrase", "links")

@@ -28,11 +28,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 
 from moses_recaser.ems.file_lines import join_meta, logical_lines
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import read_text
 
 # experiment.perl's read_meta, regex by regex
 _SECTION = re.compile(r"^\[(.+)\]\s+(\S+)")
@@ -364,13 +362,6 @@ def patch_meta(text: str, path: str = "experiment.meta") -> Patched:
         i += 1
     out += insert.get(len(meta.lines), [])
     return Patched("".join(out), notes)
-
-
-def patch_meta_file(path: str) -> Patched:
-    """``patch_meta`` of an installed experiment.meta."""
-    if not Path(path).is_file():
-        raise RecaserError("Moses experiment.meta not found", path)
-    return patch_meta(read_text(path), path)
 
 
 def dangling_inputs(meta: Meta, steps: list[Step]) -> list[str]:

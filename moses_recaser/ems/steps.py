@@ -24,7 +24,7 @@ from moses_recaser.ems.recase_perl import (
     title_case,
 )
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import LineReader
+from moses_recaser.io.lines import LineReader, read_text
 from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.moses.bitext import read_monolingual
@@ -182,6 +182,13 @@ def train_step(step: TrainStep) -> None:
     pointer to the model that later steps receive as -model, is written before the work and renamed into place
     after it; a failed run leaves neither, nor the directories it made."""
     from moses_recaser.api import DEV_SIZE, Bitext, RunOptions, TrainSettings, train
+    from moses_recaser.core.memory import parse_memory
+    from moses_recaser.core.workers import check_workers
+
+    # (before the step's directories are made)
+    check_workers(step.settings.get("jobs", 1))
+    if step.settings.get("memory") is not None:
+        parse_memory(step.settings["memory"])
 
     if step.source_corpus is None or step.alignment is None:
         raise RecaserError(
@@ -207,3 +214,54 @@ def train_step(step: TrainStep) -> None:
         run = RunOptions(**{k: given.pop(k) for k in ("jobs", "memory", "lmplz") if k in given}, work=out_dir)
         dev = given.pop("dev_size", DEV_SIZE)
         train(Bitext(step.source_corpus, step.corpus, step.alignment), model, TrainSettings(**given), dev=dev, run=run)
+
+
+def write_meta(moses_meta: str, output: str) -> list[str]:
+    """Moses' installed experiment.meta with the recaser's steps, written to ``output``; what was changed (logged)."""
+    from moses_recaser.ems.meta import patch_meta
+
+    if not Path(moses_meta).is_file():
+        raise RecaserError("Moses experiment.meta not found", moses_meta)
+    patched = patch_meta(read_text(moses_meta), moses_meta)
+    return _written(output, patched.text, patched.notes)
+
+
+def write_config(
+    config: str, output: str, ems_command: str, stock_set: bool = False, lowercase: bool = False
+) -> list[str]:
+    """A working EMS config with the recaser in place (``ems.config.merge``), written to ``output``; what was
+    changed (logged)."""
+    from moses_recaser.ems.config import merge
+
+    try:
+        merged = merge(read_text(config), ems_command, stock_set=stock_set, lowercase=lowercase)
+    except RecaserError as exc:
+        if exc.path is not None:
+            raise
+        raise exc.at(config, exc.line) from None
+    return _written(output, merged.text, merged.notes)
+
+
+def _written(output: str, text: str, notes: list[str]) -> list[str]:
+    """The amended file, written whole or not at all, then what was changed in it (logged)."""
+    with atomic_output(output) as out:
+        out.write(text)
+    for note in notes:
+        log.info("%s", note)
+    return notes
+
+
+def check_config(config: str) -> list[str]:
+    """What keeps an EMS config from running the recaser, and what to change: its notes (logged), then an error
+    that names every problem, if any."""
+    from moses_recaser.ems.config import check, read_config
+
+    notes = check(read_config(read_text(config)))
+    for note in notes:
+        log.info("%s", note)
+    problems = [n.removeprefix("problem: ") for n in notes if n.startswith("problem")]
+    if problems:
+        raise RecaserError(
+            f"{len(problems)} problem(s) keep this config from running the recaser: {'; '.join(problems)}", config
+        )
+    return notes

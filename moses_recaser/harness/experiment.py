@@ -122,6 +122,20 @@ def evaluate(
     return results
 
 
+def experiment(
+    config: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    root: str | None = None,
+    cache: str | None = None,
+) -> str:
+    """Run the YAML experiment ``config`` (configs/NAME.yaml) into ``output`` (default runs/NAME), with the
+    corpora under ``root`` and the stages cached in ``cache``: its results as markdown (results.md)."""
+    from moses_recaser.harness.experiment_config import load_config
+
+    cfg = load_config(config)
+    return results_markdown(run_experiment(cfg, Path(output or Path("runs") / cfg.name), root, cache))
+
+
 def run_experiment(
     cfg: ExperimentConfig, out: Path, root: str | None = None, cache: str | None = None
 ) -> dict[str, Any]:
