@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser.core.memory import DEFAULT_MEMORY
+from moses_recaser.io.corpus import check_rereadable
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.data import Bitext, DecoderOutput
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.build import StatsSettings, write_statistics
-from moses_recaser.stats.pieces import check_rereadable
 
 log = logging.getLogger("moses_recaser")
 PathLike = str | os.PathLike[str]
@@ -94,7 +94,7 @@ def train(
     """
     from moses_recaser.core.memory import SCIPY_SPACE, Memory, check_address_space
     from moses_recaser.core.workers import check_workers
-    from moses_recaser.io.outputs import work_dir
+    from moses_recaser.io.outputs import is_within, work_dir
     from moses_recaser.model.train import fit_model
 
     run = _checked("run", run or RunOptions(), RunOptions)
@@ -109,14 +109,12 @@ def train(
     if dev_output is not None:
         _check_paths(dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
         dev_output = DecoderOutput(os.fspath(dev_output.trace), _str(dev_output.alignment), dev_output.options)
-    if run.work is not None:
-        scratch_dir, model_dir = Path(os.path.realpath(run.work)), Path(os.path.realpath(model))
-        if scratch_dir == model_dir or model_dir in scratch_dir.parents:
-            raise RecaserError(
-                f"`work` is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
-                "scratch directory outside it",
-                os.fspath(run.work),
-            )
+    if run.work is not None and is_within(run.work, model):
+        raise RecaserError(
+            f"`work` is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
+            "scratch directory outside it",
+            os.fspath(run.work),
+        )
     budget = Memory.from_setting(run.memory)
     # scipy (the CRF fit's) loaded before the long work: its OpenBLAS, short of address space (ulimit -v) later,
     # would retry for ever instead of raising MemoryError
@@ -292,7 +290,7 @@ def _bitext(prefix: str, b: Bitext) -> Bitext:
 
 def _held_out(training: Bitext | None, dev_size: int) -> tuple[Bitext, Bitext]:
     """The training bitext without its last ``dev_size`` sentence pairs (at most a tenth), and those pairs."""
-    from moses_recaser.stats.pieces import corpus_lines
+    from moses_recaser.io.corpus import corpus_lines
 
     if training is None:
         raise RecaserError("with a statistics model, give the dev set (`dev`: a Bitext)")

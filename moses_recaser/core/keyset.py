@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from moses_recaser.io.outputs import remove_files
+
 if TYPE_CHECKING:
     from moses_recaser.core.memory import Memory
     from moses_recaser.io.diskarrays import Column, Scratch, Sink
@@ -243,7 +245,6 @@ def _spilled_parts(
 ) -> Iterable[tuple[np.ndarray, list[np.ndarray]]]:
     """Mixed keys and payloads cut by their top ``part_bits`` bits into files, then read back a part at a time
     (each file removed once read)."""
-    import os
 
     from moses_recaser.io.diskarrays import Sink, whole
 
@@ -261,9 +262,7 @@ def _spilled_parts(
                 sink.add(col[at])
     for sinks in files:
         cols = [whole(s.done()) for s in sinks]
-        for s in sinks:
-            if s.path is not None:
-                os.unlink(s.path)
+        remove_files(s.path for s in sinks if s.path is not None)
         yield cols[0], cols[1:]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from itertools import islice
 
 from moses_recaser.core import casing
-from moses_recaser.io.lines import read_lines
+from moses_recaser.io.lines import kind_of, read_lines, read_regular
 
 # recase.perl's %ALWAYS_LOWER for -lang en. It is a hash, so its "al-.+" and "el-.+" are looked up as
 # the literal strings, as recase.perl does, not as patterns.
@@ -112,13 +112,11 @@ def title_case(tokens: list[str], lang: str, upper: Callable[[str], str] | None 
 
 def is_moses_ini(path: str) -> bool:
     """Whether a file is a Moses decoder config (what train-recaser.perl writes as its model)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.strip() and not line.startswith("#"):
-                    return line.startswith("[")
-    except OSError:
-        return False
+    head = read_regular(path, 1 << 16)
+    # (bytes to tell the kind of file by, not text to read: bad UTF-8 in them is no error here)
+    for line in (head or b"").decode("utf-8", "replace").splitlines():
+        if line.strip() and not line.startswith("#"):
+            return line.startswith("[")
     return False
 
 
@@ -155,8 +153,8 @@ def recase_with_moses(moses: str, ini: str, infile: str, lang: str = "en", headl
 def _decoded_lines(stdout: bytes, infile: str) -> list[str]:
     """The decoder's output lines, split at ``\n`` only, as recase.perl reads them (U+2028 or a form feed inside a
     line stays in it): one per line of ``infile`` (counted when it is a file; a pipe was read by the decoder)."""
+    from moses_recaser.io.corpus import corpus_lines
     from moses_recaser.io.errors import RecaserError
-    from moses_recaser.stats.pieces import corpus_lines
 
     try:
         text = stdout.decode("utf-8")
@@ -168,7 +166,7 @@ def _decoded_lines(stdout: bytes, infile: str) -> list[str]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    if os.path.isfile(infile):
+    if kind_of(infile) == "file":
         given = corpus_lines([infile])
         if len(lines) != given:
             raise RecaserError(

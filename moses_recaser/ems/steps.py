@@ -7,7 +7,6 @@ alignment, and recasing the decoder's output with its source and trace.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,8 @@ from moses_recaser.ems.recase_perl import (
     title_case,
 )
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import LineReader, read_text
-from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, made_dirs
+from moses_recaser.io.lines import LineReader, kind_of, read_text
+from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, is_within, made_dirs
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.moses.bitext import read_monolingual
 from moses_recaser.moses.trace import (
@@ -100,7 +99,7 @@ def _recase(step: RecaseStep, recaser: Recaser) -> Iterator[str]:
 def _stock_model(step: RecaseStep) -> list[str]:
     """A Moses recasing model (train-recaser.perl's moses.ini, as Moses' unpatched meta trains): recased
     as recase.perl does, with the decoder given by -moses."""
-    if not step.moses or not Path(step.moses).is_file():
+    if not step.moses or kind_of(step.moses) != "file":
         raise RecaserError(
             "-model is a Moses moses.ini (train-recaser.perl's model, as Moses' unpatched meta "
             "trains): give the Moses decoder with -moses to recase with it as recase.perl does, or "
@@ -135,9 +134,10 @@ def word_alignment(alignment: str | None, decoder_settings: str) -> str | None:
 
 def _there(path: str) -> bool:
     """The file is there (a pipe or device too); a directory given is a mistake, not an absent file."""
-    if os.path.isdir(path):
+    kind = kind_of(path)
+    if kind == "dir":
         raise RecaserError("is a directory, not a file", path)
-    return os.path.exists(path)
+    return kind is not None
 
 
 def _checked_trace(
@@ -199,11 +199,10 @@ def train_step(step: TrainStep) -> None:
         )
     given = {k: v for k, v in step.settings.items() if v is not None}
     out_dir = Path(step.dir)
-    if os.path.lexists(out_dir) and not out_dir.is_dir():
+    if kind_of(out_dir, follow=False) is not None and kind_of(out_dir) != "dir":  # (a dangling link too)
         raise RecaserError("is a file: -dir names the step's working directory", step.dir)
     model = out_dir / "model"
-    pointer, made = Path(os.path.realpath(step.config)), Path(os.path.realpath(model))
-    if pointer == made or made in pointer.parents:
+    if is_within(step.config, model):
         raise RecaserError(
             f"-config names the model directory {model} (or a file in it): give it another path", step.config
         )
@@ -220,7 +219,7 @@ def write_meta(moses_meta: str, output: str) -> list[str]:
     """Moses' installed experiment.meta with the recaser's steps, written to ``output``; what was changed (logged)."""
     from moses_recaser.ems.meta import patch_meta
 
-    if not Path(moses_meta).is_file():
+    if kind_of(moses_meta) != "file":
         raise RecaserError("Moses experiment.meta not found", moses_meta)
     patched = patch_meta(read_text(moses_meta), moses_meta)
     return _written(output, patched.text, patched.notes)

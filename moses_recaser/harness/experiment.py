@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -34,7 +33,16 @@ from moses_recaser.harness.stages import Aligned, Prepared, mono_subset, prepare
 from moses_recaser.harness.systems import Trained
 from moses_recaser.harness.systems import build as build_systems
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.outputs import DirKind, atomic_directory, atomic_output, made_dirs, model_target
+from moses_recaser.io.lines import read_regular
+from moses_recaser.io.outputs import (
+    DirKind,
+    atomic_directory,
+    atomic_output,
+    entries,
+    is_within,
+    made_dirs,
+    model_target,
+)
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.stats.npa import phrase_align_triple
 
@@ -144,8 +152,8 @@ def run_experiment(
     the run is built beside it and takes its place whole at the end, so a failed run leaves it as it was."""
     base = data_root(root or cfg.data_root)
     with made_dirs(out.parent):
-        real, cpath = model_target(out, RUN), Path(os.path.realpath(cache_path(cache)))
-        if cpath == real or real in cpath.parents:
+        real, cpath = model_target(out, RUN), cache_path(cache)
+        if is_within(cpath, real):
             raise RecaserError("the cache is inside the run directory, which a run replaces whole", str(cpath))
         # (made now, the run's hidden directory keeps a parent made for it from being removed by another run)
         with atomic_directory(out, RUN) as run:
@@ -168,7 +176,7 @@ def run_experiment(
 def _is_run(path: Path) -> bool:
     """An experiment's run directory (a regular results.json that ``run_experiment`` wrote), or an empty one."""
     try:
-        if not os.listdir(path):
+        if not entries(path):
             return True
     except OSError:
         return False
@@ -193,19 +201,18 @@ class RunNames:
 
 def _run_names(path: Path) -> RunNames | None:
     """``RunNames`` of the run directory ``path`` (None: no results.json of a run there)."""
-    results = path / "results.json"
+    text = read_regular(path / "results.json", 1 << 26, follow=False)
+    if text is None:
+        return None
     try:
-        if not stat.S_ISREG(os.lstat(results).st_mode):  # (a FIFO would block the open)
-            return None
-        with open(results, "rb") as fh:
-            doc = json.loads(fh.read(1 << 26))
+        doc = json.loads(text)
         cfg = doc["config"]
         target, tags = str(cfg["target"]), [f".w{w}" for w in cfg.get("learning_curve") or []]
         systems = [str(s) for s in cfg["systems"]]
         pair = cfg.get("wmt21")
         if not {"name", "version", "model"} <= set(doc):
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     curve = [f"{t}.{n}" for t in tags for n in ("trigram", "crf")]
     top = {"results.json", "results.md", "learning_curve.png", "wmt21_gap_curve.png"}
@@ -229,17 +236,16 @@ def _run_foreign(path: Path) -> list[str]:
     config does not give, anything but regular files (wmt21/ itself aside), and in wmt21/ other files."""
     names = _run_names(path)
     try:
-        entries = list(os.scandir(path))
+        there = entries(path)
         if names is None:
-            return sorted(e.name for e in entries)
-        out = [e.name for e in entries if e.name not in names.top or not e.is_file(follow_symlinks=False)]
-        wmt21 = path / "wmt21"
-        if names.pair and "wmt21" in out and wmt21.is_dir() and not wmt21.is_symlink():
+            return sorted(there)
+        out = [name for name, kind in there.items() if name not in names.top or kind != "file"]
+        if names.pair and "wmt21" in out and there["wmt21"] == "dir":
             out.remove("wmt21")
             out += [
-                f"wmt21/{e.name}"
-                for e in os.scandir(wmt21)
-                if not e.is_file(follow_symlinks=False) or not names.wmt21_file(e.name)
+                f"wmt21/{name}"
+                for name, kind in entries(path / "wmt21").items()
+                if kind != "file" or not names.wmt21_file(name)
             ]
     except OSError:
         return ["(unreadable)"]

@@ -343,3 +343,27 @@ def read_text(path: str | os.PathLike[str]) -> str:
     """A whole (small) UTF-8 file, such as a config: errors name the file, and the line of bad UTF-8."""
     reader = LineReader(path, allow_empty=True)
     return "".join(line + "\n" for line in reader)
+
+
+def kind_of(path: str | os.PathLike[str], follow: bool = True) -> str | None:
+    """What is at ``path``: "file" (a regular one), "dir", "link" (not ``follow``ed), "other" (a pipe, a device),
+    or None (nothing, or nothing that can be looked at)."""
+    try:
+        mode = (os.stat if follow else os.lstat)(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    return "dir" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "other"
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, follow: bool = True) -> bytes | None:
+    """The first ``limit`` bytes of a regular file (None: not one, or unreadable; a FIFO is not opened, so not
+    waited on): to tell what a file is, not to read its contents."""
+    if kind_of(path, follow) != "file":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return None

@@ -21,7 +21,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -597,3 +597,36 @@ def _stream(path: str | os.PathLike[str]) -> object:
         if (st.st_dev, st.st_ino) == (stdin.st_dev, stdin.st_ino) and (piped or os.isatty(0)):
             return STDIN
     return (st.st_dev, st.st_ino) if piped else None
+
+
+def is_within(path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is ``directory`` or inside it, symbolic links resolved."""
+    p, d = Path(os.path.realpath(path)), Path(os.path.realpath(directory))
+    return p == d or d in p.parents
+
+
+def remove_files(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Scratch files no longer needed, deleted (one already gone is fine)."""
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def copy_file(source: str | os.PathLike[str], copy: str | os.PathLike[str]) -> None:
+    """``source`` copied to ``copy`` (a scratch file), decompressed if it is gzip or xz; a fault names the file."""
+    from moses_recaser.io.lines import open_binary
+
+    with open_binary(os.fspath(source)) as src:
+        try:
+            with open(copy, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except OSError as exc:
+            raise write_error(exc, os.fspath(copy)) from None
+
+
+def entries(directory: str | os.PathLike[str]) -> dict[str, str | None]:
+    """The names in ``directory`` and what each is (``lines.kind_of``, links not followed); OSError if it cannot
+    be listed."""
+    from moses_recaser.io.lines import kind_of
+
+    return {e.name: kind_of(e.path, follow=False) for e in os.scandir(directory)}

@@ -12,11 +12,11 @@ import numpy as np
 from moses_recaser.core import casing
 from moses_recaser.core.casing import has_case
 from moses_recaser.core.triples import Triple, lowered
+from moses_recaser.io.corpus import corpus_lines, pieces, read_piece
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.reference import carry_case
 from moses_recaser.model.truecaser import Truecaser, sentence_starts
 from moses_recaser.moses.trace import TraceOptions, read_trace
-from moses_recaser.stats.pieces import corpus_lines, pieces, read_piece
 from moses_recaser.stats.tables import Tables, TranslationTable
 
 log = logging.getLogger(__name__)

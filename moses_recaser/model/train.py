@@ -135,9 +135,8 @@ class StatsModel:
 
 def _stats_from_model(directory: str, settings: TrainSettings, work: Path) -> StatsModel:
     """A statistics model, read and checked (its LM order, else that of ``settings``)."""
-    import shutil
-
     from moses_recaser.io.modeldir import ModelSnapshot, read_manifest, resolve_model
+    from moses_recaser.io.outputs import copy_file
     from moses_recaser.model.recaser import lm_file
 
     d = resolve_model(directory)
@@ -146,7 +145,7 @@ def _stats_from_model(directory: str, settings: TrainSettings, work: Path) -> St
     with ModelSnapshot(d) as snap:  # an edited model is one error, as when recasing loads it
         manifest = read_manifest(snap.root)
         order = int(manifest.settings.get("lm_order", settings.lm_order))
-        shutil.copyfile(snap.root / "tables.npz", copy / "tables.npz")
+        copy_file(snap.root / "tables.npz", copy / "tables.npz")
         tables = Tables.load(copy)
     prune = int(manifest.settings.get("lm_prune", 0))
     return StatsModel(tables, copy / "tables.npz", lm_file(d, manifest), order, manifest.settings.get("lm"), prune)

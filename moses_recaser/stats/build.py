@@ -13,7 +13,6 @@ import contextlib
 import logging
 import os
 import shlex
-import shutil
 import subprocess
 import threading
 import time
@@ -26,17 +25,17 @@ from moses_recaser.core.sentences import chunks
 from moses_recaser.core.signature import signature
 from moses_recaser.core.triples import Triple
 from moses_recaser.core.workers import in_child
+from moses_recaser.io.corpus import pieces, read_piece
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import BOM, compressed, open_binary, read_lines, split_tokens
 from moses_recaser.io.modeldir import save_npz
-from moses_recaser.io.outputs import atomic_output, model_target, work_dir
+from moses_recaser.io.outputs import atomic_output, copy_file, model_target, work_dir
 from moses_recaser.stats.arpa_arrays import ArrayLMWriter, check_arpa, write_arrays
 from moses_recaser.stats.counter import check_lm_order
 from moses_recaser.stats.kneser_ney import estimate, log_discounts
 from moses_recaser.stats.merge import Counts
 from moses_recaser.stats.parallel import count_corpus
-from moses_recaser.stats.pieces import pieces, read_piece
 from moses_recaser.stats.runs import remove
 from moses_recaser.stats.tables import Tables, write_tables
 
@@ -324,8 +323,7 @@ def model_lm_file(lm: Path, work: Path) -> tuple[str, str]:
     if not compressed(str(lm)):
         return name, str(lm)
     plain = work / f"given.{name}"
-    with open_binary(str(lm)) as src, open(plain, "wb") as out:
-        shutil.copyfileobj(src, out, 1 << 20)
+    copy_file(lm, plain)
     return name, str(plain)
 
 

@@ -35,13 +35,13 @@ from moses_recaser.core.columns import WordTypes
 from moses_recaser.core.memory import Memory, release, rss
 from moses_recaser.core.sentences import SENTENCE_END, first_in_sentence, positional
 from moses_recaser.core.vocab import Vocab
+from moses_recaser.io.corpus import Piece, piece_blocks
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import split_tokens
 from moses_recaser.io.modeldir import DIGEST, MappedArrays, save_npz, text_array
 from moses_recaser.moses.pharaoh import parse_links
 from moses_recaser.stats.keycounts import KeyCounts, add_padded
-from moses_recaser.stats.pieces import Piece, piece_blocks
 from moses_recaser.stats.runs import PAIRS, KeyKind, Table, collect, merge_blocks, merge_rows, remove, renumbered_blocks
 
 log = logging.getLogger(__name__)

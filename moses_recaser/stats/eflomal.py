@@ -170,7 +170,7 @@ def priors_of_alignment(
     links stand for both of eflomal's directions."""
     from itertools import islice
 
-    from moses_recaser.stats.pieces import pieces, read_piece
+    from moses_recaser.io.corpus import pieces, read_piece
 
     eflomal = _eflomal()
     src, tgt, links = [], [], []
@@ -186,7 +186,7 @@ def priors_of_alignment(
             src.append(_safe(fs))
             tgt.append(_safe(es))
             links.append(" ".join(f"{i}-{j}" for i, j in pairs))
-    with open(out, "w", encoding="utf-8") as fh:  # (train's scratch file: a full disk is said of the scratch dir)
+    with atomic_output(out) as fh:
         eflomal.write_priors(fh, *eflomal.calculate_priors(src, tgt, links, links))
 
 

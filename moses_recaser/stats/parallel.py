@@ -20,11 +20,11 @@ from itertools import chain
 from moses_recaser.core.memory import Memory, rss
 from moses_recaser.core.triples import Triple
 from moses_recaser.core.workers import Workers, check_workers
+from moses_recaser.io.corpus import pieces
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.stats.counter import Shard, count_piece
 from moses_recaser.stats.in_memory import counter_of_triples
 from moses_recaser.stats.merge import Counts, merge
-from moses_recaser.stats.pieces import pieces
 
 log = logging.getLogger(__name__)
 

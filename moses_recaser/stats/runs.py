@@ -16,7 +16,6 @@ and every key of a later block is larger than every key of an earlier one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from moses_recaser.core.memory import Memory
 from moses_recaser.io.diskarrays import Column, Sink, Stored, read
+from moses_recaser.io.outputs import remove_files
 
 Block = tuple[np.ndarray, np.ndarray]  # keys, counts
 
@@ -177,12 +177,7 @@ def merge_rows(memory: Memory, streams: int, entry_bytes: int) -> int:
 
 def remove(tables: Iterable[Table]) -> None:
     """Delete the files of tables no longer needed."""
-    for t in tables:
-        for path in t.files():
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+    remove_files(path for t in tables for path in t.files())
 
 
 def renumbered_blocks(

@@ -22,12 +22,12 @@ from typing import IO
 import numpy as np
 
 from moses_recaser.core.memory import Memory
+from moses_recaser.io.corpus import corpus_digest, corpus_lines, pieces
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.outputs import model_target, work_dir
 from moses_recaser.stats.counter import Counter, Shard, check_lm_order, count_piece, load_shard, save_shard
 from moses_recaser.stats.merge import merge
-from moses_recaser.stats.pieces import corpus_digest, corpus_lines, pieces
 
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)")
 
