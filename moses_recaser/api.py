@@ -315,7 +315,7 @@ def make_triples(
     trace: PathLike | None = None,
     target: PathLike | None = None,
     alignment: PathLike | None = None,
-    trace_format: str = "auto",
+    trace_format: str = "trace",
     trace_options: TraceOptions | None = None,
 ) -> int:
     """The (F, e, A) triples of a decoder's ``trace`` of ``source`` (its ``alignment`` the decoder's

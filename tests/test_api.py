@@ -189,8 +189,8 @@ def test_errors_are_recaser_errors_with_a_place(tico, call, message):
 def test_load_refuses_what_is_not_a_model(tmp_path):
     with pytest.raises(RecaserError):
         Recaser.load(tmp_path)
-    with pytest.raises(RecaserError, match="alignment_mode"):
-        Recaser.load(tmp_path, alignment_mode="words")
+    with pytest.raises(RecaserError, match="`read` is 'words'"):
+        Recaser.load(tmp_path, read="words")
     # what the system refuses to open or read is one RecaserError naming the path (it was a bare OSError)
     long_name = str(tmp_path / ("y" * 300))
     with pytest.raises(RecaserError, match="cannot read the model: File name too long") as caught:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from moses_recaser.cli import ems as ems_cli
 from moses_recaser.cli import main as main_cli
 from moses_recaser.cli.main import main
-from moses_recaser.cli.options import OPTIONS, markdown_table
+from moses_recaser.cli.options import OPTIONS, defaults_taken, markdown_table
 
 PARSERS = {"moses-recaser": main_cli.build_parser, "moses-recaser-ems": ems_cli.build_parser}
 DOCS = Path(__file__).parents[1] / "docs" / "settings.md"
@@ -74,6 +75,42 @@ def test_every_flag_has_help():
 def test_settings_table_in_docs_is_the_registry():
     table = markdown_table(main_cli.build_parser(), ems_cli.build_parser())
     assert table in DOCS.read_text(encoding="utf-8"), "regenerate: python tools/settings_table.py"
+
+
+def _stated_default(help_text: str) -> str | None:
+    """The default a flag's --help states ("default 3", "(default: links)", "default '|'"), as a value: quotes
+    dropped, "0: none" as 0, on/off as True/False, stdin/stdout as '-', none as ''; None if it states none."""
+    found = re.search(r"default:? ('[^']*'|[^;),\s]+)", help_text)
+    if found is None:
+        return None
+    word = found.group(1).strip("'").removesuffix(":")
+    return {"on": "True", "off": "False", "stdin": "-", "stdout": "-", "none": ""}.get(word, word)
+
+
+def test_each_default_that_help_states_is_the_one_taken_and_the_one_in_the_settings_table():
+    """A default said in --help is the value the flag takes when not given (a hand-written 'default: both' beside
+    a setting whose default is links was not), and docs/settings.md shows it for that subcommand."""
+    table = {
+        r.split(" | ")[0].strip("| `"): r.split(" | ")[-1].rstrip(" |")
+        for r in markdown_table(main_cli.build_parser(), ems_cli.build_parser()).splitlines()[2:]
+    }
+    checked = 0
+    for prog, build in PARSERS.items():
+        taken = defaults_taken(build())
+        for command, p in subcommands(build).items():
+            formatter = p._get_formatter()
+            for a in visible(p):
+                stated = _stated_default(formatter._expand_help(a)) if a.help else None
+                value = taken.get(a.dest, {}).get(command)
+                if stated is None or value is None:
+                    # a default described, not a value ("the model's", "both"): none is taken
+                    assert value is None or stated is not None or "%(default)" not in a.help, (prog, command, a.dest)
+                    continue
+                assert stated == value.strip("'"), (prog, command, a.dest, stated, value)
+                if prog == "moses-recaser":
+                    assert f"`{value}`".replace("|", "\\|") in table[a.dest], (a.dest, table[a.dest])
+                checked += 1
+    assert checked >= 40
 
 
 def test_settings_table_names_the_subcommands_that_take_a_flag():

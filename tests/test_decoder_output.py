@@ -288,7 +288,7 @@ def test_recase_phrase_features_flag_reads_one_side_of_input_with_both(tico, tmp
                     str(trace),
                     "--alignment",
                     str(align),
-                    "--alignment-mode",
+                    "--read",
                     prefer,
                     "-o",
                     str(out),

@@ -368,9 +368,9 @@ def test_two_outputs_naming_one_file_are_refused(tico, tmp_path):
 
 
 def test_the_signature_says_what_a_recaser_was_told_to_read(model):
-    """``alignment_mode`` at recase changes the output of input with phrases and links: the signature the recase
+    """``read`` at recase changes the output of input with phrases and links: the signature the recase
     logs says so."""
     plain = Recaser.load(model).signature
     assert plain == _manifest(model)["signature"]
     for mode in ("phrase", "links"):
-        assert Recaser.load(model, alignment_mode=mode).signature == plain + f"|read:{mode}"
+        assert Recaser.load(model, read=mode).signature == plain + f"|read:{mode}"

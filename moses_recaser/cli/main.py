@@ -335,12 +335,7 @@ def add_recase(p: argparse.ArgumentParser) -> None:
     add(p, "raw")
     add(p, "source_lang", help="--raw: the language of --source (default: the model's, from train --source-lang)")
     add(p, "target_lang", help="--raw: the language of --input (default: the model's, from train --target-lang)")
-    add(
-        p,
-        "alignment_mode",
-        default=None,
-        help="for input with phrases and word links, read only these (with their weights); default: both",
-    )
+    add(p, "read")
     p.add_argument("--explain", action="store_true", help="per word: chosen form, runner-up, feature contributions")
     add(p, "jobs")
     add(p, "output", default="-", help="recased output (default stdout)")
@@ -369,7 +364,7 @@ def cmd_recase(args: argparse.Namespace) -> int:
     if len(given) > 1:
         raise RecaserError("give one input: --trace, --triples or --input (none of them: text on stdin)")
     fmt = {"trace": args.trace_format, "triples": "jsonl"}.get(given[0][0], "text")
-    recaser = Recaser.load(args.model, alignment_mode=args.alignment_mode)
+    recaser = Recaser.load(args.model, read=args.read)
     recaser.recase_file(
         given[0][1],
         args.output,

@@ -150,7 +150,12 @@ OPTIONS: dict[str, Option] = {
             ems="-lmplz",
             metavar="BIN",
         ),
-        _opt("lmplz_options", "more options for lmplz (default '-S 1G')", ems="-lmplz-options", metavar="OPTIONS"),
+        _opt(
+            "lmplz_options",
+            "more options for lmplz (default: none; its -S is then what is left of --memory, at most 1G)",
+            ems="-lmplz-options",
+            metavar="OPTIONS",
+        ),
         # settings that change the model (TrainSettings fields)
         _opt(
             "lm_order",
@@ -180,6 +185,11 @@ OPTIONS: dict[str, Option] = {
             "(links) or its whole source phrase (phrase, the paper); default %(default)s",
             choices=ALIGNMENT_MODES,
             default=DEFAULTS.alignment_mode,
+        ),
+        _opt(
+            "read",
+            "for input with phrases and word links, read only these (with their mode's weights); default: both",
+            choices=ALIGNMENT_MODES,
         ),
         _opt(
             "input_case",
@@ -273,13 +283,14 @@ OPTIONS: dict[str, Option] = {
         ),
         _opt(
             "memory",
-            f"what the counts may hold in memory, worker processes included, as lmplz's -S: 2G, 500M, 50%% "
-            f"(of physical memory); counts beyond it are sorted on disk (the output is the same for every size; "
-            f"the whole run takes more: docs/performance.md; default {DEFAULT_MEMORY})",
+            "what the counts may hold in memory, worker processes included, as lmplz's -S: 2G, 500M, 50%% "
+            "(of physical memory); counts beyond it are sorted on disk (the output is the same for every size; "
+            "the whole run takes more: docs/performance.md; default %(default)s)",
             "-S",
             "--memory",
             ems="-memory",
             metavar="SIZE",
+            default=DEFAULT_MEMORY,
         ),
     )
 }
@@ -358,14 +369,35 @@ def markdown_table(main: argparse.ArgumentParser, ems: argparse.ArgumentParser) 
         "|---|---|---|---|",
     ]
     on_main, on_ems = commands_taking(main), commands_taking(ems)
+    given = defaults_taken(main)
     for o in OPTIONS.values():
-        default = o.kwargs.get("default")
-        shown = "" if default is None else "''" if default == "" else str(default)
+        by_command = given.get(o.name, {})
+        values = list(dict.fromkeys(by_command.values()))
+        # the subcommands named where the default is not every one's that takes the flag
+        every = len(values) == 1 and len(by_command) == len({c for f in o.flags for c in on_main.get(f, ())})
+        cell = "; ".join(
+            f"`{v}`" + ("" if every else f" ({', '.join(c for c, w in by_command.items() if w == v)})") for v in values
+        )
         rows.append(
             f"| `{o.name}` | {_flags_cell(o.flags, on_main)} | {_flags_cell((o.ems,) if o.ems else (), on_ems)} | "
-            f"{shown and '`' + shown.replace('|', chr(92) + '|') + '`'} |"
+            f"{cell.replace('|', chr(92) + '|')} |"
         )  # a '|' in a cell is escaped, as GitHub's tables need
     return "\n".join(rows) + "\n"
+
+
+def defaults_taken(parser: argparse.ArgumentParser) -> dict[str, dict[str, str]]:
+    """Each setting's default as each subcommand of ``parser`` takes it, shown as ``--help`` shows it ('' as
+    ``''``; a flag passed on only when given, at the settings' default): from the parsers themselves. A setting
+    without one (None, a switch that is off) is left out."""
+    out: dict[str, dict[str, str]] = {}
+    for action in parser._actions:  # argparse keeps no public list of them
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                for a in sub._actions:
+                    value = getattr(DEFAULTS, a.dest, None) if a.default == argparse.SUPPRESS else a.default
+                    if a.dest in OPTIONS and a.help != argparse.SUPPRESS and value is not None and value is not False:
+                        out.setdefault(a.dest, {}).setdefault(command, "''" if value == "" else str(value))
+    return out
 
 
 def _flags_cell(flags: Sequence[str], commands_taking: Mapping[str, list[str]]) -> str:

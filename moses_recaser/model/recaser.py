@@ -125,15 +125,15 @@ class Recaser:
     an interrupt in the middle of a batch leaves it as usable as before.
     """
 
-    def __init__(self, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> None:
-        """``alignment_mode`` ("phrase" or "links"): for input with both, read only that (its mode's
-        weights); None reads both. ``Recaser.load`` is the same call."""
+    def __init__(self, model_dir: str | os.PathLike[str], *, read: str | None = None) -> None:
+        """``read`` ("phrase" or "links"): for input with both, read only that (its mode's weights); None reads
+        both. ``Recaser.load`` is the same call."""
         from moses_recaser.io.modeldir import resolve_model
 
-        if alignment_mode not in (None, "phrase", "links"):
-            raise RecaserError(f"alignment_mode is {alignment_mode!r}; choose phrase or links")
+        if read not in (None, "phrase", "links"):
+            raise RecaserError(f"`read` is {read!r}; choose phrase or links (None: both)")
         self.dir = resolve_model(model_dir)
-        self.prefer = alignment_mode
+        self.prefer = read
         self._lock = threading.Lock()
         self._unfinished = False  # a batch ended by an exception: the registry of types met may be half-updated
         _LIVE.add(self)
@@ -226,16 +226,16 @@ class Recaser:
         )
 
     @classmethod
-    def load(cls, model_dir: str | os.PathLike[str], *, alignment_mode: str | None = None) -> Recaser:
+    def load(cls, model_dir: str | os.PathLike[str], *, read: str | None = None) -> Recaser:
         """The model in ``model_dir`` (a directory that ``train`` wrote, or the pointer file of
         ``moses-recaser-ems train``), checked against its checksums and memory-mapped."""
-        return cls(model_dir, alignment_mode=alignment_mode)
+        return cls(model_dir, read=read)
 
     @property
     def signature(self) -> str:
         """Every setting the model was trained with and a hash of its weights (as ``train`` prints it), and what
         this Recaser was told to read of input with phrases and links (``|read:phrase``, ``|read:links``, from
-        ``alignment_mode``; nothing for both): what its output depends on."""
+        ``read``; nothing for both): what its output depends on."""
         return self.manifest.signature + (f"|read:{self.prefer}" if self.prefer else "")
 
     def recase(
