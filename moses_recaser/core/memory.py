@@ -21,6 +21,7 @@ import resource
 from dataclasses import dataclass
 
 from moses_recaser.io.errors import RecaserError
+from moses_recaser.io.lines import read_system
 
 DEFAULT_MEMORY = "2G"
 WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after counting (``Memory.working``)
@@ -37,11 +38,7 @@ def physical_memory() -> int:
     """Bytes of memory this process can have: MemTotal, or the cgroup's limit when that is lower."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as fh:
-                text = fh.read().strip()
-        except OSError:
-            continue
+        text = (read_system(path) or "").strip()
         if text.isdigit():
             total = min(total, int(text))
     return total
@@ -70,9 +67,8 @@ def check_address_space(need: int, what: str) -> None:
     this process maps: before loading a library that, short of them, would not raise one."""
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
     try:
-        with open("/proc/self/statm") as fh:
-            mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
+        mapped = int((read_system("/proc/self/statm") or "").split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, IndexError):
         return
     if limit != resource.RLIM_INFINITY and limit - mapped < need:
         raise MemoryError(f"{what} needs {mib(need)} more address space than ulimit -v leaves")
@@ -81,9 +77,8 @@ def check_address_space(need: int, what: str) -> None:
 def rss() -> int:
     """This process's resident set size, in bytes (0 where /proc is not there)."""
     try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
+        return int((read_system("/proc/self/statm") or "").split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, IndexError):
         return 0
 
 

@@ -345,6 +345,15 @@ def read_text(path: str | os.PathLike[str]) -> str:
     return "".join(line + "\n" for line in reader)
 
 
+def read_system(path: str) -> str | None:
+    """A small file of the kernel's (/proc, /sys), whole; None where it is not there."""
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 def kind_of(path: str | os.PathLike[str], follow: bool = True) -> str | None:
     """What is at ``path``: "file" (a regular one), "dir", "link" (not ``follow``ed), "other" (a pipe, a device),
     or None (nothing, or nothing that can be looked at)."""
