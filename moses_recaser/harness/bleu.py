@@ -19,6 +19,7 @@ detokenized. Its output must differ from its input in case alone (``case_only``,
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import statistics
 from collections.abc import Sequence
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import read_lines
+from moses_recaser.io.lines import kind_of, read_lines, whole_text
+from moses_recaser.io.outputs import atomic_output, entries, make_dirs
 from moses_recaser.model.recaser import Recaser
 
 if TYPE_CHECKING:
@@ -61,10 +63,15 @@ def wmt21_runs(root: Path, pair: str, systems: Sequence[str] | None = None) -> t
     src_lang, tgt_lang = pair.split("-")
     src = d / "sources" / f"newstest2021.{pair}.src.{src_lang}"
     ref = d / "references" / f"newstest2021.{pair}.ref.A.{tgt_lang}"
-    hyps = sorted((d / "system-outputs").glob(f"newstest2021.{pair}.hyp.*.{tgt_lang}"))
+    outputs = d / "system-outputs"
+    try:
+        names = [n for n in entries(outputs) if fnmatch.fnmatchcase(n, f"newstest2021.{pair}.hyp.*.{tgt_lang}")]
+    except OSError:
+        names = []
+    hyps = sorted(outputs / n for n in names)
     if systems:
         hyps = [h for h in hyps if h.name.split(".hyp.")[1].rsplit(".", 1)[0] in systems]
-    if not src.is_file() or not ref.is_file() or not hyps:
+    if kind_of(src) != "file" or kind_of(ref) != "file" or not hyps:
         raise RecaserError(f"no WMT21 {pair} source, reference or system outputs here", str(d))
     return src, ref, hyps
 
@@ -90,7 +97,7 @@ def run_bleu(
     results: dict = {"pair": pair, "systems": {}}
     crf = capitalizers.get("crf")
     crf = crf if isinstance(crf, Recaser) else None  # (the raw routes take a Recaser: it reads raw files)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
     for hyp_path in hyp_paths:
         system = hyp_path.name.split(".hyp.")[1].rsplit(".", 1)[0]
         raw = list(read_lines(hyp_path))
@@ -142,14 +149,15 @@ def _raw_route(crf: Recaser, src: Path, hyp: Path, out: Path, pair: str, refs: S
     crf.recase_file(
         str(hyp), str(out), source=str(src), align=True, raw=True, source_lang=src_lang, target_lang=tgt_lang
     )
-    given, got = (p.read_text(encoding="utf-8").splitlines() for p in (hyp, out))
+    given, got = (whole_text(p).splitlines() for p in (hyp, out))
     scores = sacrebleu_scores(got, refs)
     scores["case_only"] = casing.is_recasing_of("\n".join(got), "\n".join(given))
     return scores
 
 
 def _write(path: Path, lines: Sequence[str]) -> Path:
-    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    with atomic_output(path) as fh:
+        fh.write("".join(x + "\n" for x in lines))
     return path
 
 

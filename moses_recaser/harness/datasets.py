@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import read_lines, sha256
-from moses_recaser.io.outputs import atomic_output
+from moses_recaser.io.lines import kind_of, read_lines, sha256, whole_text
+from moses_recaser.io.outputs import atomic_output, make_dirs
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def _choose(explicit: str | os.PathLike[str] | None, env: str, default: Path) ->
 
 def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     root = _choose(explicit, ENV_DATA, DEFAULT_DATA)
-    if not root.is_dir():
+    if kind_of(root) != "dir":
         raise RecaserError(f"data root not found; set {ENV_DATA} or pass --data-root", str(root))
     return root
 
@@ -48,9 +48,7 @@ def cache_path(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 def cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """``cache_path``, made if missing."""
-    d = cache_path(explicit)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return make_dirs(cache_path(explicit))
 
 
 def tokenized(raw: Path, lang: str, cache: Path) -> Path:
@@ -63,9 +61,9 @@ def tokenized(raw: Path, lang: str, cache: Path) -> Path:
     out = cache / "tok" / raw.parent.name / f"{raw.name}.tok.{lang}"
     stamp = out.with_name(out.name + ".sha256")
     digest = sha256(raw)
-    if out.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+    if kind_of(out) == kind_of(stamp) == "file" and whole_text(stamp).strip() == digest:
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.parent)
     log.info("tokenizing %s (%s)", raw, lang)
     tokenize_file(str(raw), str(out), lang)
     _write_stamp(stamp, digest)
@@ -89,13 +87,13 @@ def concatenate(parts: Sequence[Path | tuple[Path, int | None, int | None]], out
         h.update(line.encode("utf-8"))
     digest = h.hexdigest()
     stamp = out.with_name(out.name + ".sha256")
-    if out.is_file():
-        stamped = stamp.is_file()
-        if (stamp.read_text(encoding="utf-8").strip() if stamped else sha256(out)) == digest:
+    if kind_of(out) == "file":
+        stamped = kind_of(stamp) == "file"
+        if (whole_text(stamp).strip() if stamped else sha256(out)) == digest:
             if not stamped:  # made before the stamps: adopted, its time kept
                 _write_stamp(stamp, digest)
             return out
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.parent)
     with atomic_output(out) as fh:
         fh.writelines(lines())
     _write_stamp(stamp, digest)

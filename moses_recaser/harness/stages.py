@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import re
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -19,8 +20,8 @@ from moses_recaser._version import __version__
 from moses_recaser.harness.datasets import concatenate, tokenized
 from moses_recaser.harness.experiment_config import ExperimentConfig
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import read_lines
-from moses_recaser.io.outputs import atomic_output
+from moses_recaser.io.lines import file_stat, kind_of, read_lines
+from moses_recaser.io.outputs import atomic_output, make_dirs
 from moses_recaser.moses.bitext import read_aligned_bitext
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,8 @@ def stage_key(*parts: object) -> str:
 
 
 def _feed(h: Any, part: object) -> None:
-    if isinstance(part, Path) and part.is_file():
-        st = part.stat()
+    st = file_stat(part) if isinstance(part, Path) else None
+    if st is not None and stat.S_ISREG(st.st_mode):
         h.update(f"{part}:{st.st_size}:{st.st_mtime_ns}".encode())
     elif isinstance(part, (list, tuple)):
         h.update(b"[")
@@ -156,7 +157,7 @@ def align_all(files: dict[str, Sides], cfg: ExperimentConfig, cache: Path) -> di
     outs = {split: cache / "align" / f"{cfg.name}.{split}.{key}" for split in files}
     priors = cache / "align" / f"{cfg.name}.{key}.priors"
     outs["priors"] = priors
-    if all(p.is_file() for p in outs.values()):
+    if all(kind_of(p) == "file" for p in outs.values()):
         return outs
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.stats.eflomal import align
@@ -164,7 +165,7 @@ def align_all(files: dict[str, Sides], cfg: ExperimentConfig, cache: Path) -> di
     sets = {split: list(read_aligned_bitext(str(s.source), str(s.target))) for split, s in files.items()}
     everything = [t for s in sets.values() for t in s]
     t0 = time.perf_counter()
-    (cache / "align").mkdir(parents=True, exist_ok=True)
+    make_dirs(cache / "align")
     links = align([t.source for t in everything], [t.target for t in everything], cfg.symmetrization, priors_out=priors)
     log.info("aligned %d sentence pairs in %.0f s", len(everything), time.perf_counter() - t0)
     pos = 0
@@ -195,9 +196,9 @@ def mono_subset(mono: Path, words: int, cache: Path) -> Path:
 
 def _head(files: Sequence[Path], count: int, words: int, out: Sequence[Path]) -> None:
     """Writes to ``out`` the first lines of the parallel ``files`` holding ``words`` words of file ``count``."""
-    if all(p.is_file() for p in out):
+    if all(kind_of(p) == "file" for p in out):
         return
-    out[0].parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out[0].parent)
     rows, total = [], 0
     for row in zip(*(read_lines(f) for f in files)):
         if total >= words:
@@ -226,7 +227,7 @@ def monolingual_text(cfg: ExperimentConfig, root: Path, cache: Path, held_out: S
     for entry in cfg.monolingual:
         base, start, end = _parse_name(entry)
         raw = root / cfg.corpus / base
-        if not raw.is_file():
+        if kind_of(raw) != "file":
             raise RecaserError("monolingual file not found (config key 'monolingual')", str(raw))
         parts.append((tokenized(raw, cfg.target, cache), start, end))
     out = concatenate(parts, cache / "sets" / f"{cfg.name}.mono.{stage_key(cfg.monolingual)}.{cfg.target}")
@@ -283,9 +284,9 @@ def train_model(
     files += [mono] if mono is not None else []
     key = stage_key(files, doc, __version__, feature_names(cfg.feature_set, []), feature_revision())
     model = cache / "models" / f"{cfg.name}.{tag}.{key}"
-    if (model / "manifest.yaml").is_file():
+    if kind_of(model / "manifest.yaml") == "file":
         return model
-    model.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(model.parent)
     train_crf(
         Bitext(str(train.source), str(train.target), str(train.alignment)),
         model,

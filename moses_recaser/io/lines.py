@@ -354,6 +354,26 @@ def read_system(path: str) -> str | None:
         return None
 
 
+def whole_text(path: str | os.PathLike[str]) -> str:
+    """A whole UTF-8 file as Python's text mode reads it (universal newlines): a file this package wrote, read
+    back; a fault or bad UTF-8 names the file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except UnicodeDecodeError:
+        raise RecaserError("invalid UTF-8", os.fspath(path)) from None
+    except OSError as exc:
+        raise RecaserError(f"cannot read: {exc.strerror}", os.fspath(path)) from None
+
+
+def file_stat(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """The file's stat (links followed); None where there is nothing to stat."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
 def kind_of(path: str | os.PathLike[str], follow: bool = True) -> str | None:
     """What is at ``path``: "file" (a regular one), "dir", "link" (not ``follow``ed), "other" (a pipe, a device),
     or None (nothing, or nothing that can be looked at)."""

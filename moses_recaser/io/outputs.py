@@ -605,6 +605,15 @@ def is_within(path: str | os.PathLike[str], directory: str | os.PathLike[str]) -
     return p == d or d in p.parents
 
 
+def make_dirs(path: str | os.PathLike[str]) -> Path:
+    """The directory ``path``, with its missing parents, made if it is not there (a cache's, a run's); kept."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise write_error(exc, os.fspath(path)) from None
+    return Path(path)
+
+
 def remove_files(paths: Iterable[str | os.PathLike[str]]) -> None:
     """Scratch files no longer needed, deleted (one already gone is fine)."""
     for path in paths:

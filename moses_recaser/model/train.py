@@ -136,12 +136,12 @@ class StatsModel:
 def _stats_from_model(directory: str, settings: TrainSettings, work: Path) -> StatsModel:
     """A statistics model, read and checked (its LM order, else that of ``settings``)."""
     from moses_recaser.io.modeldir import ModelSnapshot, read_manifest, resolve_model
-    from moses_recaser.io.outputs import copy_file
+    from moses_recaser.io.outputs import copy_file, make_dirs
     from moses_recaser.model.recaser import lm_file
 
     d = resolve_model(directory)
     copy = work / "stats.model"
-    copy.mkdir(exist_ok=True)
+    make_dirs(copy)
     with ModelSnapshot(d) as snap:  # an edited model is one error, as when recasing loads it
         manifest = read_manifest(snap.root)
         order = int(manifest.settings.get("lm_order", settings.lm_order))

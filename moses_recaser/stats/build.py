@@ -28,9 +28,9 @@ from moses_recaser.core.workers import in_child
 from moses_recaser.io.corpus import pieces, read_piece
 from moses_recaser.io.diskarrays import Scratch
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import BOM, compressed, open_binary, read_lines, split_tokens
+from moses_recaser.io.lines import BOM, compressed, kind_of, open_binary, read_lines, split_tokens
 from moses_recaser.io.modeldir import save_npz
-from moses_recaser.io.outputs import atomic_output, copy_file, model_target, work_dir
+from moses_recaser.io.outputs import atomic_output, copy_file, make_dirs, model_target, work_dir
 from moses_recaser.stats.arpa_arrays import ArrayLMWriter, check_arpa, write_arrays
 from moses_recaser.stats.counter import check_lm_order
 from moses_recaser.stats.kneser_ney import estimate, log_discounts
@@ -136,7 +136,7 @@ def statistics(
     memory = memory or Memory.from_setting(None)
     map_large_blocks()
     out = work / f"stats.{tag}"
-    out.mkdir(exist_ok=True)
+    make_dirs(out)
     arpa, arrays, totals = in_child(_statistics_files, corpus, lm, work, out, jobs, quiet, memory.left(), lm_arrays)
     return Statistics(Tables.load(out), out / "tables.npz", arpa, arrays, *totals)
 
@@ -338,8 +338,9 @@ def is_arpa(path: str | os.PathLike[str]) -> bool:
 def lm_is_arpa(path: str) -> bool:
     """Whether a given LM file is an ARPA file (else a KenLM binary), from its first bytes; anything else is a
     RecaserError (a cheap check, made before any work; an ARPA file's counts are checked when it is read)."""
-    if not Path(path).is_file():
-        raise RecaserError("is a directory, not an LM file" if Path(path).is_dir() else "LM file not found", path)
+    kind = kind_of(path)
+    if kind != "file":
+        raise RecaserError("is a directory, not an LM file" if kind == "dir" else "LM file not found", path)
     if is_arpa(path):
         return True
     if not is_kenlm_binary(path):

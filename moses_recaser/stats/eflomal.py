@@ -19,7 +19,7 @@ from typing import Any
 from moses_recaser.core import casing
 from moses_recaser.core.triples import Triple
 from moses_recaser.io.errors import RecaserError
-from moses_recaser.io.lines import open_binary, split_tokens
+from moses_recaser.io.lines import open_binary, split_tokens, whole_text
 from moses_recaser.io.outputs import atomic_output, work_dir
 from moses_recaser.moses.bitext import read_aligned_bitext
 from moses_recaser.moses.pharaoh import parse_links
@@ -86,8 +86,8 @@ def align(
                 priors_input=pri,
                 quiet=True,
             )
-        fwd = (d / "fwd").read_text(encoding="utf-8").split("\n")[: len(source)]
-        rev = (d / "rev").read_text(encoding="utf-8").split("\n")[: len(source)]
+        fwd = whole_text(d / "fwd").split("\n")[: len(source)]
+        rev = whole_text(d / "rev").split("\n")[: len(source)]
         if priors_out is not None:
             stats = eflomal.calculate_priors(src_lines, tgt_lines, fwd, rev)
             with atomic_output(priors_out, compress=True) as fh:
