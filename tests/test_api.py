@@ -424,3 +424,19 @@ def test_train_returns_the_model_and_its_signature(tico, tico_aligned, tmp_path)
     made = train(Bitext(a / "f", a / "e", a / "a"), tmp_path / "m", TrainSettings(max_iter=2), dev=Bitext(tico / "dev.fr", tico / "dev.en", a / "dev.a"))  # fmt: skip
     assert isinstance(made, TrainedModel) and made.path == tmp_path / "m" and os.fspath(made) == str(tmp_path / "m")
     assert made.signature == Recaser.load(made).signature and "|w:" in made.signature
+
+
+def test_recase_file_checks_its_files_before_any_work_as_the_command_does(tico, tmp_path):
+    """The library's recase_file refuses an output that is its source (the command line's check, where a Python
+    caller gets it too), an input that is not there, and two inputs on one stream; the source is left whole."""
+    r = Recaser.load(tico / "model")
+    src = tmp_path / "src"
+    src.write_bytes((tico / "test.fr").read_bytes())
+    with pytest.raises(RecaserError, match="also the file given as `source`"):
+        r.recase_file(str(tico / "test.lc.en"), str(src), source=str(src), align=True)
+    assert src.read_bytes() == (tico / "test.fr").read_bytes()
+    with pytest.raises(RecaserError, match="no such file"):
+        r.recase_file(str(tmp_path / "missing"), str(tmp_path / "out"))
+    with pytest.raises(RecaserError, match="`input` and `source` both read standard input"):
+        r.recase_file("-", str(tmp_path / "out"), source="-", align=True)
+    assert not (tmp_path / "out").exists()

@@ -29,7 +29,7 @@ from moses_recaser.core.memory import keep_freed_blocks, release
 from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import PRIORS, Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
-from moses_recaser.io.outputs import atomic_output
+from moses_recaser.io.outputs import atomic_output, check_files
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.inputs import Alignment, line_records, validated_triples
@@ -343,6 +343,8 @@ class Recaser:
             raise RecaserError("`alignment` links the output to its source: give `source` too")
         if align and (trace_format != "text" or source is None or alignment is not None):
             raise RecaserError("`align` links text `input` to its `source`: give both, and no `alignment`")
+        # as the command line checks them: the output may replace the input (in place), never a file read beside it
+        check_files({"input": input, "source": source, "alignment": alignment}, {"output": output}, rewrites=("input",))
         inputs = Inputs(input, source, alignment, trace_options or TraceOptions())
         if raw:
             from moses_recaser.moses.raw import read_raw
