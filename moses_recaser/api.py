@@ -116,12 +116,16 @@ def train(
             os.fspath(run.work),
         )
     budget = Memory.from_setting(run.memory)
+    chosen = _settings(settings)
+    if not isinstance(run.memory, int):  # a setting as the flags give it (bytes, the tests', promise nothing)
+        files: list[Any] = [data] if training is None else [training.source, training.target, training.alignment]
+        files += [dev.source, dev.target, dev.alignment] if isinstance(dev, Bitext) else []
+        budget.check_training(_text_bytes([*files, *chosen.monolingual]), run.jobs)
     # scipy (the CRF fit's) loaded before the long work: its OpenBLAS, short of address space (ulimit -v) later,
     # would retry for ever instead of raising MemoryError
     check_address_space(SCIPY_SPACE, "loading scipy")
     import scipy.optimize  # noqa: F401
 
-    chosen = _settings(settings)
     dev_set = _bitext("dev_", dev) if isinstance(dev, Bitext) else None
     if raw:
         alignments = {"alignment": training and training.alignment, "dev_alignment": dev_set and dev_set.alignment}
@@ -286,6 +290,18 @@ def _bitext(prefix: str, b: Bitext) -> Bitext:
     files = {"source": b.source, "target": b.target, "alignment": b.alignment}
     _check_paths((prefix + "source", prefix + "target"), **{prefix + k: v for k, v in files.items()})
     return Bitext(os.fspath(b.source), os.fspath(b.target), _str(b.alignment))
+
+
+def _text_bytes(files: list[Any]) -> int:
+    """Bytes of the training's files (of a statistics model's directory: the files in it), for the memory it
+    needs."""
+    from moses_recaser.io.lines import file_stat, kind_of
+    from moses_recaser.io.outputs import entries
+
+    paths: list[Path] = []
+    for f in (Path(f) for f in files if f is not None):
+        paths += [f / name for name, kind in entries(f).items() if kind == "file"] if kind_of(f) == "dir" else [f]
+    return sum(st.st_size for st in map(file_stat, paths) if st is not None)
 
 
 def _held_out(training: Bitext | None, dev_size: int) -> tuple[Bitext, Bitext]:

@@ -263,6 +263,39 @@ def test_memory_flag_in_every_command_that_counts(aligned, tmp_path, capsys):
     assert not os.path.exists(tmp_path / "x")
 
 
+def test_train_refuses_a_setting_below_what_it_needs(aligned, tmp_path, capsys):
+    """A --memory below what a training holds whatever the setting (its processes' bases, the model it wrote, the
+    CRF workers: ``memory.training_need``), less the SLACK it may pass it by, is refused before any work, naming
+    the least setting, on both commands; at that setting the check passes, 10M below it fails."""
+    from moses_recaser.cli.ems import main as ems_main
+
+    files = [str(aligned / n) for n in ("f", "e", "a")]
+    text = sum(os.path.getsize(f) for f in files)
+    need = memory_module.training_need(text, 2)
+    least = -(-(need - memory_module.SLACK) // (10 << 20)) * 10
+    args = ["--source", files[0], "--target", files[1], "--alignment", files[2]]
+    assert main(["train", *args, "-j", "2", "-S", "300M", "-o", str(tmp_path / "m")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"moses-recaser: error: --memory 300M is below the least this training needs, {least}M (it holds about "
+        f"{need >> 20} MiB whatever the setting, with --jobs 2 for 0 MiB of training text, and may pass the setting "
+        f"by 100 MiB): give at least {least}M"
+    ]
+    assert not (tmp_path / "m").exists()
+    ems = ["train", "-dir", str(tmp_path / "d"), "-corpus", files[1], "-source-corpus", files[0]]
+    assert (
+        ems_main([*ems, "-alignment", files[2], "-config", str(tmp_path / "c"), "-cores", "2", "-memory", "300M"]) == 2
+    )
+    err = capsys.readouterr().err
+    assert f"-memory 300M is below the least this training needs, {least}M" in err and "with -cores 2" in err
+    assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
+    Memory.from_setting(f"{least}M").check_training(text, 2)
+    with pytest.raises(RecaserError, match="below the least"):
+        Memory.from_setting(f"{least - 10}M").check_training(text, 2)
+    # jobs 1 has no CRF workers; more text needs more
+    assert memory_module.training_need(text, 1) == need - 2 * memory_module.CRF_WORKER
+    assert memory_module.training_need(300 << 20, 1) > memory_module.training_need(80 << 20, 1)
+
+
 def _same(a: object, b: object) -> bool:
     """Lattices (and their parts) equal field by field, arrays by value."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -284,8 +284,9 @@ OPTIONS: dict[str, Option] = {
         _opt(
             "memory",
             "what the counts may hold in memory, worker processes included, as lmplz's -S: 2G, 500M, 50%% "
-            "(of physical memory); counts beyond it are sorted on disk (the output is the same for every size; "
-            "the whole run takes more: docs/performance.md; default %(default)s)",
+            "(of physical memory); counts beyond it are sorted on disk (the output is the same for every size); "
+            "train refuses a setting below what it holds whatever the setting, and keeps within it plus 100 MiB "
+            "(docs/performance.md; default %(default)s)",
             "-S",
             "--memory",
             ems="-memory",

@@ -30,6 +30,16 @@ WORKING_SHARE = 0.25  # of the setting, for the merges and key-set packing after
 # corpus was counted whole, then refused); a smaller setting is surely a slip
 FLOOR = 256 << 20
 LIBRARY_FLOOR = 4 << 20  # bytes given as a number: at least this (a budget that spills every chunk)
+# What a training's process tree holds whatever the setting, which bounds the counts only: each process's base
+# (interpreter, numpy, scipy), the model it wrote (mapped), the LM's estimate, the dev lattices, the CRF fit and,
+# with jobs > 1, each CRF worker (an interpreter of its own). It grows slower than the text, as the word types and
+# n-grams do. Measured on make_corpus.py corpora (docs/performance.md#the-memory-setting-as-a-promise): 554 and
+# 650-676 MiB with --jobs 1 at 78 and 311 MiB of training text, 786 and 882 with --jobs 2. ``training_need``
+# bounds those from above; a setting below it less SLACK is refused before any work (``check_training``).
+SLACK = 100 << 20
+TRAIN_BASE = 520 << 20
+TRAIN_ROOT = 12 << 20  # per square root of the training text's MiB
+CRF_WORKER = 128 << 20  # each, with jobs > 1 (118 MiB measured)
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgtp%]?)(?:i?b)?", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
@@ -128,6 +138,12 @@ def _mallopt(*settings: tuple[int, int]) -> None:
             set_option(option, value)
 
 
+def training_need(text_bytes: int, jobs: int) -> int:
+    """Bytes a training's process tree holds whatever the setting, for ``text_bytes`` of training text."""
+    root = (max(text_bytes, 0) / (1 << 20)) ** 0.5
+    return TRAIN_BASE + int(TRAIN_ROOT * root) + (CRF_WORKER * jobs if jobs > 1 else 0)
+
+
 def mib(n: int) -> str:
     return f"{n / (1 << 20):,.0f} MiB"
 
@@ -159,6 +175,19 @@ class Memory:
     def unbounded(cls) -> Memory:
         """No limit: everything in memory (small inputs, tests)."""
         return cls(1 << 62, "unbounded")
+
+    def check_training(self, text_bytes: int, jobs: int) -> None:
+        """Refuse, before any work, a setting below what a training of ``text_bytes`` of text with ``jobs``
+        processes needs (``training_need``) less SLACK, naming the least setting: at or above it, the whole
+        process tree stays within the setting plus SLACK."""
+        need = training_need(text_bytes, jobs)
+        least = -(-(need - SLACK) // (10 << 20)) * 10  # MiB, rounded up to 10
+        if self.bytes < least << 20:
+            raise RecaserError(
+                f"`memory` {self.setting} is below the least this training needs, {least}M (it holds about "
+                f"{mib(need)} whatever the setting, with `jobs` {jobs} for {mib(text_bytes)} of training text, and "
+                f"may pass the setting by {mib(SLACK)}): give at least {least}M"
+            )
 
     def left(self) -> Memory:
         """What is left of the whole run's memory beside what this process holds now (at least 1 MiB: a run
