@@ -20,7 +20,8 @@ from typing import Any, NoReturn
 from moses_recaser import RecaserError, TraceOptions, __version__
 from moses_recaser.cli.options import REQUIRED, add, finish_settings, require_after_parsing
 from moses_recaser.core.workers import single_threaded_blas
-from moses_recaser.io.outputs import ENDING_SIGNALS, check_files, outputs_written
+from moses_recaser.io.checks import check_files
+from moses_recaser.io.outputs import ENDING_SIGNALS, outputs_written
 from moses_recaser.io.streams import STDOUT, in_place_lines, write_error
 
 log = logging.getLogger("moses_recaser")
@@ -212,7 +213,7 @@ def _setup_logging(args: argparse.Namespace, prog: str) -> None:
 
 
 def check_destinations(args: argparse.Namespace) -> None:
-    """The command's files checked before any work (``io.outputs.check_files``): its ``reads``, ``writes``,
+    """The command's files checked before any work (``io.checks.check_files``): its ``reads``, ``writes``,
     ``reads_if_there``, ``rewrites`` and ``prints`` defaults name its arguments."""
 
     def named(key: str) -> dict[str, Any]:

@@ -27,9 +27,10 @@ import numpy as np
 from moses_recaser.core import casing
 from moses_recaser.core.memory import keep_freed_blocks, release
 from moses_recaser.core.triples import Triple, lowered
+from moses_recaser.io.checks import check_files
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.modeldir import PRIORS, Manifest, MappedArrays, ModelSnapshot, read_manifest, verify_files
-from moses_recaser.io.outputs import atomic_output, check_files
+from moses_recaser.io.outputs import atomic_output
 from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.inputs import Alignment, line_records, validated_triples
