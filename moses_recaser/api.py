@@ -51,9 +51,10 @@ __all__ = [
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How ``train`` runs, not what it makes (the model is the same for every value): ``jobs`` processes count
-    the corpus (and tokenize raw text); ``memory``, what the whole run may hold (``"2G"``, ``"50%"``, or bytes):
-    counts beyond it are sorted on disk in ``work`` (default: the system's temporary directory); ``lmplz``,
-    KenLM's lmplz binary, estimates the LM instead of this package (recorded as the settings' ``lm_estimator``)."""
+    the corpus (and tokenize raw text); ``memory`` (``"2G"``, ``"50%"``): counts beyond it are sorted on disk in
+    ``work`` (default: the system's temporary directory), and the whole run stays within it plus 100 MiB, a setting
+    below what the training needs refused before any work (a number of bytes is neither checked nor promised);
+    ``lmplz``, KenLM's lmplz binary, estimates the LM instead of this package (the settings' ``lm_estimator``)."""
 
     jobs: int = 1
     memory: str | int | None = DEFAULT_MEMORY
@@ -66,7 +67,8 @@ def train(
     model: PathLike,
     settings: TrainSettings | None = None,
     *,
-    dev: Bitext | int = DEV_SIZE,
+    dev: Bitext | None = None,
+    dev_size: int = DEV_SIZE,
     dev_output: DecoderOutput | None = None,
     run: RunOptions | None = None,
     raw: bool = False,
@@ -77,7 +79,7 @@ def train(
     - ``data``: the cased, tokenized training bitext, ``Bitext(source, target, alignment)`` (files; the Pharaoh
       word alignment None: eflomal aligns it); or the directory of a statistics model (``moses-recaser stats`` or
       ``merge``), whose tables and LM are used.
-    - ``dev``: the bitext the CRF weights are fitted on; or a number: the last ``dev`` sentence pairs of the
+    - ``dev``: the bitext the CRF weights are fitted on; without it, the last ``dev_size`` sentence pairs of the
       training bitext (at most a tenth of it), held out from the tables. ``dev_output``: the decoder's ``-t``
       output of the dev source, ``DecoderOutput(trace, alignment, options)``, to fit the weights on what
       recasing will read.
@@ -102,9 +104,10 @@ def train(
     check_workers(run.jobs)
     stats = None if isinstance(data, Bitext) else data
     training = _bitext("", data) if isinstance(data, Bitext) else None
-    held = 0 if isinstance(dev, Bitext) else dev
-    if isinstance(held, bool) or not isinstance(held, int):
-        raise RecaserError(f"`dev` must be a Bitext or a whole number of sentence pairs, not {held!r}")
+    if dev is not None:
+        _checked("dev", dev, Bitext)
+    if isinstance(dev_size, bool) or not isinstance(dev_size, int):
+        raise RecaserError(f"`dev_size` must be a whole number of sentence pairs, not {dev_size!r}")
     _check_paths(("model",), model=model, stats=stats, lmplz=run.lmplz, work=run.work)
     if dev_output is not None:
         _check_paths(dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
@@ -119,19 +122,19 @@ def train(
     chosen = _settings(settings)
     if not isinstance(run.memory, int):  # a setting as the flags give it (bytes, the tests', promise nothing)
         files: list[Any] = [data] if training is None else [training.source, training.target, training.alignment]
-        files += [dev.source, dev.target, dev.alignment] if isinstance(dev, Bitext) else []
+        files += [dev.source, dev.target, dev.alignment] if dev is not None else []
         budget.check_training(_text_bytes([*files, *chosen.monolingual]), run.jobs)
     # scipy (the CRF fit's) loaded before the long work: its OpenBLAS, short of address space (ulimit -v) later,
     # would retry for ever instead of raising MemoryError
     check_address_space(SCIPY_SPACE, "loading scipy")
     import scipy.optimize  # noqa: F401
 
-    dev_set = _bitext("dev_", dev) if isinstance(dev, Bitext) else None
+    dev_set = _bitext("dev_", dev) if dev is not None else None
     if raw:
         alignments = {"alignment": training and training.alignment, "dev_alignment": dev_set and dev_set.alignment}
         _check_raw(chosen, **alignments, dev_trace=dev_output, stats=stats)
     if dev_set is None:
-        training, dev_set = _held_out(training, held)
+        training, dev_set = _held_out(training, dev_size)
     with _as_recaser_errors(), work_dir("moses-recaser", run.work) as scratch:
         names: dict[str, str] = {}
         if raw:
@@ -162,7 +165,7 @@ def train(
     )
     _warn_if_eflomal_aligned(
         training is not None and training.alignment is None,
-        isinstance(dev, Bitext) and dev_set.alignment is None and dev_output is None,
+        dev is not None and dev_set.alignment is None and dev_output is None,
     )
     return TrainedModel(Path(model), report.signature)
 
@@ -309,7 +312,7 @@ def _held_out(training: Bitext | None, dev_size: int) -> tuple[Bitext, Bitext]:
     from moses_recaser.io.corpus import corpus_lines
 
     if training is None:
-        raise RecaserError("with a statistics model, give the dev set (`dev`: a Bitext)")
+        raise RecaserError("with a statistics model, give the dev set (`dev_source` and `dev_target`)")
     if dev_size < 1:
         raise RecaserError(f"`dev_size` must be at least 1 sentence pair, got {dev_size}")
     n = corpus_lines([f for f in (training.source, training.target, training.alignment) if f])

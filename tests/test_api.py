@@ -160,7 +160,8 @@ def test_case_only_and_signature(tico):
             lambda r: train("s", "m", settings=TrainSettings(npa_lengths={1: "b"})),
             "setting `npa_lengths` holds 'b', not a",
         ),
-        (lambda r: train("s", "m", dev="5"), "`dev` must be a Bitext or a whole number"),  # type: ignore[arg-type]
+        (lambda r: train("s", "m", dev_size="5"), "`dev_size` must be a whole number"),  # type: ignore[arg-type]
+        (lambda r: train("s", "m", dev=5), "`dev` must be a Bitext, not int"),  # type: ignore[arg-type]
         (lambda r: train("s", "m"), "with a statistics model, give the dev set"),
         (lambda r: train("s", "m", run="fast"), "`run` must be a RunOptions, not str"),  # type: ignore[arg-type]
         (lambda r: train("s", "m", dev_output="t"), "`dev_output` must be a DecoderOutput, not str"),  # type: ignore[arg-type]
@@ -215,7 +216,7 @@ def test_train_holds_out_dev_and_refuses_unknown_settings(tico, tico_aligned, tm
     with pytest.raises(TypeError, match="target"):  # a bitext is two files
         moses_recaser.train(Bitext(tico / "train.fr"), tmp_path / "m")  # type: ignore[call-arg]
     # no dev set: the last pairs of the bitext (and their links) fit the weights (100 of 700: at most a tenth)
-    model = moses_recaser.train(bitext, tmp_path / "m", TrainSettings(max_iter=5), dev=100)
+    model = moses_recaser.train(bitext, tmp_path / "m", TrainSettings(max_iter=5), dev_size=100)
     r = Recaser.load(model)
     assert "sigma:1" in r.signature
     assert r.recase("the who .").lower() == "the who ."

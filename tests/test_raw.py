@@ -462,5 +462,11 @@ def test_a_raw_training_file_is_named_as_the_user_named_it(tmp_path):
     lines[12] = "word " * 10_001
     tgt.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(RecaserError, match=f"^{tgt}:13: 10001 tokens on one line"):
-        train(Bitext(src, tgt), tmp_path / "model", TrainSettings(source_lang="fr", target_lang="en"), raw=True, dev=4)
+        train(
+            Bitext(src, tgt),
+            tmp_path / "model",
+            TrainSettings(source_lang="fr", target_lang="en"),
+            raw=True,
+            dev_size=4,
+        )
     assert not (tmp_path / "model").exists()

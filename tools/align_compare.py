@@ -103,7 +103,7 @@ def quickstart_rows(work: Path) -> list[dict]:
         str(work / "model"),
         settings,
         raw=True,
-        dev=150,
+        dev_size=150,
         run=RunOptions(jobs=2),
     )
     read = line_reader("en", "fr")

@@ -211,8 +211,9 @@ def train_step(step: TrainStep) -> None:
         out.write(f"model: {model.resolve()}\n")
         out.flush()  # on disk before the work: a full disk fails here, not after the model replaced the old one
         run = RunOptions(**{k: given.pop(k) for k in ("jobs", "memory", "lmplz") if k in given}, work=out_dir)
-        dev = given.pop("dev_size", DEV_SIZE)
-        train(Bitext(step.source_corpus, step.corpus, step.alignment), model, TrainSettings(**given), dev=dev, run=run)
+        dev_size = given.pop("dev_size", DEV_SIZE)
+        bitext = Bitext(step.source_corpus, step.corpus, step.alignment)
+        train(bitext, model, TrainSettings(**given), dev_size=dev_size, run=run)
 
 
 def write_meta(moses_meta: str, output: str) -> list[str]:
