@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from moses_recaser.core.memory import DEFAULT_MEMORY
+from moses_recaser.io.checks import check_files
 from moses_recaser.io.corpus import check_rereadable
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.data import Bitext, DecoderOutput
@@ -96,12 +97,14 @@ def train(
     """
     from moses_recaser.core.memory import SCIPY_SPACE, Memory, check_address_space
     from moses_recaser.core.workers import check_workers
-    from moses_recaser.io.outputs import is_within, work_dir
+    from moses_recaser.io.outputs import is_within, model_target, work_dir
     from moses_recaser.model.train import fit_model
 
     run = _checked("run", run or RunOptions(), RunOptions)
     dev_output = None if dev_output is None else _checked("dev_output", dev_output, DecoderOutput)
     check_workers(run.jobs)
+    if data is None:
+        raise RecaserError("give the training bitext (`source` and `target`) or a statistics model (`stats`)")
     stats = None if isinstance(data, Bitext) else data
     training = _bitext("", data) if isinstance(data, Bitext) else None
     if dev is not None:
@@ -110,7 +113,8 @@ def train(
         raise RecaserError(f"`dev_size` must be a whole number of sentence pairs, not {dev_size!r}")
     _check_paths(("model",), model=model, stats=stats, lmplz=run.lmplz, work=run.work)
     if dev_output is not None:
-        _check_paths(dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
+        _check_paths(("dev_trace",), dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
+        _checked("dev_output.options", dev_output.options, TraceOptions)
         dev_output = DecoderOutput(os.fspath(dev_output.trace), _str(dev_output.alignment), dev_output.options)
     if run.work is not None and is_within(run.work, model):
         raise RecaserError(
@@ -120,6 +124,12 @@ def train(
         )
     budget = Memory.from_setting(run.memory)
     chosen = _settings(settings)
+    model_target(os.fspath(model))  # a destination that cannot take the model fails now, before any reading
+    given = [("stats", stats), ("lm", chosen.lm), *(("monolingual", m) for m in chosen.monolingual)]
+    for prefix, b in (("", training), ("dev_", dev)):
+        given += [(prefix + k, getattr(b, k)) for k in ("source", "target", "alignment")] if b is not None else []
+    given += [("dev_trace", dev_output.trace), ("dev_trace_alignment", dev_output.alignment)] if dev_output else []
+    _refuse_inputs_inside(model, given)
     if not isinstance(run.memory, int):  # a setting as the flags give it (bytes, the tests', promise nothing)
         files: list[Any] = [data] if training is None else [training.source, training.target, training.alignment]
         files += [dev.source, dev.target, dev.alignment] if dev is not None else []
@@ -295,6 +305,20 @@ def _bitext(prefix: str, b: Bitext) -> Bitext:
     return Bitext(os.fspath(b.source), os.fspath(b.target), _str(b.alignment))
 
 
+def _refuse_inputs_inside(model: PathLike, given: list[tuple[str, Any]]) -> None:
+    """No input in the model directory, which the new model replaces: a statistics model, a corpus or an LM there
+    would be gone, or read as it is replaced."""
+    from moses_recaser.io.outputs import is_within
+
+    for name, path in given:
+        if path is not None and is_within(path, model):
+            raise RecaserError(
+                f"the file given as `{name}` is in the model directory, which the new model replaces: give the "
+                "model another directory",
+                os.fspath(path),
+            )
+
+
 def _text_bytes(files: list[Any]) -> int:
     """Bytes of the training's files (of a statistics model's directory: the files in it), for the memory it
     needs."""
@@ -347,6 +371,10 @@ def make_triples(
 
     if (trace is None) == (target is None):
         raise RecaserError("give exactly one of `trace` (decoder output) or `target` (plain bitext)")
+    check_files({"source": source, "trace": trace, "target": target, "alignment": alignment}, {"output": output})
+    if trace_format not in FORMATS:
+        raise RecaserError(f"`trace_format` is {trace_format!r}; choose one of {', '.join(FORMATS)}")
+    _checked("trace_options", trace_options or TraceOptions(), TraceOptions)
     if target is not None:
         triples = read_aligned_bitext(os.fspath(source), os.fspath(target), _str(alignment))
     else:
@@ -365,8 +393,11 @@ def make_lm(text: PathLike, output: PathLike, lm_order: int = 3, discount_fallba
     """An interpolated modified Kneser-Ney LM of tokenized ``text`` (one sentence a line), in ARPA, as lmplz
     estimates it."""
     from moses_recaser.stats.build import estimate_lm, lm_from_text
+    from moses_recaser.stats.counter import check_lm_order
     from moses_recaser.stats.in_memory import count_text
 
+    check_files({"input": text}, {"output": output})
+    check_lm_order(lm_order)
     estimate_lm(count_text(lm_from_text(os.fspath(text)), lm_order), os.fspath(output), discount_fallback)
 
 
@@ -385,6 +416,7 @@ def align(
     from moses_recaser.moses.pharaoh import format_links
     from moses_recaser.stats.eflomal import aligned_bitext
 
+    check_files({"source": source, "target": target, "priors": priors}, {"output": output, "priors_out": priors_out})
     triples = aligned_bitext(os.fspath(source), os.fspath(target), symmetrization, priors, priors_out)
     with atomic_output(output, compress=True) as out:
         for t in triples:
@@ -406,6 +438,10 @@ def phrase_align(
     from moses_recaser.moses.bitext import read_aligned_bitext
     from moses_recaser.stats.npa import phrase_align_triple
 
+    check_files({"source": source, "target": target, "alignment": alignment}, {"output": output})
+    if alignment is None:
+        raise RecaserError("`alignment` is the word alignment the phrases are made from: give it")
+    TrainSettings(npa_lengths=lengths, npa_seed=seed).check()  # (the settings' own checks of the two)
     triples = read_aligned_bitext(os.fspath(source), os.fspath(target), os.fspath(alignment))
     with atomic_output(output, compress=True) as out:
         write_triples((phrase_align_triple(t, lengths, seed) for t in triples), out)
@@ -416,6 +452,7 @@ def phrase_lengths(source: PathLike, trace: PathLike) -> dict[int, float]:
     (``TrainSettings.npa_lengths``)."""
     from moses_recaser.stats.npa import lengths_from_trace
 
+    check_files({"lengths_source": source, "lengths_trace": trace}, {})
     return lengths_from_trace(os.fspath(source), os.fspath(trace))
 
 
@@ -427,8 +464,14 @@ def count_shard(
     from moses_recaser.core.memory import Memory
     from moses_recaser.io.outputs import atomic_output
     from moses_recaser.stats import shards
+    from moses_recaser.stats.counter import check_lm_order
 
+    _checked("bitext", bitext, Bitext)
+    if not isinstance(shard, str):
+        raise RecaserError(f"`shard` must be i/N with 1 <= i <= N, got {shard!r}")
     i, n = shards.parse_shard(shard)
+    check_files({"source": bitext.source, "target": bitext.target, "alignment": bitext.alignment}, {"output": output})
+    check_lm_order(lm_order)
     if bitext.alignment is None:
         raise RecaserError("a shard is counted from a word-aligned bitext: give its `alignment`")
     budget = Memory.from_setting(memory)
@@ -448,6 +491,9 @@ def merge_shards(
     from moses_recaser.core.memory import Memory
     from moses_recaser.stats.shards import merge_into_model
 
+    if isinstance(counts, (str, os.PathLike)) or not counts:
+        raise RecaserError(f"`shards` must be a list of shard count files, not {counts!r}"[:300])
+    check_files({"shards": list(counts)}, {}, binary=("shards",))
     budget = Memory.from_setting(memory)
     return merge_into_model([os.fspath(c) for c in counts], os.fspath(model), discount_fallback, budget, lm_prune)
 
@@ -460,7 +506,11 @@ def statistics(
     from moses_recaser.core.memory import Memory
 
     run = _checked("run", run or RunOptions(), RunOptions)
-    chosen = dataclasses.replace(settings or StatsSettings(), alignment=_str(bitext.alignment))
+    _checked("bitext", bitext, Bitext)
+    check_files({"source": bitext.source, "target": bitext.target, "alignment": bitext.alignment}, {})
+    chosen = dataclasses.replace(
+        _checked("settings", settings or StatsSettings(), StatsSettings), alignment=_str(bitext.alignment)
+    )
     return write_statistics(
         bitext.source,
         bitext.target,

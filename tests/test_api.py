@@ -441,3 +441,74 @@ def test_recase_file_checks_its_files_before_any_work_as_the_command_does(tico, 
     with pytest.raises(RecaserError, match="`input` and `source` both read standard input"):
         r.recase_file("-", str(tmp_path / "out"), source="-", align=True)
     assert not (tmp_path / "out").exists()
+
+
+def test_every_public_function_that_writes_refuses_an_output_that_is_one_of_its_inputs(tico_aligned, tmp_path):
+    """The front door's functions check their files as the command line does (io.checks.check_files): an output
+    that is an input (also through a symbolic link) is refused before any work, the input left whole; a value
+    that is not a file name is a RecaserError naming the argument, not a TypeError midway."""
+    import shutil
+
+    from moses_recaser import (
+        DEFAULT_MEMORY,
+        RecaseStep,
+        TrainStep,
+        align,
+        count_shard,
+        make_lm,
+        make_triples,
+        phrase_align,
+        recase_step,
+        train_step,
+    )
+
+    for name in ("f", "e", "a"):
+        shutil.copyfile(tico_aligned / name, tmp_path / name)
+    f, e, a = (str(tmp_path / n) for n in ("f", "e", "a"))
+    (tmp_path / "link").symlink_to(tmp_path / "e")
+    before = {p: (tmp_path / p).read_bytes() for p in ("f", "e", "a")}
+    calls = [
+        (lambda: make_triples(f, f, target=e, alignment=a), "`output` is also|also the file given as `source`"),
+        (lambda: make_lm(e, str(tmp_path / "link")), "also the file given as `input`"),
+        (lambda: phrase_align(f, e, a, a), "also the file given as `alignment`"),
+        (lambda: align(f, e, str(tmp_path / "o"), priors_out=e), "also the file given as `target`"),
+        (lambda: count_shard(Bitext(f, e, a), "1/2", f, memory=DEFAULT_MEMORY), "also the file given as `source`"),
+        (
+            lambda: recase_step(RecaseStep(infile=e, model=str(tmp_path), output=f, source=f, trace=e)),
+            "also the file given as `source`",
+        ),
+        (
+            lambda: train_step(TrainStep(str(tmp_path / "d"), e, e, f, a, {"dev_size": 50})),
+            "also the file given as `corpus`",
+        ),
+        (lambda: make_lm(5, str(tmp_path / "lm")), "`input` must be a file name, not 5"),  # type: ignore[arg-type]
+        (lambda: make_lm(e, str(tmp_path / "lm"), lm_order="3"), "`lm_order` must be a whole number"),  # type: ignore[arg-type]
+        (lambda: count_shard(f, "1/2", str(tmp_path / "c")), "`bitext` must be a Bitext, not str"),  # type: ignore[arg-type]
+        (lambda: make_triples(f, str(tmp_path / "t"), target=e, trace_format="x"), "`trace_format` is 'x'"),
+        (lambda: train(None, tmp_path / "m"), "give the training bitext"),  # type: ignore[arg-type]
+    ]
+    for call, said in calls:
+        with pytest.raises(RecaserError, match=said):
+            call()
+    assert {p: (tmp_path / p).read_bytes() for p in ("f", "e", "a")} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "e", "f", "link"]
+
+
+def test_train_refuses_an_input_inside_the_model_it_replaces_before_reading_the_corpus(tico_aligned, tmp_path, caplog):
+    """A statistics model, an LM or a corpus in the directory the new model replaces is refused (it was replaced
+    by the model trained from it), and so is a destination that cannot take a model, before the corpus is read."""
+    import logging
+
+    stats = tmp_path / "stats"
+    a = tico_aligned
+    bitext = Bitext(a / "f", a / "e", a / "a")
+    moses_recaser.statistics(bitext, stats)
+    with pytest.raises(RecaserError, match="the file given as `stats` is in the model directory"):
+        train(stats, stats, dev=Bitext(a / "f", a / "e", a / "a"))
+    with pytest.raises(RecaserError, match="the file given as `lm` is in the model directory"):
+        train(bitext, stats, TrainSettings(lm=str(stats / "lm.arpa")))
+    assert (stats / "manifest.yaml").is_file() and (stats / "lm.arpa").is_file()
+    with caplog.at_level(logging.INFO, logger="moses_recaser"):
+        with pytest.raises(RecaserError):
+            train(bitext, a / "f")  # a file, not a model directory
+    assert "fitting the weights" not in caplog.text  # (the held-out dev set is counted after the check)

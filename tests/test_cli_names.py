@@ -352,3 +352,10 @@ def test_the_usage_shows_a_required_output_as_required(capsys):
     assert "the following arguments are required: --output (see" in capsys.readouterr().err
     assert main(["recase", "-i", "-"]) == 2
     assert "the following arguments are required: --model (see" in capsys.readouterr().err
+
+
+def test_a_renamed_option_is_said_by_its_new_name(capsys):
+    """recase's --alignment-mode is --read now: the old name points there, not at the closest spelling
+    (--alignment, a file)."""
+    assert main(["recase", "-m", "x", "--alignment-mode", "links"]) == 2
+    assert "unknown option --alignment-mode: it is --read now" in capsys.readouterr().err

@@ -92,6 +92,10 @@ class Parser(argparse.ArgumentParser):
                 a.required = False
 
 
+# options a release renamed, where the old name is unknown: said by the new one (a close spelling may mislead)
+RENAMED = {"--alignment-mode": "--read"}
+
+
 def _unknown(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
     """The first unknown option of ``extras`` and the shown spelling of ``parser`` closest to it (``--modle``:
     ``--model``; ``-modle``: ``-model`` for EMS); argparse's words when they hold no option (a stray file)."""
@@ -101,6 +105,8 @@ def _unknown(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
     shown = [o for a in parser._actions if a.help != argparse.SUPPRESS for o in a.option_strings]
     import difflib
 
+    if RENAMED.get(option) in shown:
+        return f"unknown option {option}: it is {RENAMED[option]} now"
     close = difflib.get_close_matches(option, shown, n=1)
     return f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else "")
 

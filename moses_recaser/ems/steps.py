@@ -22,6 +22,7 @@ from moses_recaser.ems.recase_perl import (
     recase_with_moses,
     title_case,
 )
+from moses_recaser.io.checks import check_files
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, kind_of, read_text
 from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, is_within, made_dirs
@@ -66,6 +67,13 @@ def recase_step(step: RecaseStep) -> None:
     """Recase ``infile`` (with its source and trace when given) to ``output``, streamed as ``moses-recaser recase``
     streams it: a file appears whole or not at all; stdout, as recase.perl prints it (an error after lines went
     there says how many)."""
+    step = _checked_step(step, RecaseStep)
+    check_files(
+        {"input": step.infile, "source": step.source, "trace": step.trace, "headline": step.headline},
+        {"output": step.output},
+        reads_if_there={"alignment": step.alignment, "model": step.model, "moses": step.moses},
+        rewrites=("input",),
+    )
     if (step.source is None) != (step.trace is None):
         raise RecaserError("-source and -trace go together (the cased decoder input and its -t output)")
     if step.alignment is not None and step.trace is None:
@@ -190,6 +198,13 @@ def train_step(step: TrainStep) -> None:
     if step.settings.get("memory") is not None:
         parse_memory(step.settings["memory"])
 
+    step = _checked_step(step, TrainStep)
+    check_files(
+        {"corpus": step.corpus, "source_corpus": step.source_corpus, "alignment": step.alignment},
+        {"config": step.config},
+    )
+    if not isinstance(step.settings, dict):
+        raise RecaserError(f"`settings` must be a dict of train's settings by name, not {step.settings!r}"[:300])
     if step.source_corpus is None or step.alignment is None:
         raise RecaserError(
             "moses-recaser-ems train needs -source-corpus and -alignment (the cased source side and "
@@ -216,10 +231,17 @@ def train_step(step: TrainStep) -> None:
         train(bitext, model, TrainSettings(**given), dev_size=dev_size, run=run)
 
 
+def _checked_step(step: Any, kind: type) -> Any:
+    if not isinstance(step, kind):
+        raise RecaserError(f"the step must be a {kind.__name__}, not {type(step).__name__}")
+    return step
+
+
 def write_meta(moses_meta: str, output: str) -> list[str]:
     """Moses' installed experiment.meta with the recaser's steps, written to ``output``; what was changed (logged)."""
     from moses_recaser.ems.meta import patch_meta
 
+    check_files({"moses_meta": moses_meta}, {"output": output})
     if kind_of(moses_meta) != "file":
         raise RecaserError("Moses experiment.meta not found", moses_meta)
     patched = patch_meta(read_text(moses_meta), moses_meta)
@@ -233,6 +255,7 @@ def write_config(
     changed (logged)."""
     from moses_recaser.ems.config import merge
 
+    check_files({"merge": config}, {"output": output})
     try:
         merged = merge(read_text(config), ems_command, stock_set=stock_set, lowercase=lowercase)
     except RecaserError as exc:
@@ -256,6 +279,7 @@ def check_config(config: str) -> list[str]:
     that names every problem, if any."""
     from moses_recaser.ems.config import check, read_config
 
+    check_files({"config": config}, {})
     notes = check(read_config(read_text(config)))
     for note in notes:
         log.info("%s", note)

@@ -139,7 +139,9 @@ def experiment(
     """Run the YAML experiment ``config`` (configs/NAME.yaml) into ``output`` (default runs/NAME), with the
     corpora under ``root`` and the stages cached in ``cache``: its results as markdown (results.md)."""
     from moses_recaser.harness.experiment_config import load_config
+    from moses_recaser.io.checks import check_files
 
+    check_files({"config": config}, {})
     cfg = load_config(config)
     return results_markdown(run_experiment(cfg, Path(output or Path("runs") / cfg.name), root, cache))
 

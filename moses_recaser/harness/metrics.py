@@ -137,6 +137,9 @@ def evaluate_files(
     scores detokenized text: its default tokenizer for ``target_lang`` (13a; ``zh`` for Chinese, ``ja-mecab``
     and ``ko-mecab``), and precision and F1 over the same tokens."""
     from moses_recaser.core.signature import signature
+    from moses_recaser.io.checks import check_files
+
+    check_files({"hyp": hyp, "ref": ref}, {})
 
     if target_lang is not None and not raw:
         raise RecaserError("`target_lang` chooses how raw text is tokenized for BLEU: give `raw` too")

@@ -31,7 +31,12 @@ def check_files(
     there to read (text, but the ``binary``), every output (``writes``) can be written and is none of the inputs
     (those and ``reads_if_there``, files read only when they are there) but those it may replace (``rewrites``:
     recasing in place), no two inputs read one stream, no two outputs are one file, and stdout is open if the
-    result is printed there (``prints``). Errors name the arguments in backquotes."""
+    result is printed there (``prints``). Errors name the arguments in backquotes; a value that is not a file
+    name (an int, bytes) is one of them."""
+    for name, value in {**reads, **(reads_if_there or {}), **writes}.items():
+        for path in value if isinstance(value, list) else [value]:
+            if path is not None and (not isinstance(path, (str, os.PathLike)) or not os.fspath(path)):
+                raise RecaserError(f"`{name}` must be a file name, not {path!r}"[:300])
     inputs: dict[tuple[int, int], str] = {}
     rewritten: dict[tuple[int, int], str] = {}  # inputs an output may replace whole, not write into as they are read
     streams: dict[object, str] = {}  # the inputs that read a stream: one stream cannot be read as two files

@@ -33,7 +33,6 @@ from moses_recaser.core.triples import Triple, lowered
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader
 from moses_recaser.io.modeldir import release_mapped, write_model
-from moses_recaser.io.outputs import model_target
 from moses_recaser.model.crf import FitResult, feature_scale, fit, make_batches
 from moses_recaser.model.data import Bitext, DecoderOutput, cased_dev_words, check_dev, tables_for_dev
 from moses_recaser.model.extractor import FeatureExtractor
@@ -195,7 +194,6 @@ def fit_model(
     ``settings`` is not changed: what training decides (the alignment source, a picked sigma) is recorded
     in the model's own copy."""
     _check_inputs(settings, train, stats_model, lmplz)
-    model_target(model_dir)  # a destination that cannot take the model fails now, not after the work
     settings = _with_derived(settings, lmplz, dev_output)
     report = TrainReport()
     files: dict[str, str] = {}

@@ -72,9 +72,11 @@ def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = 
     lines, 2,000 at a time (the same output)."""
     from moses_recaser.core.sentences import chunks
     from moses_recaser.core.workers import in_order
+    from moses_recaser.io.checks import check_files
     from moses_recaser.io.lines import read_lines
     from moses_recaser.io.outputs import atomic_output
 
+    check_files({"input": raw}, {"output": out}, rewrites=("input",))  # (in place, as the command line allows)
     tok = tokenizer(lang, aggressive_dash_splits)
 
     def tokenized(lines: list[str]) -> str:

@@ -64,6 +64,8 @@ _SOURCE_COLUMNS = [("lower", np.int64), ("letter", bool), ("end", bool), ("tag",
 
 def check_lm_order(order: int) -> None:
     """An n-gram order KenLM reads: 1 to MAX_ORDER (a larger one would count without bound)."""
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise RecaserError(f"`lm_order` must be a whole number, not {order!r}")
     if not 1 <= order <= MAX_ORDER:
         raise RecaserError(f"the LM order must be between 1 and {MAX_ORDER} (KenLM's limit), not {order}")
 
