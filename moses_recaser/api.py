@@ -208,7 +208,10 @@ def _check_raw(settings: TrainSettings, **tokenized: object) -> None:
             raise RecaserError(f"raw text is tokenized for its language: give `{name}` with `raw`")
     given = [f"`{name}`" for name, value in tokenized.items() if value is not None]
     if given:
-        raise RecaserError(f"{', '.join(given)} goes with tokenized text, not with `raw` (raw text is tokenized here)")
+        verb = "goes" if len(given) == 1 else "go"
+        raise RecaserError(
+            f"{', '.join(given)} {verb} with tokenized text, not with `raw` (raw text is tokenized here)"
+        )
 
 
 def _tokenized(

@@ -359,3 +359,16 @@ def test_a_renamed_option_is_said_by_its_new_name(capsys):
     (--alignment, a file)."""
     assert main(["recase", "-m", "x", "--alignment-mode", "links"]) == 2
     assert "unknown option --alignment-mode: it is --read now" in capsys.readouterr().err
+
+
+def test_a_language_code_is_checked_where_a_misspelt_one_would_tokenize_as_no_language(tmp_path, capsys):
+    """sacremoses takes any string for a language and tokenizes a misspelt one (EN, xx-bogus) by no language's
+    rules: tokenize and eval --raw refuse it, as train and recase do."""
+    text = tmp_path / "t.en"
+    text.write_text("It's here.\n", encoding="utf-8")
+    for lang in ("EN", "xx-bogus"):
+        assert main(["tokenize", "-l", lang, "-i", str(text), "-o", str(tmp_path / "o")]) == 2
+        assert f"--lang is '{lang}'; give a language code" in capsys.readouterr().err
+    assert main(["eval", "--hyp", str(text), "--ref", str(text), "--raw", "--target-lang", "EN"]) == 2
+    assert "--target-lang is 'EN'; give a language code" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -428,3 +428,12 @@ def test_a_registry_saved_with_its_facts_in_files_is_the_one_saved_from_memory(t
     spilled = saved("spilled")
     monkeypatch.setattr(columns.Columns, "spill", lambda self, scratch: None)
     assert saved("memory") == spilled
+
+
+def test_a_setting_above_the_machines_memory_is_warned_of(caplog):
+    """A bound the machine cannot reach bounds nothing: said, and taken."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="moses_recaser"):
+        assert parse_memory("200%") > physical_memory()
+    assert "`memory` 200% is more than this machine has" in caplog.text

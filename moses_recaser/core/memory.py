@@ -15,6 +15,7 @@ system (glibc's ``malloc_trim``), so that a spill's transient arrays do not stay
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import resource
@@ -64,6 +65,12 @@ def parse_memory(text: str) -> int:
     value = int(number * physical_memory() / 100) if unit == "%" else int(number * _UNITS[unit])
     if value < FLOOR:
         raise RecaserError(f"`memory` {text} is too small: a run needs at least {FLOOR >> 20}M")
+    if value > physical_memory():  # (a bound the machine cannot reach bounds nothing)
+        logging.getLogger("moses_recaser").warning(
+            "`memory` %s is more than this machine has (%s): the counts are held in memory, which may run out",
+            text,
+            mib(physical_memory()),
+        )
     return value
 
 

@@ -16,6 +16,7 @@ from moses_recaser.core import casing
 from moses_recaser.core.casing import TAG_NAMES, Tag
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.io.lines import LineReader, split_tokens, zip_readers
+from moses_recaser.moses.tokenizer import check_language
 
 # casing.tag's classes, as its docstring defines them
 TAG_LEGEND = (
@@ -143,6 +144,7 @@ def evaluate_files(
 
     if target_lang is not None and not raw:
         raise RecaserError("`target_lang` chooses how raw text is tokenized for BLEU: give `raw` too")
+    check_language("target_lang", target_lang)
     # a file that ends early is named at the first line the other has more
     pairs = list(zip_readers(LineReader(hyp), LineReader(ref)))
     hyp_lines, ref_lines = [h for h, _ in pairs], [r for _, r in pairs]

@@ -35,9 +35,10 @@ from moses_recaser.model.batch import gc_paused
 from moses_recaser.model.extractor import FeatureExtractor
 from moses_recaser.model.inputs import Alignment, line_records, validated_triples
 from moses_recaser.model.modes import Weights, mode_of
-from moses_recaser.model.settings import TrainSettings, check_language, weights_digest
+from moses_recaser.model.settings import TrainSettings, weights_digest
 from moses_recaser.model.streaming import zip_recased
 from moses_recaser.moses.formats import FORMATS, Inputs, Line, Record
+from moses_recaser.moses.tokenizer import check_language
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.table_align import MAX_TOKENS, TableAligner, too_long
 from moses_recaser.stats.tables import Tables

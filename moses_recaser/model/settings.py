@@ -10,7 +10,6 @@ import hashlib
 import math
 import numbers
 import os
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from moses_recaser.core.signature import signature
 from moses_recaser.io.errors import RecaserError
 from moses_recaser.model.gen import MAX_CANDIDATES
+from moses_recaser.moses.tokenizer import check_language
 
 # the paper's features, or the paper's and this package's (features.FEATURES rows marked paper=True)
 FEATURE_SETS = ("paper", "full")
@@ -230,13 +230,6 @@ def _items(name: str, value: list | tuple | dict) -> Any:
     if name == "npa_lengths" and isinstance(value, dict):
         return {int(number(k, True)): number(v, False) for k, v in value.items()}
     return value
-
-
-def check_language(name: str, lang: str | None) -> None:
-    """A language setting is None or an ISO 639 code (sacremoses takes any string, and tokenizes a misspelt one
-    as no language at all)."""
-    if lang is not None and not (isinstance(lang, str) and re.fullmatch("[a-z]{2,3}", lang)):
-        raise RecaserError(f"`{name}` is {lang!r}; give a language code such as en, fr, de, zh")
 
 
 def weights_digest(weights: Any) -> str:

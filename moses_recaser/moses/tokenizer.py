@@ -10,6 +10,7 @@ escaped the same way, so the decoder and the recaser see the same tokens.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -20,6 +21,13 @@ CJK_SEGMENTED = {"zh"}
 
 
 @cache
+def check_language(name: str, lang: str | None) -> None:
+    """A language setting is None or an ISO 639 code (sacremoses takes any string, and tokenizes a misspelt one
+    as no language at all)."""
+    if lang is not None and not (isinstance(lang, str) and re.fullmatch("[a-z]{2,3}", lang)):
+        raise RecaserError(f"`{name}` is {lang!r}; give a language code such as en, fr, de, zh")
+
+
 def tokenizer(lang: str, aggressive_dash_splits: bool = False, caseless: bool = False) -> Callable[[str], list[str]]:
     """A function from a raw line to Moses tokens for ``lang`` (ISO 639-1). ``caseless``: for a line without
     capitals (lowercased MT output), the tokens tokenizer.perl would most likely give the line in its case
@@ -77,6 +85,7 @@ def tokenize_file(raw: str, out: str, lang: str, aggressive_dash_splits: bool = 
     from moses_recaser.io.outputs import atomic_output
 
     check_files({"input": raw}, {"output": out}, rewrites=("input",))  # (in place, as the command line allows)
+    check_language("lang", lang)  # (sacremoses takes a misspelt one for no language at all)
     tok = tokenizer(lang, aggressive_dash_splits)
 
     def tokenized(lines: list[str]) -> str:
