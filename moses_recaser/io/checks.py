@@ -35,7 +35,7 @@ def check_files(
     name (an int, bytes) is one of them."""
     for name, value in {**reads, **(reads_if_there or {}), **writes}.items():
         for path in value if isinstance(value, list) else [value]:
-            if path is not None and (not isinstance(path, (str, os.PathLike)) or not os.fspath(path)):
+            if path is not None and not isinstance(path, (str, os.PathLike)):  # ('' is said below, by its kind)
                 raise RecaserError(f"`{name}` must be a file name, not {path!r}"[:300])
     inputs: dict[tuple[int, int], str] = {}
     rewritten: dict[tuple[int, int], str] = {}  # inputs an output may replace whole, not write into as they are read
