@@ -97,7 +97,7 @@ def train(
     """
     from moses_recaser.core.memory import SCIPY_SPACE, Memory, check_address_space
     from moses_recaser.core.workers import check_workers
-    from moses_recaser.io.outputs import is_within, model_target, work_dir
+    from moses_recaser.io.outputs import model_target, work_dir
     from moses_recaser.model.train import fit_model
 
     run = _checked("run", run or RunOptions(), RunOptions)
@@ -107,8 +107,7 @@ def train(
         raise RecaserError("give the training bitext (`source` and `target`) or a statistics model (`stats`)")
     stats = None if isinstance(data, Bitext) else data
     training = _bitext("", data) if isinstance(data, Bitext) else None
-    if dev is not None:
-        _checked("dev", dev, Bitext)
+    dev_set = _bitext("dev_", _checked("dev", dev, Bitext)) if dev is not None else None
     if isinstance(dev_size, bool) or not isinstance(dev_size, int):
         raise RecaserError(f"`dev_size` must be a whole number of sentence pairs, not {dev_size!r}")
     _check_paths(("model",), model=model, stats=stats, lmplz=run.lmplz, work=run.work)
@@ -116,30 +115,23 @@ def train(
         _check_paths(("dev_trace",), dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
         _checked("dev_output.options", dev_output.options, TraceOptions)
         dev_output = DecoderOutput(os.fspath(dev_output.trace), _str(dev_output.alignment), dev_output.options)
-    if run.work is not None and is_within(run.work, model):
-        raise RecaserError(
-            f"`work` is inside the model directory {os.fspath(model)}, which the new model replaces: give a "
-            "scratch directory outside it",
-            os.fspath(run.work),
-        )
     budget = Memory.from_setting(run.memory)
     chosen = _settings(settings)
     model_target(os.fspath(model))  # a destination that cannot take the model fails now, before any reading
-    given = [("stats", stats), ("lm", chosen.lm), *(("monolingual", m) for m in chosen.monolingual)]
-    for prefix, b in (("", training), ("dev_", dev)):
+    given = [("stats", stats), ("lm", chosen.lm), *(("monolingual", m) for m in chosen.monolingual), ("work", run.work)]
+    for prefix, b in (("", training), ("dev_", dev_set)):
         given += [(prefix + k, getattr(b, k)) for k in ("source", "target", "alignment")] if b is not None else []
     given += [("dev_trace", dev_output.trace), ("dev_trace_alignment", dev_output.alignment)] if dev_output else []
     _refuse_inputs_inside(model, given)
     if not isinstance(run.memory, int):  # a setting as the flags give it (bytes, the tests', promise nothing)
         files: list[Any] = [data] if training is None else [training.source, training.target, training.alignment]
-        files += [dev.source, dev.target, dev.alignment] if dev is not None else []
+        files += [dev_set.source, dev_set.target, dev_set.alignment] if dev_set is not None else []
         budget.check_training(_text_bytes([*files, *chosen.monolingual]), run.jobs)
     # scipy (the CRF fit's) loaded before the long work: its OpenBLAS, short of address space (ulimit -v) later,
     # would retry for ever instead of raising MemoryError
     check_address_space(SCIPY_SPACE, "loading scipy")
     import scipy.optimize  # noqa: F401
 
-    dev_set = _bitext("dev_", dev) if dev is not None else None
     if raw:
         alignments = {"alignment": training and training.alignment, "dev_alignment": dev_set and dev_set.alignment}
         _check_raw(chosen, **alignments, dev_trace=dev_output, stats=stats)
@@ -309,15 +301,15 @@ def _bitext(prefix: str, b: Bitext) -> Bitext:
 
 
 def _refuse_inputs_inside(model: PathLike, given: list[tuple[str, Any]]) -> None:
-    """No input in the model directory, which the new model replaces: a statistics model, a corpus or an LM there
-    would be gone, or read as it is replaced."""
+    """No input (nor the scratch directory) in the model directory, which the new model replaces: a statistics
+    model, a corpus or an LM there would be gone, or read as it is replaced."""
     from moses_recaser.io.outputs import is_within
 
     for name, path in given:
         if path is not None and is_within(path, model):
             raise RecaserError(
-                f"the file given as `{name}` is in the model directory, which the new model replaces: give the "
-                "model another directory",
+                f"`{name}` is inside the model directory {os.fspath(model)}, which the new model replaces: keep it "
+                "outside",
                 os.fspath(path),
             )
 

@@ -503,9 +503,9 @@ def test_train_refuses_an_input_inside_the_model_it_replaces_before_reading_the_
     a = tico_aligned
     bitext = Bitext(a / "f", a / "e", a / "a")
     moses_recaser.statistics(bitext, stats)
-    with pytest.raises(RecaserError, match="the file given as `stats` is in the model directory"):
+    with pytest.raises(RecaserError, match="`stats` is inside the model directory"):
         train(stats, stats, dev=Bitext(a / "f", a / "e", a / "a"))
-    with pytest.raises(RecaserError, match="the file given as `lm` is in the model directory"):
+    with pytest.raises(RecaserError, match="`lm` is inside the model directory"):
         train(bitext, stats, TrainSettings(lm=str(stats / "lm.arpa")))
     assert (stats / "manifest.yaml").is_file() and (stats / "lm.arpa").is_file()
     with caplog.at_level(logging.INFO, logger="moses_recaser"):
