@@ -17,7 +17,7 @@ from typing import Any
 from moses_recaser.core.memory import DEFAULT_MEMORY
 from moses_recaser.io.checks import check_files
 from moses_recaser.io.corpus import check_rereadable
-from moses_recaser.io.errors import RecaserError
+from moses_recaser.io.errors import RecaserError, of_kind
 from moses_recaser.model.data import Bitext, DecoderOutput
 from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DEV_SIZE, TrainSettings
@@ -100,20 +100,20 @@ def train(
     from moses_recaser.io.outputs import model_target, work_dir
     from moses_recaser.model.train import fit_model
 
-    run = _checked("run", run or RunOptions(), RunOptions)
-    dev_output = None if dev_output is None else _checked("dev_output", dev_output, DecoderOutput)
+    run = of_kind("run", run or RunOptions(), RunOptions)
+    dev_output = None if dev_output is None else of_kind("dev_output", dev_output, DecoderOutput)
     check_workers(run.jobs)
     if data is None:
         raise RecaserError("give the training bitext (`source` and `target`) or a statistics model (`stats`)")
     stats = None if isinstance(data, Bitext) else data
     training = _bitext("", data) if isinstance(data, Bitext) else None
-    dev_set = _bitext("dev_", _checked("dev", dev, Bitext)) if dev is not None else None
+    dev_set = _bitext("dev_", of_kind("dev", dev, Bitext)) if dev is not None else None
     if isinstance(dev_size, bool) or not isinstance(dev_size, int):
         raise RecaserError(f"`dev_size` must be a whole number of sentence pairs, not {dev_size!r}")
     _check_paths(("model",), model=model, stats=stats, lmplz=run.lmplz, work=run.work)
     if dev_output is not None:
         _check_paths(("dev_trace",), dev_trace=dev_output.trace, dev_trace_alignment=dev_output.alignment)
-        _checked("dev_output.options", dev_output.options, TraceOptions)
+        of_kind("dev_output.options", dev_output.options, TraceOptions)
         dev_output = DecoderOutput(os.fspath(dev_output.trace), _str(dev_output.alignment), dev_output.options)
     budget = Memory.from_setting(run.memory)
     chosen = _settings(settings)
@@ -278,19 +278,13 @@ def _str(path: PathLike | None) -> str | None:
 
 def _settings(settings: TrainSettings | None) -> TrainSettings:
     """A copy of ``settings`` (default: the defaults), checked."""
-    chosen = dataclasses.replace(_checked("settings", settings or TrainSettings(), TrainSettings))
+    chosen = dataclasses.replace(of_kind("settings", settings or TrainSettings(), TrainSettings))
     chosen.check()  # before any work, and before a str of monolingual is taken for a list of names
     for m in chosen.monolingual:
         check_rereadable(m)  # (read twice: its digest, then its lines)
     # as given (errors name them so); the model records them resolved (``model.train``)
     chosen.monolingual = [os.fspath(m) for m in chosen.monolingual]
     return chosen
-
-
-def _checked(name: str, value: Any, kind: type) -> Any:
-    if not isinstance(value, kind):
-        raise RecaserError(f"`{name}` must be a {kind.__name__}, not {type(value).__name__}")
-    return value
 
 
 def _bitext(prefix: str, b: Bitext) -> Bitext:
@@ -369,7 +363,7 @@ def make_triples(
     check_files({"source": source, "trace": trace, "target": target, "alignment": alignment}, {"output": output})
     if trace_format not in FORMATS:
         raise RecaserError(f"`trace_format` is {trace_format!r}; choose one of {', '.join(FORMATS)}")
-    _checked("trace_options", trace_options or TraceOptions(), TraceOptions)
+    of_kind("trace_options", trace_options or TraceOptions(), TraceOptions)
     if target is not None:
         triples = read_aligned_bitext(os.fspath(source), os.fspath(target), _str(alignment))
     else:
@@ -461,7 +455,7 @@ def count_shard(
     from moses_recaser.stats import shards
     from moses_recaser.stats.counter import check_lm_order
 
-    _checked("bitext", bitext, Bitext)
+    of_kind("bitext", bitext, Bitext)
     if not isinstance(shard, str):
         raise RecaserError(f"`shard` must be i/N with 1 <= i <= N, got {shard!r}")
     i, n = shards.parse_shard(shard)
@@ -500,11 +494,11 @@ def statistics(
     data; its signature. ``bitext.alignment`` None: eflomal aligns it."""
     from moses_recaser.core.memory import Memory
 
-    run = _checked("run", run or RunOptions(), RunOptions)
-    _checked("bitext", bitext, Bitext)
+    run = of_kind("run", run or RunOptions(), RunOptions)
+    of_kind("bitext", bitext, Bitext)
     check_files({"source": bitext.source, "target": bitext.target, "alignment": bitext.alignment}, {})
     chosen = dataclasses.replace(
-        _checked("settings", settings or StatsSettings(), StatsSettings), alignment=_str(bitext.alignment)
+        of_kind("settings", settings or StatsSettings(), StatsSettings), alignment=_str(bitext.alignment)
     )
     return write_statistics(
         bitext.source,

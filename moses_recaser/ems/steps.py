@@ -23,7 +23,7 @@ from moses_recaser.ems.recase_perl import (
     title_case,
 )
 from moses_recaser.io.checks import check_files
-from moses_recaser.io.errors import RecaserError
+from moses_recaser.io.errors import RecaserError, of_kind
 from moses_recaser.io.lines import LineReader, kind_of, read_text
 from moses_recaser.io.outputs import NOT_A_FILE, atomic_output, file_id, is_within, made_dirs
 from moses_recaser.model.recaser import Recaser
@@ -67,7 +67,7 @@ def recase_step(step: RecaseStep) -> None:
     """Recase ``infile`` (with its source and trace when given) to ``output``, streamed as ``moses-recaser recase``
     streams it: a file appears whole or not at all; stdout, as recase.perl prints it (an error after lines went
     there says how many)."""
-    step = _checked_step(step, RecaseStep)
+    step = of_kind("step", step, RecaseStep)
     check_files(
         {"input": step.infile, "source": step.source, "trace": step.trace, "headline": step.headline},
         {"output": step.output},
@@ -198,7 +198,7 @@ def train_step(step: TrainStep) -> None:
     if step.settings.get("memory") is not None:
         parse_memory(step.settings["memory"])
 
-    step = _checked_step(step, TrainStep)
+    step = of_kind("step", step, TrainStep)
     check_files(
         {"corpus": step.corpus, "source_corpus": step.source_corpus, "alignment": step.alignment},
         {"config": step.config},
@@ -231,19 +231,11 @@ def train_step(step: TrainStep) -> None:
         train(bitext, model, TrainSettings(**given), dev_size=dev_size, run=run)
 
 
-def _checked_step(step: Any, kind: type) -> Any:
-    if not isinstance(step, kind):
-        raise RecaserError(f"the step must be a {kind.__name__}, not {type(step).__name__}")
-    return step
-
-
 def write_meta(moses_meta: str, output: str) -> list[str]:
     """Moses' installed experiment.meta with the recaser's steps, written to ``output``; what was changed (logged)."""
     from moses_recaser.ems.meta import patch_meta
 
     check_files({"moses_meta": moses_meta}, {"output": output})
-    if kind_of(moses_meta) != "file":
-        raise RecaserError("Moses experiment.meta not found", moses_meta)
     patched = patch_meta(read_text(moses_meta), moses_meta)
     return _written(output, patched.text, patched.notes)
 

@@ -6,6 +6,8 @@ take them; a command line spells each as its flag (``--dev-size``, ``-dev-size``
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RecaserError(Exception):
     """Bad input, a bad model or a bad setting.
@@ -33,3 +35,11 @@ class RecaserError(Exception):
     def at(self, path: str | None, line: int) -> RecaserError:
         """The same reason, placed at a file and line (for errors raised by line parsers)."""
         return RecaserError(self.reason, path, line)
+
+
+def of_kind(name: str, value: Any, kind: type) -> Any:
+    """``value``, which must be a ``kind`` (a record of the library's: ``Bitext``, ``RunOptions``): otherwise a
+    RecaserError naming the argument, not an AttributeError midway."""
+    if not isinstance(value, kind):
+        raise RecaserError(f"`{name}` must be a {kind.__name__}, not {type(value).__name__}")
+    return value
