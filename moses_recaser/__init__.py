@@ -21,11 +21,7 @@ from moses_recaser.io.errors import RecaserError
 _LAZY = {
     **dict.fromkeys(
         (
-            "Bitext",
-            "DecoderOutput",
-            "Recaser",
             "RunOptions",
-            "StatsSettings",
             "TrainedModel",
             "align",
             "count_shard",
@@ -43,6 +39,9 @@ _LAZY = {
         ("RecaseStep", "TrainStep", "check_config", "recase_step", "train_step", "write_config", "write_meta"),
         "moses_recaser.ems.steps",
     ),
+    **dict.fromkeys(("Bitext", "DecoderOutput"), "moses_recaser.model.data"),
+    "Recaser": "moses_recaser.model.recaser",
+    "StatsSettings": "moses_recaser.stats.build",
     "experiment": "moses_recaser.harness.experiment",
     "evaluate_files": "moses_recaser.harness.metrics",
     "read_lines": "moses_recaser.io.lines",
@@ -96,11 +95,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from moses_recaser.api import (
-        Bitext,
-        DecoderOutput,
-        Recaser,
         RunOptions,
-        StatsSettings,
         TrainedModel,
         align,
         count_shard,
@@ -125,10 +120,13 @@ if TYPE_CHECKING:
     from moses_recaser.harness.experiment import experiment
     from moses_recaser.harness.metrics import evaluate_files
     from moses_recaser.io.lines import read_lines
+    from moses_recaser.model.data import Bitext, DecoderOutput
+    from moses_recaser.model.recaser import Recaser
     from moses_recaser.model.settings import DEV_SIZE, FEATURE_SETS, INPUT_CASES, TrainSettings
     from moses_recaser.moses.formats import FORMATS
     from moses_recaser.moses.tokenizer import tokenize_file
     from moses_recaser.moses.trace import TraceOptions
+    from moses_recaser.stats.build import StatsSettings
     from moses_recaser.stats.symal import SYMMETRIZATIONS
 
 

@@ -19,34 +19,12 @@ from moses_recaser.io.checks import check_files
 from moses_recaser.io.corpus import check_rereadable
 from moses_recaser.io.errors import RecaserError, of_kind
 from moses_recaser.model.data import Bitext, DecoderOutput
-from moses_recaser.model.recaser import Recaser
 from moses_recaser.model.settings import DEV_SIZE, TrainSettings
 from moses_recaser.moses.trace import TraceOptions
 from moses_recaser.stats.build import StatsSettings, write_statistics
 
 log = logging.getLogger("moses_recaser")
 PathLike = str | os.PathLike[str]
-
-__all__ = [
-    "DEV_SIZE",
-    "Bitext",
-    "DecoderOutput",
-    "Recaser",
-    "RunOptions",
-    "StatsSettings",
-    "TraceOptions",
-    "TrainSettings",
-    "TrainedModel",
-    "align",
-    "count_shard",
-    "make_lm",
-    "make_triples",
-    "merge_shards",
-    "phrase_align",
-    "phrase_lengths",
-    "statistics",
-    "train",
-]
 
 
 @dataclasses.dataclass(frozen=True)

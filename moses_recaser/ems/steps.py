@@ -189,7 +189,7 @@ def train_step(step: TrainStep) -> None:
     the corpus is read where it is, line by line, its statistics counted in ``jobs`` processes. ``config``, the
     pointer to the model that later steps receive as -model, is written before the work and renamed into place
     after it; a failed run leaves neither, nor the directories it made."""
-    from moses_recaser.api import DEV_SIZE, Bitext, RunOptions, TrainSettings, train
+    from moses_recaser import DEV_SIZE, Bitext, RunOptions, TrainSettings, train
     from moses_recaser.core.memory import parse_memory
     from moses_recaser.core.workers import check_workers
 

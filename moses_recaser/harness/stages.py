@@ -259,8 +259,8 @@ def train_model(
 ) -> Path:
     """The CRF model of ``train`` (tables, LM) and ``dev`` (weights) with the config's settings, cached under a
     key of its inputs, its settings and the feature code (``features.feature_revision``)."""
-    from moses_recaser.api import Bitext, TrainSettings
-    from moses_recaser.api import train as train_crf
+    from moses_recaser import Bitext, TrainSettings
+    from moses_recaser import train as train_crf
 
     settings = TrainSettings(
         lm_order=cfg.lm_order,
