@@ -114,6 +114,31 @@ def test_explain_names_the_constraint(tico):
     assert [r.get("fixed_by") for r in rows] == ["all_caps", "all_caps", "all_caps", None]
 
 
+# --- a sentence start inside a token ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_source", [True, False])
+def test_a_sentence_start_the_tokenizer_kept_inside_a_token_is_capitalized(tico, with_source):
+    # TICO-19's own text glues sentences ('infection.The'); its training and dev slices have none, so no weight
+    # could learn it: a constraint fixes it, with the source and without
+    tgt = "masks protect against infection.the who says so , and news.com and www.who.int report it .".split()
+    src = "les masques protègent de l' infection.L' OMS le dit , et news.com et www.who.int le rapportent .".split()
+    t = Triple(0, src if with_source else [], tgt, links=_diagonal(src, tgt) if with_source else None)
+    rows = _recaser(tico).explain(t)
+    chosen = {r["word"]: r["chosen"] for r in rows}
+    assert chosen["infection.the"] == "infection.The"
+    assert [r.get("fixed_by") for r in rows if r["word"] == "infection.the"] == ["inner_start"]
+    # a web address's pieces are not sentences: 'com' is no word of the training target, 'www.' an address
+    assert chosen["news.com"] == "news.com"
+    assert chosen["www.who.int"] == "www.who.int"
+    assert list(_recaser(tico).recase_triples([t]))[0][3] == "infection.The"
+
+
+def test_a_sentence_start_inside_the_first_token_capitalizes_both_pieces(tico):
+    (out,) = list(_recaser(tico).recase_triples([Triple(0, [], "infection.the virus spreads .".split())]))
+    assert out[0] == "Infection.The"
+
+
 # --- unknown words ------------------------------------------------------------------------
 
 

@@ -127,9 +127,10 @@ class Candidates:
         forms = self.seen(tok)
         if forms or "-" not in tok.strip("-"):
             return forms
-        return ["-".join(self._likeliest(p) for p in tok.split("-"))]
+        return ["-".join(self.likeliest(p) for p in tok.split("-"))]
 
-    def _likeliest(self, part: str) -> str:
+    def likeliest(self, part: str) -> str:
+        """The most frequent training form of ``part``, or for an unseen one the case its shape makes likelier."""
         seen = self.seen(part)
         if seen:
             return seen[0]
@@ -138,6 +139,12 @@ class Candidates:
             return low
         p = self.prior.shape_probs(low)
         return casing.upper_first(low) if p[Tag.IU] > p[Tag.AL] else low
+
+    def starts(self, form: str) -> bool:
+        """``form`` was a sentence's first word with a letter in the training target."""
+        forms = self.tables.forms
+        i = forms.vocab.get(form)
+        return i >= 0 and bool(forms.initial[i])
 
     def unseen_types(self, lows: list[str]) -> list[bool]:
         """Of each lowercase word, whether the training target lacks forms of it."""

@@ -9,6 +9,7 @@ recasing, not to the dev lattices, where the reference decides. ``--explain`` na
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +21,9 @@ from moses_recaser.core.sentences import Layout
 from moses_recaser.core.triples import Triple
 
 ALL_CAPS_MIN_WORDS = 2  # all-upper words (two or more cased letters) a line in capitals has
+# a sentence end inside a token: . ? or ! after two letters or digits and before two letters ('infection.the')
+INNER_END = re.compile(r"(?<=[^\W_]{2})[.?!](?=[^\W\d_]{2})")
+ADDRESS = re.compile(r"www\.|://|@|/")
 
 
 @dataclass
@@ -36,6 +40,9 @@ class ConstraintInputs:
     src_upper: np.ndarray  # (M,) the source word is all upper with two or more cased letters (tag AU)
     pair_pos: np.ndarray  # (P,) (output word, aligned source word) pairs, flat indices
     pair_src: np.ndarray
+    likeliest: Callable[[str], str]  # a word's most frequent training form (Candidates.likeliest)
+    seen: Callable[[str], Sequence[str]]  # a word's training forms (Candidates.seen)
+    starts: Callable[[str], bool]  # the form began a sentence in the training target (Candidates.starts)
 
     @cached_property
     def all_caps(self) -> np.ndarray:
@@ -83,6 +90,34 @@ def _unknown(x: ConstraintInputs) -> dict[int, str]:
     return out
 
 
+def _inner_start(x: ConstraintInputs) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for g, word in enumerate(x.target):
+        # one end, not in a web address (which has more: 'travel.gov.gr', or 'www.')
+        if len(ends := INNER_END.findall(word)) != 1 or ADDRESS.search(word):
+            continue
+        before, after = INNER_END.split(word)
+        first = x.likeliest(before)
+        # the piece after is a word of the training target ('com' is not), of three letters only if training began
+        # sentences with it ('The'), no shorter ('sz' of '000651.sz'); the piece before a lowercase word or a
+        # number (not an abbreviation, 'Co.', nor a name's address, 'Bild.de')
+        word_after = (
+            after.isalpha()
+            and x.seen(after)
+            and (len(after) > 3 or len(after) == 3 and x.starts(casing.upper_first(after)))
+        )
+        if not (word_after and casing.lower(first) == first):
+            continue
+        fixed = (
+            (casing.upper_first(first) if x.tgt_positional[g] else first)
+            + ends[0]
+            + casing.upper_first(x.likeliest(after))
+        )
+        if casing.is_recasing_of(fixed, word):
+            out[g] = fixed
+    return out
+
+
 @dataclass(frozen=True)
 class Constraint:
     name: str
@@ -103,6 +138,14 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         "the decoder marked the word unknown (-mark-unknown) and copied it from the source: "
         "the source word's form (capitalized at the start of a sentence)",
         _unknown,
+    ),
+    Constraint(
+        "inner_start",
+        "a sentence start the tokenizer kept inside a token: one . ? or ! between a lowercase word or a number "
+        "and a word of the training target (of four letters or more, or three that began sentences there), in a "
+        "token that is no web address; the word after takes a capital, each piece its most frequent training form "
+        "('infection.The', '2020.Several'; but 'news.com', 'Bild.de', 'Co.are', 'travel.gov.gr')",
+        _inner_start,
     ),
 )
 

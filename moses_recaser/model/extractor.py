@@ -99,6 +99,9 @@ class Pairs:
     src: np.ndarray
 
 
+NO_PAIRS = Pairs([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
 class FeatureExtractor:
     """Builds flat lattices from triples with the training tables and the cased LM."""
 
@@ -341,8 +344,8 @@ class FeatureExtractor:
         pairs = self._source_side(b, triples, tt, target) if b.bilingual.any() else None
         if decoded is not None:
             self._decoded(b, decoded)
-        if pairs is not None and references is None:
-            b.fixed = self._constrain(b, triples, tt, target, pairs)
+        if references is None:
+            b.fixed = self._constrain(b, triples, tt, target, pairs or NO_PAIRS)
         if references is not None:
             self._gold(b, target, references)
         return b
@@ -364,6 +367,9 @@ class FeatureExtractor:
                 src_upper=Sr["upper"][pairs.st],
                 pair_pos=pairs.pos,
                 pair_src=pairs.src,
+                likeliest=self.candidates.likeliest,
+                seen=self.candidates.seen,
+                starts=self.candidates.starts,
             )
         )
         C = self.candidates
