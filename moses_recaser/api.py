@@ -79,6 +79,7 @@ def train(
     from moses_recaser.model.train import fit_model
 
     run = of_kind("run", run or RunOptions(), RunOptions)
+    of_kind("raw", raw, bool)  # a config's "yes" is not true
     dev_output = None if dev_output is None else of_kind("dev_output", dev_output, DecoderOutput)
     check_workers(run.jobs)
     if data is None:

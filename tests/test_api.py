@@ -164,6 +164,7 @@ def test_case_only_and_signature(tico):
         (lambda r: train("s", "m", dev=5), "`dev` must be a Bitext, not int"),  # type: ignore[arg-type]
         (lambda r: train("s", "m"), "with a statistics model, give the dev set"),
         (lambda r: train("s", "m", run="fast"), "`run` must be a RunOptions, not str"),  # type: ignore[arg-type]
+        (lambda r: train("s", "m", raw="yes"), "`raw` must be a bool, not str"),  # type: ignore[arg-type]
         (lambda r: train("s", "m", dev_output="t"), "`dev_output` must be a DecoderOutput, not str"),  # type: ignore[arg-type]
         (lambda r: r.recase("a", trace_format=[]), "trace_format is \\[\\]; choose one of"),  # type: ignore[arg-type]
         (lambda r: r.recase("a", trace_options=5), "trace_options must be a TraceOptions, not int"),  # type: ignore[arg-type]

@@ -712,13 +712,15 @@ def test_a_step_defined_twice_is_refused_at_its_line(tmp_path, capsys):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n"])
-def test_config_merge_of_an_empty_config_is_refused(tmp_path, text, capsys):
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n", "garbage words\n"])
+@pytest.mark.parametrize("command", ["config", "check"])
+def test_a_file_that_is_no_ems_config_is_refused_by_merge_and_check_alike(tmp_path, text, command, capsys):
     """#27: decided: a config without sections or settings is not an EMS config; merging one used to exit 0 with
-    a config that lost its [GENERAL] lines."""
+    a config that lost its [GENERAL] lines, and `check` listed the five things such a file lacks."""
     src, out = tmp_path / "config", tmp_path / "merged"
     src.write_text(text, encoding="utf-8")
-    proc = _ems(capsys, "config", "--merge", str(src), "-o", str(out))
+    args = ("config", "--merge", str(src), "-o", str(out)) if command == "config" else ("check", str(src))
+    proc = _ems(capsys, *args)
     assert proc.returncode == 2
     assert proc.stderr == (
         f"moses-recaser-ems: error: {src}:1: no sections and no settings: not an EMS config (give a working one, "

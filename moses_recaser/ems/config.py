@@ -201,10 +201,7 @@ def merge(text: str, ems_command: str, stock_set: bool = False, lowercase: bool 
     truecasing (or cased) config to lowercasing first. ``ems_command``: how EMS's step scripts call
     moses-recaser-ems (an absolute path, so that they find it whatever their PATH)."""
     cfg = read_config(text)
-    if not cfg.params and all(s.start < 0 for s in cfg.sections):
-        raise RecaserError(
-            "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
-        )
+    _check_is_config(cfg)
     chart = _chart_param(cfg)
     if chart is not None:
         raise RecaserError(CHART_DECODING, line=chart.start + 1)
@@ -440,8 +437,17 @@ def _quoted(value: str) -> str:
     return f'"{value}"' if " " in value else value
 
 
+def _check_is_config(cfg: Config) -> None:
+    if not cfg.params and all(s.start < 0 for s in cfg.sections):
+        raise RecaserError(
+            "no sections and no settings: not an EMS config (give a working one, such as Moses' config.toy)", line=1
+        )
+
+
 def check(cfg: Config) -> list[str]:
-    """What keeps the config from running moses-recaser in its layout, each with what to change."""
+    """What keeps the config from running moses-recaser in its layout, each with what to change (a file that is no
+    EMS config at all is refused as ``merge`` refuses it)."""
+    _check_is_config(cfg)
     layout = layout_of(cfg)
     if layout is None:
         problems = [

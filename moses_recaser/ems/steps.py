@@ -272,7 +272,10 @@ def check_config(config: str) -> list[str]:
     from moses_recaser.ems.config import check, read_config
 
     check_files({"config": config}, {})
-    notes = check(read_config(read_text(config)))
+    try:
+        notes = check(read_config(read_text(config)))
+    except RecaserError as exc:
+        raise exc if exc.path is not None else exc.at(config, exc.line) from None
     for note in notes:
         log.info("%s", note)
     problems = [n.removeprefix("problem: ") for n in notes if n.startswith("problem")]
