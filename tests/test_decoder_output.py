@@ -132,6 +132,11 @@ def test_a_sentence_start_the_tokenizer_kept_inside_a_token_is_capitalized(tico,
     assert chosen["news.com"] == "news.com"
     assert chosen["www.who.int"] == "www.who.int"
     assert list(_recaser(tico).recase_triples([t]))[0][3] == "infection.The"
+    # and as raw text: the tokenizer keeps 'infection.the' one token there too
+    (line,) = _recaser(tico).recase_lines(
+        ["masks protect against infection.the WHO says so."], raw=True, target_lang="en"
+    )
+    assert "against infection.The" in line
 
 
 def test_a_sentence_start_inside_the_first_token_capitalizes_both_pieces(tico):
