@@ -6,6 +6,7 @@ alignment, and recasing the decoder's output with its source and trace.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -248,13 +249,20 @@ def write_config(
     from moses_recaser.ems.config import merge
 
     check_files({"merge": config}, {"output": output})
-    try:
+    with _located_in(config):
         merged = merge(read_text(config), ems_command, stock_set=stock_set, lowercase=lowercase)
+    return _written(output, merged.text, merged.notes)
+
+
+@contextlib.contextmanager
+def _located_in(config: str) -> Iterator[None]:
+    """A config's error that names no file, said of ``config`` (``ems.config`` reads text, not files)."""
+    try:
+        yield
     except RecaserError as exc:
         if exc.path is not None:
             raise
         raise exc.at(config, exc.line) from None
-    return _written(output, merged.text, merged.notes)
 
 
 def _written(output: str, text: str, notes: list[str]) -> list[str]:
@@ -272,10 +280,8 @@ def check_config(config: str) -> list[str]:
     from moses_recaser.ems.config import check, read_config
 
     check_files({"config": config}, {})
-    try:
+    with _located_in(config):
         notes = check(read_config(read_text(config)))
-    except RecaserError as exc:
-        raise exc if exc.path is not None else exc.at(config, exc.line) from None
     for note in notes:
         log.info("%s", note)
     problems = [n.removeprefix("problem: ") for n in notes if n.startswith("problem")]

@@ -19,6 +19,7 @@ import numpy as np
 from moses_recaser.core import casing
 from moses_recaser.core.sentences import Layout
 from moses_recaser.core.triples import Triple
+from moses_recaser.model.candidates import Candidates
 
 ALL_CAPS_MIN_WORDS = 2  # all-upper words (two or more cased letters) a line in capitals has
 # a sentence end inside a token: . ? or ! after two letters or digits and before two letters ('infection.the')
@@ -40,9 +41,7 @@ class ConstraintInputs:
     src_upper: np.ndarray  # (M,) the source word is all upper with two or more cased letters (tag AU)
     pair_pos: np.ndarray  # (P,) (output word, aligned source word) pairs, flat indices
     pair_src: np.ndarray
-    likeliest: Callable[[str], str]  # a word's most frequent training form (Candidates.likeliest)
-    seen: Callable[[str], Sequence[str]]  # a word's training forms (Candidates.seen)
-    starts: Callable[[str], bool]  # the form began a sentence in the training target (Candidates.starts)
+    candidates: Candidates  # the training target's forms of a word (seen, likeliest, starts)
 
     @cached_property
     def all_caps(self) -> np.ndarray:
@@ -97,22 +96,17 @@ def _inner_start(x: ConstraintInputs) -> dict[int, str]:
         if len(ends := INNER_END.findall(word)) != 1 or ADDRESS.search(word):
             continue
         before, after = INNER_END.split(word)
-        first = x.likeliest(before)
+        C = x.candidates
+        first, forms = C.likeliest(before), C.seen(after)
         # the piece after is a word of the training target ('com' is not), of three letters only if training began
         # sentences with it ('The'), no shorter ('sz' of '000651.sz'); the piece before a lowercase word or a
         # number (not an abbreviation, 'Co.', nor a name's address, 'Bild.de')
         word_after = (
-            after.isalpha()
-            and x.seen(after)
-            and (len(after) > 3 or len(after) == 3 and x.starts(casing.upper_first(after)))
+            after.isalpha() and forms and (len(after) > 3 or len(after) == 3 and C.starts(casing.upper_first(after)))
         )
         if not (word_after and casing.lower(first) == first):
             continue
-        fixed = (
-            (casing.upper_first(first) if x.tgt_positional[g] else first)
-            + ends[0]
-            + casing.upper_first(x.likeliest(after))
-        )
+        fixed = (casing.upper_first(first) if x.tgt_positional[g] else first) + ends[0] + casing.upper_first(forms[0])
         if casing.is_recasing_of(fixed, word):
             out[g] = fixed
     return out

@@ -346,7 +346,7 @@ class FeatureExtractor:
             self._decoded(b, decoded)
         if references is None:
             b.fixed = self._constrain(b, triples, tt, target, pairs or NO_PAIRS)
-        if references is not None:
+        else:
             self._gold(b, target, references)
         return b
 
@@ -367,9 +367,7 @@ class FeatureExtractor:
                 src_upper=Sr["upper"][pairs.st],
                 pair_pos=pairs.pos,
                 pair_src=pairs.src,
-                likeliest=self.candidates.likeliest,
-                seen=self.candidates.seen,
-                starts=self.candidates.starts,
+                candidates=self.candidates,
             )
         )
         C = self.candidates
